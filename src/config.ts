@@ -1,0 +1,97 @@
+// Service configuration from CATCOMFORT_* environment variables. Every variable is
+// documented in README.md; invalid values stop start-up with a message naming the variable.
+import os from 'node:os';
+import path from 'node:path';
+
+export type ProviderName = 'tensorrt' | 'cuda' | 'cpu';
+
+export interface Config {
+  host: string;
+  port: number;
+  /** Configured keys; empty means "generate one at start". */
+  apiKeys: string[];
+  modelsDir: string;
+  defaultModel: string;
+  providers: ProviderName[];
+  deviceId: number;
+  trtCacheDir: string;
+  trtFp16: boolean;
+  poolThreads: number;
+  intraOpThreads: number;
+  maxBodyBytes: number;
+  maxPixels: number;
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+function readInt(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be an integer, got "${raw}"`);
+  const value = Number(raw.trim());
+  if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function readBool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${env[name]}"`);
+}
+
+function readProviders(env: Env): ProviderName[] {
+  const raw = env.CATCOMFORT_EXECUTION_PROVIDERS ?? 'cpu';
+  const names = raw.split(',').map((s) => s.trim().toLowerCase()).filter((s) => s !== '');
+  const known: ProviderName[] = ['tensorrt', 'cuda', 'cpu'];
+  for (const name of names) {
+    if (!known.includes(name as ProviderName)) {
+      throw new ConfigError(`CATCOMFORT_EXECUTION_PROVIDERS: unknown provider "${name}" (known: ${known.join(', ')})`);
+    }
+  }
+  const ordered = [...new Set(names as ProviderName[])];
+  if (!ordered.includes('cpu')) ordered.push('cpu');
+  return ordered;
+}
+
+function readKeys(env: Env): string[] {
+  const raw = env.CATCOMFORT_API_KEYS;
+  if (raw === undefined) return [];
+  const keys = raw.split(',').map((k) => k.trim()).filter((k) => k !== '');
+  for (const key of keys) {
+    if (!/^[\x21-\x7e]{16,256}$/.test(key)) {
+      throw new ConfigError('CATCOMFORT_API_KEYS: each key must be 16-256 printable ASCII characters without spaces');
+    }
+  }
+  return keys;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const cores = Math.max(1, os.availableParallelism());
+  const logLevel = (env.CATCOMFORT_LOG_LEVEL ?? 'info').toLowerCase();
+  if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) {
+    throw new ConfigError(`CATCOMFORT_LOG_LEVEL must be debug, info, warn or error, got "${logLevel}"`);
+  }
+  return {
+    host: env.CATCOMFORT_HOST ?? '0.0.0.0',
+    port: readInt(env, 'CATCOMFORT_PORT', 8080, 0, 65535),
+    apiKeys: readKeys(env),
+    modelsDir: path.resolve(env.CATCOMFORT_MODELS_DIR ?? path.join(__dirname, '../../models')),
+    defaultModel: env.CATCOMFORT_DEFAULT_MODEL ?? 'bc-v1',
+    providers: readProviders(env),
+    deviceId: readInt(env, 'CATCOMFORT_CUDA_DEVICE_ID', 0, 0, 64),
+    trtCacheDir: path.resolve(env.CATCOMFORT_TRT_CACHE_DIR ?? path.join(os.tmpdir(), 'catcomfort-trt-cache')),
+    trtFp16: readBool(env, 'CATCOMFORT_TRT_FP16', false),
+    // Pool threads x intra-op threads should not exceed the cores: decode parallelism
+    // comes from the pool, model parallelism from ORT.
+    poolThreads: readInt(env, 'CATCOMFORT_POOL_THREADS', cores, 1, 256),
+    intraOpThreads: readInt(env, 'CATCOMFORT_INTRA_OP_THREADS', 1, 1, 256),
+    maxBodyBytes: readInt(env, 'CATCOMFORT_MAX_BODY_BYTES', 8 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    maxPixels: readInt(env, 'CATCOMFORT_MAX_PIXELS', 40_000_000, 1, 1_000_000_000),
+    logLevel: logLevel as Config['logLevel'],
+  };
+}

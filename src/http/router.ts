@@ -1,0 +1,61 @@
+// A small method+path router. Patterns are literal segments or `:name` parameters.
+// A path that matches with another method yields the allowed methods for a 405.
+import type { Exchange } from './exchange';
+
+export type Handler = (ex: Exchange) => void;
+
+interface Route {
+  segments: string[];
+  methods: Map<string, Handler>;
+}
+
+export type Match =
+  | { kind: 'found'; handler: Handler; params: Record<string, string> }
+  | { kind: 'method_not_allowed'; allow: string[] }
+  | { kind: 'not_found' };
+
+export class Router {
+  private readonly routes: Route[] = [];
+
+  add(method: string, pattern: string, handler: Handler): this {
+    const segments = pattern.split('/').filter((s) => s !== '');
+    let route = this.routes.find((r) => r.segments.join('/') === segments.join('/'));
+    if (!route) {
+      route = { segments, methods: new Map() };
+      this.routes.push(route);
+    }
+    route.methods.set(method.toUpperCase(), handler);
+    return this;
+  }
+
+  match(method: string, path: string): Match {
+    const parts = path.split('/').filter((s) => s !== '');
+    for (const route of this.routes) {
+      const params = matchSegments(route.segments, parts);
+      if (!params) continue;
+      const handler = route.methods.get(method);
+      if (handler) return { kind: 'found', handler, params };
+      return { kind: 'method_not_allowed', allow: [...route.methods.keys()].sort() };
+    }
+    return { kind: 'not_found' };
+  }
+}
+
+function matchSegments(pattern: string[], parts: string[]): Record<string, string> | null {
+  if (pattern.length !== parts.length) return null;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < pattern.length; i++) {
+    const want = pattern[i]!;
+    const got = parts[i]!;
+    if (want.startsWith(':')) {
+      try {
+        params[want.slice(1)] = decodeURIComponent(got);
+      } catch {
+        return null;
+      }
+    } else if (want !== got) {
+      return null;
+    }
+  }
+  return params;
+}

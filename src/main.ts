@@ -1,0 +1,39 @@
+// Entry point: `npm start`.
+import { ConfigError, loadConfig } from './config';
+import { log, setLogLevel } from './log';
+import { startService } from './start';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`Configuration error: ${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  setLogLevel(config.logLevel);
+  const running = await startService(config);
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info('shutting down', { signal });
+    running.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        log.error('shutdown failed', { error: String(error) });
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`Start-up failed: ${(error as Error)?.message ?? String(error)}\n`);
+  process.exit(1);
+});

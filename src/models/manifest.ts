@@ -1,0 +1,131 @@
+// The model-pack manifest (models/<id>/manifest.json): its schema, and validation at start.
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { TypeCompiler } from '@sinclair/typebox/compiler';
+
+const Sha256 = Type.String({ pattern: '^[0-9a-f]{64}$' });
+const FileName = Type.String({ pattern: '^[A-Za-z0-9._-]+$' });
+const Triple = Type.Tuple([Type.Number(), Type.Number(), Type.Number()]);
+
+const Preprocess = Type.Object(
+  {
+    width: Type.Integer({ minimum: 8, maximum: 4096 }),
+    height: Type.Integer({ minimum: 8, maximum: 4096 }),
+    resize: Type.Union([Type.Literal('letterbox'), Type.Literal('stretch')]),
+    anchor: Type.Union([Type.Literal('top-left'), Type.Literal('center')]),
+    padValue: Type.Integer({ minimum: 0, maximum: 255 }),
+    channelOrder: Type.Union([Type.Literal('rgb'), Type.Literal('bgr')]),
+    layout: Type.Union([Type.Literal('nchw'), Type.Literal('nhwc')]),
+    scale: Type.Number({ exclusiveMinimum: 0 }),
+    mean: Triple,
+    std: Type.Tuple([
+      Type.Number({ exclusiveMinimum: 0 }),
+      Type.Number({ exclusiveMinimum: 0 }),
+      Type.Number({ exclusiveMinimum: 0 }),
+    ]),
+  },
+  { additionalProperties: false },
+);
+
+const View = Type.Union([Type.Literal('plain'), Type.Literal('flip'), Type.Literal('half'), Type.Literal('half_flip')]);
+
+const Detector = Type.Object(
+  {
+    file: FileName,
+    sha256: Sha256,
+    url: Type.Optional(Type.String({ pattern: '^https://' })),
+    mirrorPath: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9._/-]+$' })),
+    license: Type.String(),
+    dynamicBatch: Type.Optional(
+      Type.Object(
+        { reshapeFrom: Type.Array(Type.Integer(), { minItems: 1 }), reshapeTo: Type.Array(Type.Integer(), { minItems: 1 }) },
+        { additionalProperties: false },
+      ),
+    ),
+    preprocess: Preprocess,
+    output: Type.Object(
+      {
+        format: Type.Literal('yolox'),
+        strides: Type.Array(Type.Integer({ minimum: 1 }), { minItems: 1 }),
+        numClasses: Type.Integer({ minimum: 1 }),
+        catClassIndex: Type.Integer({ minimum: 0 }),
+      },
+      { additionalProperties: false },
+    ),
+    scoreFloor: Type.Number({ minimum: 0, maximum: 1 }),
+    nmsIou: Type.Number({ exclusiveMinimum: 0, maximum: 1 }),
+    views: Type.Array(View, { minItems: 1, uniqueItems: true }),
+    calibration: Type.Array(Type.Tuple([Type.Number({ minimum: 0, maximum: 1 }), Type.Number({ minimum: 0, maximum: 1 })])),
+  },
+  { additionalProperties: false },
+);
+
+const Classifier = Type.Object(
+  {
+    file: FileName,
+    sha256: Sha256,
+    /** true for the untrained reference network shipped with the repo. */
+    reference: Type.Boolean(),
+    license: Type.String(),
+    preprocess: Preprocess,
+    cropMargin: Type.Number({ minimum: 0, maximum: 1 }),
+    outputIndex: Type.Integer({ minimum: 0 }),
+  },
+  { additionalProperties: false },
+);
+
+export const ManifestSchema = Type.Object(
+  {
+    id: Type.String({ pattern: '^[a-z0-9][a-z0-9-]{0,63}$' }),
+    version: Type.String({ minLength: 1 }),
+    name: Type.String({ minLength: 1 }),
+    description: Type.String(),
+    deprecated: Type.Optional(Type.Boolean()),
+    defaultThreshold: Type.Number({ minimum: 0, maximum: 1 }),
+    cutoffs: Type.Object(
+      { detected: Type.Number({ minimum: 0, maximum: 1 }), lowConfidence: Type.Number({ minimum: 0, maximum: 1 }) },
+      { additionalProperties: false },
+    ),
+    detector: Detector,
+    classifier: Classifier,
+  },
+  { additionalProperties: false },
+);
+
+export type Manifest = Static<typeof ManifestSchema>;
+export type PreprocessManifest = Static<typeof Preprocess>;
+
+const check = TypeCompiler.Compile(ManifestSchema as TSchema);
+
+export class ManifestError extends Error {}
+
+/** Validates parsed JSON as a manifest; throws one ManifestError listing every problem. */
+export function validateManifest(value: unknown, source: string): Manifest {
+  const problems: string[] = [];
+  if (!check.Check(value)) {
+    for (const error of check.Errors(value)) problems.push(`${error.path || '/'}: ${error.message}`);
+  } else {
+    const m = value as Manifest;
+    if (m.cutoffs.lowConfidence > m.cutoffs.detected) {
+      problems.push('/cutoffs: lowConfidence must not exceed detected');
+    }
+    if (m.detector.output.catClassIndex >= m.detector.output.numClasses) {
+      problems.push('/detector/output/catClassIndex: must be below numClasses');
+    }
+    const knots = m.detector.calibration;
+    for (let i = 1; i < knots.length; i++) {
+      const [prev, cur] = [knots[i - 1]!, knots[i]!];
+      if (cur[0] <= prev[0] || cur[1] < prev[1]) {
+        problems.push('/detector/calibration: knots must increase in raw score and never decrease in calibrated score');
+        break;
+      }
+    }
+    const batch = m.detector.dynamicBatch;
+    if (batch && batch.reshapeFrom.length !== batch.reshapeTo.length) {
+      problems.push('/detector/dynamicBatch: reshapeFrom and reshapeTo must have the same length');
+    }
+  }
+  if (problems.length > 0) {
+    throw new ManifestError(`Invalid model manifest ${source}:\n  ${problems.slice(0, 20).join('\n  ')}`);
+  }
+  return value as Manifest;
+}

@@ -1,0 +1,104 @@
+// Loads one model pack folder: manifest validation, sha256 checks of the model files,
+// the in-memory dynamic-batch patch of the detector, and the native pipeline spec.
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { ClassifierSpec, DetectorSpec, PipelineSpec, PreprocessSpec } from '../native/addon';
+import { validateManifest, type Manifest, type PreprocessManifest } from './manifest';
+import { withDynamicBatch } from './onnx-batch';
+
+export class PackError extends Error {}
+
+export function sha256(data: Buffer): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+export async function readManifest(dir: string): Promise<Manifest> {
+  const file = path.join(dir, 'manifest.json');
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    throw new PackError(`Cannot read model manifest ${file}: ${(error as Error).message}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new PackError(`Model manifest ${file} is not valid JSON: ${(error as Error).message}`);
+  }
+  return validateManifest(json, file);
+}
+
+/** Reads a model file and checks it against the manifest's sha256. */
+export async function readModelFile(dir: string, file: string, expected: string): Promise<Buffer> {
+  const full = path.join(dir, file);
+  let data: Buffer;
+  try {
+    data = await readFile(full);
+  } catch {
+    throw new PackError(
+      `Model file ${full} is missing (expected sha256 ${expected}). Run "npm run models:fetch" ` +
+        '(set CATCOMFORT_MODEL_MIRROR to a folder holding a copy when there is no internet).',
+    );
+  }
+  const actual = sha256(data);
+  if (actual !== expected) {
+    throw new PackError(`Model file ${full} has sha256 ${actual}, expected ${expected}. Replace it or fix the manifest.`);
+  }
+  return data;
+}
+
+function preprocessSpec(p: PreprocessManifest): PreprocessSpec {
+  return { ...p, mean: [...p.mean], std: [...p.std] };
+}
+
+export interface LoadedPack {
+  dir: string;
+  manifest: Manifest;
+  spec: PipelineSpec;
+}
+
+export interface PackLimits {
+  maxPixels: number;
+  maxSessionBatch: number;
+}
+
+export async function loadPack(dir: string, limits: PackLimits): Promise<LoadedPack> {
+  const manifest = await readManifest(dir);
+  const d = manifest.detector;
+  const c = manifest.classifier;
+  let detectorModel = await readModelFile(dir, d.file, d.sha256);
+  if (d.dynamicBatch) detectorModel = withDynamicBatch(detectorModel, d.dynamicBatch.reshapeFrom, d.dynamicBatch.reshapeTo);
+  const classifierModel = await readModelFile(dir, c.file, c.sha256);
+
+  const detector: DetectorSpec = {
+    model: detectorModel,
+    preprocess: preprocessSpec(d.preprocess),
+    strides: [...d.output.strides],
+    numClasses: d.output.numClasses,
+    catClassIndex: d.output.catClassIndex,
+    scoreFloor: d.scoreFloor,
+    nmsIou: d.nmsIou,
+    views: [...d.views],
+    calibration: d.calibration.map(([raw, cal]) => [raw, cal] as [number, number]),
+  };
+  const classifier: ClassifierSpec = {
+    model: classifierModel,
+    preprocess: preprocessSpec(c.preprocess),
+    cropMargin: c.cropMargin,
+    outputIndex: c.outputIndex,
+  };
+  return {
+    dir,
+    manifest,
+    spec: {
+      detector,
+      classifier,
+      // Reported confidences are rounded to 6 decimals; classify anything that may round up to the cutoff.
+      classifyCutoff: Math.max(0, manifest.cutoffs.detected - 1e-6),
+      maxPixels: limits.maxPixels,
+      maxSessionBatch: limits.maxSessionBatch,
+    },
+  };
+}

@@ -1,0 +1,151 @@
+// The native surface, declared once. Everything that crosses into C++ is validated
+// in TypeScript first; the addon trusts these shapes.
+import path from 'node:path';
+import { createRequire } from 'node:module';
+
+/** How the `data` of an item is encoded. */
+export type ItemEncoding =
+  | 'base64-strict' // v2: standard alphabet, exact padding, optional `data:image/<type>;base64,` prefix
+  | 'base64-lenient' // v1: like Python's b64decode(validate=False): skips characters outside the alphabet
+  | 'bytes'; // raw file bytes (URL fetches, video frames)
+
+export interface AnalyzeItem {
+  data: string | Buffer;
+  encoding: ItemEncoding;
+}
+
+/** Stable codes of per-item failures; messages are the v2 texts. */
+export type ItemErrorCode =
+  | 'invalid_base64' // "Image is not valid base64."
+  | 'empty_image' // "Image is empty."
+  | 'undecodable' // "Image could not be decoded."
+  | 'unsupported_format' // "Unsupported pixel format; send an 8-bit image."
+  | 'too_many_pixels' // "Image is too large; at most N pixels."
+  | 'internal'; // anything else (message is for logs only, never for clients)
+
+export interface ItemFailure {
+  ok: false;
+  code: ItemErrorCode;
+  message: string;
+}
+
+export interface CatCandidate {
+  /** [x_min, y_min, x_max, y_max] in original-image integer pixels, clamped to the image. */
+  box: [number, number, number, number];
+  /** Calibrated detector confidence in [0, 1]. */
+  confidence: number;
+  /** Uncalibrated best score over the views (objectness * class). */
+  rawScore: number;
+}
+
+export interface ItemSuccess {
+  ok: true;
+  width: number;
+  height: number;
+  /** Best cat over all views, or null when no candidate scored above the detector floor. */
+  cat: CatCandidate | null;
+  /** Classifier output (probability of discomfort), only when cat.confidence >= classifyCutoff. */
+  score: number | null;
+  /** Milliseconds spent in each stage for this item (batch stages are shared by the batch). */
+  timings: { decodeMs: number; detectMs: number; classifyMs: number };
+}
+
+export type ItemResult = ItemSuccess | ItemFailure;
+
+export interface PreprocessSpec {
+  width: number;
+  height: number;
+  /** letterbox keeps aspect ratio and pads; stretch resizes to exactly width x height. */
+  resize: 'letterbox' | 'stretch';
+  /** Where a letterboxed image sits on the canvas. */
+  anchor: 'top-left' | 'center';
+  padValue: number;
+  channelOrder: 'rgb' | 'bgr';
+  layout: 'nchw' | 'nhwc';
+  /** value' = (value * scale - mean[c]) / std[c], per channel in channelOrder order. */
+  scale: number;
+  mean: [number, number, number];
+  std: [number, number, number];
+}
+
+export type DetectorView = 'plain' | 'flip' | 'half' | 'half_flip';
+
+export interface DetectorSpec {
+  model: Buffer;
+  preprocess: PreprocessSpec;
+  /** YOLOX head: rows of [x, y, w, h, objectness, classes...], grid decoded with these strides. */
+  strides: number[];
+  numClasses: number;
+  catClassIndex: number;
+  /** Candidates below this raw score are dropped before NMS. */
+  scoreFloor: number;
+  nmsIou: number;
+  views: DetectorView[];
+  /** Monotone piecewise-linear map raw -> calibrated, as [raw, calibrated] knots; empty = identity. */
+  calibration: Array<[number, number]>;
+}
+
+export interface ClassifierSpec {
+  model: Buffer;
+  preprocess: PreprocessSpec;
+  /** Extra margin around the detected box, as a fraction of its width/height, before cropping. */
+  cropMargin: number;
+  /** Index of the discomfort probability in the flat output. */
+  outputIndex: number;
+}
+
+export interface PipelineSpec {
+  detector: DetectorSpec;
+  classifier: ClassifierSpec;
+  /** Calibrated confidence at or above which the classifier runs. */
+  classifyCutoff: number;
+  /** Decoding stops before pixel data when width * height exceeds this. */
+  maxPixels: number;
+  /** Largest batch handed to one ORT Run (views count: 2 images x 4 views = 8). */
+  maxSessionBatch: number;
+}
+
+export interface NativeConfig {
+  /** Ordered execution providers to try; 'cpu' is always added last. */
+  providers: Array<'tensorrt' | 'cuda' | 'cpu'>;
+  deviceId: number;
+  trtCacheDir: string;
+  trtFp16: boolean;
+  /** Threads in the addon's own pool (decode, preprocess, session runs). */
+  poolThreads: number;
+  /** ORT intra-op threads per session run. */
+  intraOpThreads: number;
+}
+
+export interface ProviderStatus {
+  name: string;
+  active: boolean;
+  /** Why it was skipped; null when active. */
+  reason: string | null;
+}
+
+export interface NativeInfo {
+  vipsVersion: string;
+  ortVersion: string;
+  providers: ProviderStatus[];
+}
+
+/** Opaque handle owning the two ORT sessions of one model pack. */
+export interface NativePipeline {
+  readonly __brand: 'NativePipeline';
+}
+
+export interface NativeAddon {
+  configure(config: NativeConfig): NativeInfo;
+  createPipeline(spec: PipelineSpec): Promise<NativePipeline>;
+  analyze(pipeline: NativePipeline, items: AnalyzeItem[]): Promise<ItemResult[]>;
+  /** Releases the sessions; later analyze calls on it reject. */
+  releasePipeline(pipeline: NativePipeline): void;
+}
+
+const requireFromHere = createRequire(__filename);
+
+export function loadAddon(): NativeAddon {
+  const file = path.resolve(__dirname, '../../../build/Release/catcomfort.node');
+  return requireFromHere(file) as NativeAddon;
+}

@@ -1,0 +1,90 @@
+// Start-up: native runtime, model packs, keys, routes, listening socket; and shutdown.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Config } from './config';
+import { KeyRing } from './http/auth';
+import { loadDocsAssets } from './http/docs';
+import { Router } from './http/router';
+import { HttpServer } from './http/server';
+import { log } from './log';
+import { ModelRegistry } from './models/registry';
+import { loadAddon } from './native/addon';
+import type { Service } from './service';
+import { registerV2 } from './v2/routes';
+
+export function serviceVersion(): string {
+  const pkg = JSON.parse(readFileSync(path.join(__dirname, '../../package.json'), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+export interface RunningService {
+  port: number;
+  service: Service;
+  close(): Promise<void>;
+}
+
+export async function startService(config: Config): Promise<RunningService> {
+  const addon = loadAddon();
+  const info = addon.configure({
+    providers: config.providers,
+    deviceId: config.deviceId,
+    trtCacheDir: config.trtCacheDir,
+    trtFp16: config.trtFp16,
+    poolThreads: config.poolThreads,
+    intraOpThreads: config.intraOpThreads,
+  });
+  for (const p of info.providers) {
+    if (p.active) log.info('execution provider active', { provider: p.name });
+    else log.warn('execution provider skipped', { provider: p.name, reason: p.reason });
+  }
+  const registry = await ModelRegistry.load(addon, {
+    modelsDir: config.modelsDir,
+    maxPixels: config.maxPixels,
+    maxSessionBatch: 16,
+  });
+  if (!registry.get(config.defaultModel)) {
+    throw new Error(`Default model "${config.defaultModel}" is not among the loaded packs in ${config.modelsDir}`);
+  }
+  for (const model of registry.list()) {
+    log.info('model loaded', { model: model.id, pack_version: model.manifest.version, views: model.manifest.detector.views });
+    if (model.manifest.classifier.reference) {
+      log.warn(
+        `model ${model.id}: the classifier is an UNTRAINED reference network; its score is not a trained comfort signal. ` +
+          `Drop trained weights into ${path.join(model.dir, model.manifest.classifier.file)} and update classifier.sha256 and reference=false in its manifest.json (see MODEL_CARD.md).`,
+        { model: model.id },
+      );
+    }
+  }
+
+  const keys = new KeyRing(config.apiKeys);
+  if (config.apiKeys.length === 0) {
+    const key = KeyRing.generateKey();
+    keys.addKey(key);
+    // Printed once, on purpose: there is never a fixed default key.
+    process.stdout.write(`No CATCOMFORT_API_KEYS set; generated this API key for this run only: ${key}\n`);
+  }
+
+  const version = serviceVersion();
+  const service: Service = { config, keys, registry, version, docsAssets: loadDocsAssets() };
+  const router = new Router();
+  registerV2(router, service);
+  const server = new HttpServer(router);
+  const port = await server.listen(config.host, config.port);
+  log.info('listening', {
+    host: config.host,
+    port,
+    version,
+    vips: info.vipsVersion,
+    ort: info.ortVersion,
+    models: registry.list().map((m) => m.id),
+  });
+
+  return {
+    port,
+    service,
+    async close() {
+      server.stopListening();
+      registry.releaseAll();
+    },
+  };
+}

@@ -1,0 +1,74 @@
+// Install step (`npm run models:fetch`, run by `npm ci`): puts every model file that a pack
+// manifest names but the repository does not hold into its pack folder, from the folder named
+// by CATCOMFORT_MODEL_MIRROR when set, else from the manifest's published URL, and checks the sha256.
+import { existsSync } from 'node:fs';
+import { copyFile, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { readManifest, sha256 } from '../models/pack';
+
+interface Wanted {
+  packDir: string;
+  file: string;
+  sha256: string;
+  url?: string;
+  mirrorPath?: string;
+}
+
+async function alreadyThere(target: string, expected: string): Promise<boolean> {
+  if (!existsSync(target)) return false;
+  return sha256(await readFile(target)) === expected;
+}
+
+async function obtain(want: Wanted, mirror: string | undefined): Promise<Buffer> {
+  if (mirror !== undefined) {
+    if (!want.mirrorPath) throw new Error(`${want.file}: the manifest gives no mirrorPath`);
+    const source = path.resolve(mirror, want.mirrorPath);
+    return readFile(source).catch((error: Error) => {
+      throw new Error(`cannot read ${source} from CATCOMFORT_MODEL_MIRROR: ${error.message}`);
+    });
+  }
+  if (!want.url) throw new Error(`${want.file}: the manifest gives no url and CATCOMFORT_MODEL_MIRROR is not set`);
+  const response = await fetch(want.url, { redirect: 'follow', signal: AbortSignal.timeout(120_000) });
+  if (!response.ok) throw new Error(`GET ${want.url} answered ${response.status}`);
+  return Buffer.from(await response.arrayBuffer());
+}
+
+async function main(): Promise<void> {
+  const modelsDir = path.resolve(process.env.CATCOMFORT_MODELS_DIR ?? path.join(__dirname, '../../../models'));
+  const mirror = process.env.CATCOMFORT_MODEL_MIRROR;
+  const wanted: Wanted[] = [];
+  for (const entry of await readdir(modelsDir, { withFileTypes: true })) {
+    const packDir = path.join(modelsDir, entry.name);
+    if (!entry.isDirectory() || !existsSync(path.join(packDir, 'manifest.json'))) continue;
+    const manifest = await readManifest(packDir);
+    wanted.push({ packDir, ...manifest.detector });
+    wanted.push({ packDir, ...manifest.classifier });
+  }
+  let failed = false;
+  for (const want of wanted) {
+    const target = path.join(want.packDir, want.file);
+    if (await alreadyThere(target, want.sha256)) continue;
+    try {
+      const data = await obtain(want, mirror);
+      const actual = sha256(data);
+      if (actual !== want.sha256) throw new Error(`got sha256 ${actual}, expected ${want.sha256}`);
+      const partial = `${target}.partial`;
+      await writeFile(partial, data);
+      await rename(partial, target);
+      process.stdout.write(`models: ${path.relative(process.cwd(), target)} ok (${data.length} bytes, sha256 ${actual})\n`);
+    } catch (error) {
+      failed = true;
+      await rm(`${target}.partial`, { force: true });
+      process.stderr.write(
+        `models: could not obtain ${target} (sha256 ${want.sha256}): ${(error as Error).message}\n` +
+          '        Without internet, set CATCOMFORT_MODEL_MIRROR to a folder holding a copy (e.g. ../shared/models).\n',
+      );
+    }
+  }
+  if (failed) process.exitCode = 1;
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`models: ${(error as Error)?.message ?? String(error)}\n`);
+  process.exitCode = 1;
+});

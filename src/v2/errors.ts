@@ -1,0 +1,42 @@
+// The one table of v2 errors: kind -> (stable code, HTTP status, default message).
+// Handlers throw ApiError; the HTTP layer renders it as an ErrorResponse (spec 2.3, 7.1).
+// Protocol-level 4xx without a code of their own share `http_error`, as 7.1 says.
+export const errorTable = {
+  invalid_image: { code: 'invalid_image', status: 400, message: 'Image could not be decoded.' },
+  unauthorized: { code: 'unauthorized', status: 401, message: 'Missing or invalid API key.' },
+  model_not_found: { code: 'model_not_found', status: 404, message: 'Model not found.' },
+  not_found: { code: 'not_found', status: 404, message: 'Not found.' },
+  method_not_allowed: { code: 'method_not_allowed', status: 405, message: 'Method not allowed.' },
+  payload_too_large: { code: 'http_error', status: 413, message: 'Request body is too large.' },
+  unsupported_media_type: { code: 'http_error', status: 415, message: 'Content-Type must be application/json.' },
+  invalid_request: { code: 'invalid_request', status: 422, message: 'Request validation failed.' },
+  overloaded: { code: 'overloaded', status: 429, message: 'The service is overloaded; retry later.' },
+  internal_error: { code: 'internal_error', status: 500, message: 'Internal server error.' },
+  unavailable: { code: 'unavailable', status: 503, message: 'The service is not ready or is shutting down.' },
+} as const;
+
+export type ErrorKind = keyof typeof errorTable;
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  constructor(
+    readonly kind: ErrorKind,
+    message: string = errorTable[kind].message,
+    readonly details: Record<string, unknown> = {},
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.status = errorTable[kind].status;
+    this.code = errorTable[kind].code;
+  }
+}
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export function validationError(errors: FieldError[]): ApiError {
+  return new ApiError('invalid_request', errorTable.invalid_request.message, { errors });
+}

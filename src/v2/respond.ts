@@ -1,0 +1,29 @@
+// v2 response writing: JSON bodies with the request id in body and header, and the
+// ErrorResponse rendering of every failure (spec 2.3).
+import type { Exchange } from '../http/exchange';
+import { BodyTooLargeError, ClientGoneError } from '../http/exchange';
+import { log } from '../log';
+import { ApiError } from './errors';
+
+export function sendJson(ex: Exchange, requestId: string, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  ex.send(status, { 'Content-Type': 'application/json', 'X-Request-ID': requestId, ...headers }, JSON.stringify(body));
+}
+
+export function sendError(ex: Exchange, requestId: string, error: unknown): void {
+  if (error instanceof ClientGoneError) return;
+  let apiError: ApiError;
+  if (error instanceof ApiError) apiError = error;
+  else if (error instanceof BodyTooLargeError) {
+    apiError = new ApiError('payload_too_large', `Request body exceeds the limit of ${error.limit} bytes.`);
+  } else {
+    log.error('unhandled error', { request_id: requestId, error: (error as Error)?.stack ?? String(error) });
+    apiError = new ApiError('internal_error');
+  }
+  sendJson(
+    ex,
+    requestId,
+    apiError.status,
+    { request_id: requestId, error: { code: apiError.code, message: apiError.message, details: apiError.details } },
+    apiError.headers,
+  );
+}

@@ -1,0 +1,91 @@
+// The v2 routes. The synchronous prelude (request id, key, content type, body read)
+// runs inside the uWS handler, as uWS requires; the rest is async.
+import type { Exchange } from '../http/exchange';
+import { isJsonContentType } from '../http/content-type';
+import { redocPage, swaggerPage } from '../http/docs';
+import { requestIdFrom } from '../http/request-id';
+import type { Router } from '../http/router';
+import type { Service } from '../service';
+import { ApiError } from './errors';
+import { buildV2OpenApi } from './openapi';
+import { predict } from './predict';
+import { sendError, sendJson } from './respond';
+import { parseJsonObject } from './validate';
+
+type Work = (requestId: string) => Promise<{ status: number; body: unknown }>;
+
+function run(ex: Exchange, requestId: string, work: Promise<{ status: number; body: unknown }>): void {
+  work.then(
+    (result) => sendJson(ex, requestId, result.status, result.body),
+    (error: unknown) => sendError(ex, requestId, error),
+  );
+}
+
+/** Authenticated JSON GET. */
+function authedGet(service: Service, work: Work) {
+  return (ex: Exchange): void => {
+    const requestId = requestIdFrom(ex.header('x-request-id'));
+    if (!service.keys.check(ex.header('api-key'))) return sendError(ex, requestId, new ApiError('unauthorized'));
+    run(ex, requestId, work(requestId));
+  };
+}
+
+function predictRoute(service: Service, modelFrom: (ex: Exchange) => string) {
+  return (ex: Exchange): void => {
+    const requestId = requestIdFrom(ex.header('x-request-id'));
+    if (!service.keys.check(ex.header('api-key'))) return sendError(ex, requestId, new ApiError('unauthorized'));
+    const modelId = modelFrom(ex);
+    const model = service.registry.get(modelId);
+    if (!model) {
+      return sendError(ex, requestId, new ApiError('model_not_found', `Model '${modelId}' not found.`, { model_id: modelId }));
+    }
+    if (!isJsonContentType(ex.header('content-type'))) {
+      return sendError(ex, requestId, new ApiError('unsupported_media_type'));
+    }
+    const body = ex.readBody(service.config.maxBodyBytes);
+    run(
+      ex,
+      requestId,
+      body.then(async (raw) => ({
+        status: 200,
+        body: await predict({ serviceVersion: service.version }, model, parseJsonObject(raw), requestId),
+      })),
+    );
+  };
+}
+
+function staticRoute(body: string | Buffer, contentType: string) {
+  return (ex: Exchange): void => ex.send(200, { 'Content-Type': contentType, 'Cache-Control': 'public, max-age=3600' }, body);
+}
+
+export function registerV2(router: Router, service: Service): void {
+  const openapi = JSON.stringify(buildV2OpenApi(service.version));
+  router
+    .add('POST', '/v2/predict', predictRoute(service, () => service.config.defaultModel))
+    .add('POST', '/v2/models/:model_id/predict', predictRoute(service, (ex) => ex.params.model_id!))
+    .add(
+      'GET',
+      '/v2/models',
+      authedGet(service, async (requestId) => ({
+        status: 200,
+        body: {
+          request_id: requestId,
+          models: service.registry.list().map((m) => ({
+            id: m.id,
+            name: m.manifest.name,
+            version: service.version,
+            pack_version: m.manifest.version,
+            default_threshold: m.manifest.defaultThreshold,
+            deprecated: m.manifest.deprecated ?? false,
+          })),
+        },
+      })),
+    )
+    .add('GET', '/v2/openapi.json', staticRoute(openapi, 'application/json'))
+    .add('GET', '/v2/docs', staticRoute(swaggerPage('Cat Comfort API v2', '/v2/openapi.json', '/v2/docs'), 'text/html; charset=utf-8'))
+    .add('GET', '/v2/redoc', staticRoute(redocPage('Cat Comfort API v2', '/v2/openapi.json', '/v2/redoc'), 'text/html; charset=utf-8'));
+  for (const [name, asset] of Object.entries(service.docsAssets)) {
+    const base = name.startsWith('redoc') ? '/v2/redoc' : '/v2/docs';
+    router.add('GET', `${base}/${name}`, staticRoute(asset.body, asset.contentType));
+  }
+}

@@ -1,0 +1,105 @@
+// v2 wire schemas (spec 2.1-2.3). The same TypeBox objects validate requests and
+// generate the OpenAPI document, so the two cannot drift apart.
+import { Type, type Static } from '@sinclair/typebox';
+
+export const PredictRequest = Type.Object(
+  {
+    image: Type.String({
+      minLength: 1,
+      description:
+        'Base64-encoded image (standard alphabet with padding). An optional `data:image/<type>;base64,` prefix is accepted. The decoded image must be 8-bit per channel.',
+    }),
+    threshold: Type.Optional(
+      Type.Union([Type.Number({ minimum: 0, maximum: 1 }), Type.Null()], {
+        description: "Discomfort threshold override, 0.0-1.0. Omitted or null: the model's default threshold.",
+      }),
+    ),
+  },
+  { $id: 'PredictRequest', description: 'Unknown fields are ignored.' },
+);
+export type PredictRequest = Static<typeof PredictRequest>;
+
+const ModelInfo = Type.Object(
+  {
+    id: Type.String({ description: 'Model identifier, e.g. `bc-v1`' }),
+    version: Type.String({ description: 'Service release version' }),
+  },
+  { $id: 'ModelInfo' },
+);
+
+const Prediction = Type.Object(
+  {
+    label: Type.Union([Type.Literal('comfort'), Type.Literal('discomfort')], {
+      description: '`discomfort` when `score` > `threshold`, otherwise `comfort`',
+    }),
+    score: Type.Number({ minimum: 0, maximum: 1, description: 'Probability of discomfort' }),
+    threshold: Type.Number({ minimum: 0, maximum: 1, description: 'Threshold applied to `score`' }),
+  },
+  { $id: 'Prediction' },
+);
+
+const BoundingBox = Type.Object(
+  { x_min: Type.Integer(), y_min: Type.Integer(), x_max: Type.Integer(), y_max: Type.Integer() },
+  { $id: 'BoundingBox', description: 'Pixel coordinates in the original (EXIF-rotated) image' },
+);
+
+const Cat = Type.Object(
+  {
+    bounding_box: BoundingBox,
+    detection_confidence: Type.Number({ minimum: 0, maximum: 1, description: 'Detector confidence for this cat' }),
+  },
+  { $id: 'Cat', description: 'Future versions may add attributes shaped as `{value, confidence}`; ignore unknown keys.' },
+);
+
+const ImageInfo = Type.Object({ width: Type.Integer(), height: Type.Integer() }, { $id: 'ImageInfo' });
+
+export const Detection = Type.Union(
+  [Type.Literal('detected'), Type.Literal('low_confidence'), Type.Literal('not_detected')],
+  {
+    $id: 'Detection',
+    description:
+      '`detected`: detector confidence >= 0.69 (classified); `low_confidence`: 0.5 <= confidence < 0.69; `not_detected`: below 0.5 or no candidate. Cutoffs come from the model pack.',
+  },
+);
+
+export const PredictResponse = Type.Object(
+  {
+    request_id: Type.String({ description: 'Equals the `X-Request-ID` response header' }),
+    model: ModelInfo,
+    detection: Detection,
+    prediction: Type.Union([Prediction, Type.Null()], { description: 'Non-null only when `detection` is `detected`' }),
+    cat: Type.Union([Cat, Type.Null()], { description: 'Null when `not_detected`' }),
+    image: ImageInfo,
+  },
+  { $id: 'PredictResponse' },
+);
+export type PredictResponse = Static<typeof PredictResponse>;
+
+export const ErrorResponse = Type.Object(
+  {
+    request_id: Type.String(),
+    error: Type.Object({
+      code: Type.String({ description: 'Stable machine-readable code' }),
+      message: Type.String({ description: 'Human-readable text; wording may change' }),
+      details: Type.Record(Type.String(), Type.Unknown(), { description: 'Always `{}` when empty' }),
+    }),
+  },
+  { $id: 'ErrorResponse' },
+);
+
+export const ModelSummary = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.String(),
+    version: Type.String({ description: 'Service release version, as `model.version` in predictions' }),
+    pack_version: Type.String({ description: 'Version of the model pack (manifest)' }),
+    default_threshold: Type.Number(),
+    deprecated: Type.Boolean(),
+  },
+  { $id: 'ModelSummary' },
+);
+
+export const ModelList = Type.Object(
+  { request_id: Type.String(), models: Type.Array(ModelSummary) },
+  { $id: 'ModelList' },
+);

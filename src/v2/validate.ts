@@ -1,0 +1,51 @@
+// Body parsing and validation for v2, with pydantic-style messages (spec 7.1, 422 rules).
+// TypeBox's compiled check is the fast path; on failure each field gets one message in
+// pydantic's wording (the texts v1 clients already know), never echoing the submitted value.
+import { TypeCompiler } from '@sinclair/typebox/compiler';
+import { validationError, type FieldError } from './errors';
+import { PredictRequest } from './schemas';
+
+const predictCheck = TypeCompiler.Compile(PredictRequest);
+
+/** Parses a JSON object body; a missing, malformed or non-object body is a 422 on `body`. */
+export function parseJsonObject(body: Buffer): Record<string, unknown> {
+  if (body.length === 0) throw validationError([{ field: 'body', message: 'Field required' }]);
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw validationError([{ field: 'body', message: 'JSON decode error' }]);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw validationError([
+      { field: 'body', message: 'Input should be a valid dictionary or object to extract fields from' },
+    ]);
+  }
+  return value as Record<string, unknown>;
+}
+
+function imageMessage(value: unknown): string | null {
+  if (value === undefined) return 'Field required';
+  if (typeof value !== 'string') return 'Input should be a valid string';
+  if (value.length === 0) return 'String should have at least 1 character';
+  return null;
+}
+
+function thresholdMessage(value: unknown): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'number' || !Number.isFinite(value)) return 'Input should be a valid number';
+  if (value < 0) return 'Input should be greater than or equal to 0';
+  if (value > 1) return 'Input should be less than or equal to 1';
+  return null;
+}
+
+export function validatePredictRequest(body: Record<string, unknown>): PredictRequest {
+  if (predictCheck.Check(body)) return body;
+  const errors: FieldError[] = [];
+  const image = imageMessage(body.image);
+  if (image) errors.push({ field: 'image', message: image });
+  const threshold = thresholdMessage(body.threshold);
+  if (threshold) errors.push({ field: 'threshold', message: threshold });
+  if (errors.length === 0) errors.push({ field: 'body', message: 'Input is not a valid PredictRequest' });
+  throw validationError(errors);
+}
