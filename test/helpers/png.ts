@@ -1,0 +1,48 @@
+// Minimal PNG writer for test inputs the fixtures do not cover (16-bit, huge headers).
+import { crc32, deflateSync } from 'node:zlib';
+
+function chunk(type: string, data: Buffer): Buffer {
+  const head = Buffer.alloc(8);
+  head.writeUInt32BE(data.length, 0);
+  head.write(type, 4, 'latin1');
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), data])) >>> 0, 0);
+  return Buffer.concat([head, data, crc]);
+}
+
+/** An RGB PNG of the given bit depth filled with a gradient. */
+export function makePng(width: number, height: number, bitDepth: 8 | 16): Buffer {
+  const bytesPerPixel = 3 * (bitDepth / 8);
+  const rows: Buffer[] = [];
+  for (let y = 0; y < height; y++) {
+    const row = Buffer.alloc(1 + width * bytesPerPixel);
+    for (let x = 0; x < width; x++) {
+      for (let c = 0; c < 3; c++) {
+        const value = ((x * 7 + y * 3 + c * 50) % 256) * (bitDepth === 16 ? 257 : 1);
+        if (bitDepth === 16) row.writeUInt16BE(value, 1 + x * bytesPerPixel + c * 2);
+        else row[1 + x * bytesPerPixel + c] = value;
+      }
+    }
+    rows.push(row);
+  }
+  return pngFromParts(width, height, bitDepth, deflateSync(Buffer.concat(rows)));
+}
+
+/** A PNG whose header claims width x height but whose data is tiny (a decompression-bomb shape). */
+export function makeHugeHeaderPng(width: number, height: number): Buffer {
+  return pngFromParts(width, height, 8, deflateSync(Buffer.alloc(16)));
+}
+
+function pngFromParts(width: number, height: number, bitDepth: number, idat: Buffer): Buffer {
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr[8] = bitDepth;
+  ihdr[9] = 2; // truecolour
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', ihdr),
+    chunk('IDAT', idat),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
+}

@@ -1,0 +1,59 @@
+// Starts the real service (`node dist/src/main.js`) on 127.0.0.1 with an ephemeral port
+// and a known key, waits for its "listening" log line, and stops it afterwards.
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { repoRoot } from './paths';
+
+export const TEST_KEY = 'test-key-0123456789abcdef';
+
+export interface TestServer {
+  url: string;
+  port: number;
+  child: ChildProcess;
+  output: () => string;
+  stop(): Promise<void>;
+}
+
+export async function startServer(env: Record<string, string> = {}): Promise<TestServer> {
+  const child = spawn(process.execPath, [path.join(repoRoot, 'dist/src/main.js')], {
+    cwd: repoRoot,
+    env: {
+      ...process.env,
+      CATCOMFORT_HOST: '127.0.0.1',
+      CATCOMFORT_PORT: '0',
+      CATCOMFORT_API_KEYS: TEST_KEY,
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 60_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /"msg":"listening".*?"port":(\d+)/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(Number(match[1]));
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before listening:\n${output}`));
+    });
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    child,
+    output: () => output,
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}

@@ -1,0 +1,87 @@
+// v2 request validation and the mapping of native results to outcomes and errors.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { ItemResult } from '../src/native/addon';
+import { ImageError, PipelineError, toAnalysis } from '../src/pipeline/analysis';
+import { ApiError, errorTable } from '../src/v2/errors';
+import { parseJsonObject, validatePredictRequest } from '../src/v2/validate';
+
+const cutoffs = { detected: 0.69, lowConfidence: 0.5 };
+const timings = { decodeMs: 1, detectMs: 1, classifyMs: 1 };
+
+function success(confidence: number | null, score: number | null): ItemResult {
+  return {
+    ok: true,
+    width: 10,
+    height: 20,
+    cat: confidence === null ? null : { box: [1, 2, 3, 4], confidence, rawScore: confidence },
+    score,
+    timings,
+  };
+}
+
+function errorsOf(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (error) {
+    assert.ok(error instanceof ApiError);
+    assert.equal(error.status, 422);
+    return error.details.errors;
+  }
+  assert.fail('expected a validation error');
+}
+
+test('valid requests pass through unchanged', () => {
+  assert.deepEqual(validatePredictRequest({ image: 'aGk=' }), { image: 'aGk=' });
+  assert.deepEqual(validatePredictRequest({ image: 'aGk=', threshold: 0 }), { image: 'aGk=', threshold: 0 });
+  assert.deepEqual(validatePredictRequest({ image: 'aGk=', threshold: null }), { image: 'aGk=', threshold: null });
+});
+
+test('field messages follow pydantic wording and never carry the value', () => {
+  assert.deepEqual(errorsOf(() => validatePredictRequest({ threshold: 2 })), [
+    { field: 'image', message: 'Field required' },
+    { field: 'threshold', message: 'Input should be less than or equal to 1' },
+  ]);
+  assert.deepEqual(errorsOf(() => validatePredictRequest({ image: 'x', threshold: false })), [
+    { field: 'threshold', message: 'Input should be a valid number' },
+  ]);
+  assert.deepEqual(errorsOf(() => parseJsonObject(Buffer.from('{'))), [{ field: 'body', message: 'JSON decode error' }]);
+  assert.deepEqual(errorsOf(() => parseJsonObject(Buffer.alloc(0))), [{ field: 'body', message: 'Field required' }]);
+});
+
+test('detection states follow the cutoffs, inclusive at 0.69 and 0.5', () => {
+  assert.equal(toAnalysis(success(0.69, 0.4), cutoffs, 100).detection, 'detected');
+  assert.equal(toAnalysis(success(0.6899, null), cutoffs, 100).detection, 'low_confidence');
+  assert.equal(toAnalysis(success(0.5, null), cutoffs, 100).detection, 'low_confidence');
+  const none = toAnalysis(success(0.4999, null), cutoffs, 100);
+  assert.equal(none.detection, 'not_detected');
+  assert.equal(none.cat, null);
+  assert.equal(toAnalysis(success(null, null), cutoffs, 100).detection, 'not_detected');
+  const low = toAnalysis(success(0.6, null), cutoffs, 100);
+  assert.deepEqual(low.cat, { box: [1, 2, 3, 4], confidence: 0.6 });
+  assert.equal(low.score, null);
+});
+
+test('native failures map to client image errors or internal errors', () => {
+  const fail = (code: any): ItemResult => ({ ok: false, code, message: 'native text' });
+  assert.throws(() => toAnalysis(fail('invalid_base64'), cutoffs, 100), (e: any) => e instanceof ImageError && e.message === 'Image is not valid base64.');
+  assert.throws(() => toAnalysis(fail('empty_image'), cutoffs, 100), (e: any) => e.message === 'Image is empty.');
+  assert.throws(() => toAnalysis(fail('undecodable'), cutoffs, 100), (e: any) => e.message === 'Image could not be decoded.');
+  assert.throws(() => toAnalysis(fail('unsupported_format'), cutoffs, 100), (e: any) => e.message === 'Unsupported pixel format; send an 8-bit image.');
+  assert.throws(() => toAnalysis(fail('too_many_pixels'), cutoffs, 100), (e: any) => e.message === 'Image is too large; at most 100 pixels.');
+  assert.throws(() => toAnalysis(fail('internal'), cutoffs, 100), (e: any) => e instanceof PipelineError);
+  assert.throws(() => toAnalysis(success(0.9, null), cutoffs, 100), PipelineError);
+});
+
+test('the error table gives every 7.1 code its status', () => {
+  const byCode = new Map<string, number[]>();
+  for (const entry of Object.values(errorTable)) byCode.set(entry.code, [...(byCode.get(entry.code) ?? []), entry.status]);
+  assert.deepEqual(byCode.get('invalid_image'), [400]);
+  assert.deepEqual(byCode.get('unauthorized'), [401]);
+  assert.deepEqual(byCode.get('model_not_found'), [404]);
+  assert.deepEqual(byCode.get('not_found'), [404]);
+  assert.deepEqual(byCode.get('method_not_allowed'), [405]);
+  assert.deepEqual(byCode.get('invalid_request'), [422]);
+  assert.deepEqual(byCode.get('internal_error'), [500]);
+  assert.ok(byCode.get('http_error')!.every((s) => s >= 400 && s < 500));
+});
