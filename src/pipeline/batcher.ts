@@ -1,0 +1,234 @@
+// A dynamic micro-batcher in the manner of Triton's: a batch closes when it reaches
+// maxBatchSize or when its oldest request has waited maxQueueDelayUs. The queue is bounded
+// (QueueFullError past maxQueue), every request keeps its own deadline (DeadlineError when it
+// expires or cannot be met), aborted requests leave the queue, and close() drains.
+
+export class QueueFullError extends Error {
+  constructor(readonly retryAfterSeconds: number) {
+    super('queue is full');
+  }
+}
+
+export class DeadlineError extends Error {
+  constructor(readonly retryAfterSeconds: number) {
+    super('deadline exceeded');
+  }
+}
+
+export class ClosedError extends Error {
+  constructor() {
+    super('batcher is closed');
+  }
+}
+
+export class AbortedError extends Error {
+  constructor() {
+    super('request aborted');
+  }
+}
+
+export interface BatcherOptions {
+  maxBatchSize: number;
+  /** Below 1000 us the batch closes on the next turn of the event loop (setImmediate). */
+  maxQueueDelayUs: number;
+  maxQueue: number;
+  /** Batches running at once; more lets decode of one overlap the model run of another. */
+  maxInFlight: number;
+}
+
+export interface SubmitOptions {
+  /** Absolute time (performance.now() ms) after which the request is rejected. */
+  deadline?: number;
+  signal?: AbortSignal;
+}
+
+export interface BatcherStats {
+  submitted: number;
+  completed: number;
+  batches: number;
+  /** batchSizes[n] = number of batches of size n. */
+  batchSizes: number[];
+  queueTimeUsTotal: number;
+  queueTimeUsMax: number;
+  rejectedFull: number;
+  expired: number;
+  aborted: number;
+  queued: number;
+  inFlight: number;
+}
+
+interface Pending<I, R> {
+  item: I;
+  enqueuedAt: number;
+  deadline: number;
+  resolve: (value: R) => void;
+  reject: (error: Error) => void;
+  timer?: NodeJS.Timeout;
+  signal?: AbortSignal;
+  onAbort?: () => void;
+}
+
+export class MicroBatcher<I, R> {
+  private queue: Array<Pending<I, R>> = [];
+  private inFlight = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private immediate: NodeJS.Immediate | null = null;
+  private closed = false;
+  private drained: Array<() => void> = [];
+  /** Moving average of batch run time (ms), used to refuse requests that cannot make their deadline. */
+  private batchMsAverage = 0;
+  private readonly counters: BatcherStats;
+
+  constructor(
+    readonly options: BatcherOptions,
+    private readonly run: (items: I[]) => Promise<R[]>,
+  ) {
+    this.counters = {
+      submitted: 0,
+      completed: 0,
+      batches: 0,
+      batchSizes: new Array<number>(options.maxBatchSize + 1).fill(0),
+      queueTimeUsTotal: 0,
+      queueTimeUsMax: 0,
+      rejectedFull: 0,
+      expired: 0,
+      aborted: 0,
+      queued: 0,
+      inFlight: 0,
+    };
+  }
+
+  stats(): BatcherStats {
+    return { ...this.counters, batchSizes: [...this.counters.batchSizes], queued: this.queue.length, inFlight: this.inFlight };
+  }
+
+  /** Seconds a rejected client should wait: about the time to work off the current queue. */
+  private retryAfter(): number {
+    const batchesAhead = Math.ceil(this.queue.length / this.options.maxBatchSize) + this.inFlight;
+    return Math.max(1, Math.ceil((batchesAhead * this.batchMsAverage) / 1000));
+  }
+
+  submit(item: I, options: SubmitOptions = {}): Promise<R> {
+    if (this.closed) return Promise.reject(new ClosedError());
+    if (options.signal?.aborted) return Promise.reject(new AbortedError());
+    if (this.queue.length >= this.options.maxQueue) {
+      this.counters.rejectedFull++;
+      return Promise.reject(new QueueFullError(this.retryAfter()));
+    }
+    const now = performance.now();
+    const deadline = options.deadline ?? Infinity;
+    const batchesAhead = Math.floor(this.queue.length / this.options.maxBatchSize) + (this.inFlight >= this.options.maxInFlight ? 1 : 0);
+    if (now + (batchesAhead + 1) * this.batchMsAverage > deadline) {
+      this.counters.expired++;
+      return Promise.reject(new DeadlineError(this.retryAfter()));
+    }
+    this.counters.submitted++;
+    return new Promise<R>((resolve, reject) => {
+      const pending: Pending<I, R> = { item, enqueuedAt: now, deadline, resolve, reject };
+      if (Number.isFinite(deadline)) {
+        pending.timer = setTimeout(() => this.drop(pending, new DeadlineError(this.retryAfter()), 'expired'), deadline - now);
+      }
+      if (options.signal) {
+        pending.signal = options.signal;
+        pending.onAbort = () => this.drop(pending, new AbortedError(), 'aborted');
+        options.signal.addEventListener('abort', pending.onAbort, { once: true });
+      }
+      this.queue.push(pending);
+      this.schedule();
+    });
+  }
+
+  /** Stops accepting work and resolves once everything queued or running has finished. */
+  close(): Promise<void> {
+    this.closed = true;
+    this.schedule();
+    if (this.queue.length === 0 && this.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.drained.push(resolve));
+  }
+
+  private drop(pending: Pending<I, R>, error: Error, counter: 'expired' | 'aborted'): void {
+    const index = this.queue.indexOf(pending);
+    if (index < 0) return; // already running: its result is simply discarded by the caller
+    this.queue.splice(index, 1);
+    this.counters[counter]++;
+    this.release(pending);
+    pending.reject(error);
+    this.checkDrained();
+  }
+
+  private release(pending: Pending<I, R>): void {
+    if (pending.timer) clearTimeout(pending.timer);
+    if (pending.signal && pending.onAbort) pending.signal.removeEventListener('abort', pending.onAbort);
+  }
+
+  private schedule(): void {
+    if (this.queue.length === 0 || this.inFlight >= this.options.maxInFlight) return;
+    if (this.queue.length >= this.options.maxBatchSize || this.closed) {
+      this.dispatch();
+      return;
+    }
+    if (this.timer || this.immediate) return;
+    const waited = (performance.now() - this.queue[0]!.enqueuedAt) * 1000;
+    const remainingUs = this.options.maxQueueDelayUs - waited;
+    if (remainingUs < 1000) {
+      this.immediate = setImmediate(() => {
+        this.immediate = null;
+        this.dispatch();
+      });
+    } else {
+      this.timer = setTimeout(() => {
+        this.timer = null;
+        this.dispatch();
+      }, remainingUs / 1000);
+    }
+  }
+
+  private dispatch(): void {
+    if (this.timer) clearTimeout(this.timer);
+    if (this.immediate) clearImmediate(this.immediate);
+    this.timer = null;
+    this.immediate = null;
+    if (this.queue.length === 0 || this.inFlight >= this.options.maxInFlight) return;
+    const batch = this.queue.splice(0, this.options.maxBatchSize);
+    const started = performance.now();
+    for (const pending of batch) {
+      this.release(pending);
+      const queuedUs = (started - pending.enqueuedAt) * 1000;
+      this.counters.queueTimeUsTotal += queuedUs;
+      this.counters.queueTimeUsMax = Math.max(this.counters.queueTimeUsMax, queuedUs);
+    }
+    this.counters.batches++;
+    this.counters.batchSizes[batch.length]!++;
+    this.inFlight++;
+    let settled: Promise<R[]>;
+    try {
+      settled = this.run(batch.map((p) => p.item));
+    } catch (error) {
+      settled = Promise.reject(error);
+    }
+    settled
+      .then(
+        (results) => {
+          batch.forEach((pending, i) => pending.resolve(results[i]!));
+        },
+        (error: Error) => {
+          for (const pending of batch) pending.reject(error);
+        },
+      )
+      .finally(() => {
+        const ms = performance.now() - started;
+        this.batchMsAverage = this.batchMsAverage === 0 ? ms : this.batchMsAverage * 0.8 + ms * 0.2;
+        this.counters.completed += batch.length;
+        this.inFlight--;
+        this.schedule();
+        this.checkDrained();
+      });
+    this.schedule();
+  }
+
+  private checkDrained(): void {
+    if (this.closed && this.queue.length === 0 && this.inFlight === 0) {
+      for (const resolve of this.drained.splice(0)) resolve();
+    }
+  }
+}

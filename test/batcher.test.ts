@@ -1,0 +1,123 @@
+// The micro-batcher, deterministically: a controllable run function, long delays where a
+// batch must NOT close by time, and no sleeps that a slow machine could lose.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { AbortedError, ClosedError, DeadlineError, MicroBatcher, QueueFullError } from '../src/pipeline/batcher';
+
+/** A run function whose batches complete only when the test says so. */
+function gatedRun() {
+  const calls: Array<{ items: number[]; finish: () => void }> = [];
+  const waiters: Array<() => void> = [];
+  const run = (items: number[]) =>
+    new Promise<number[]>((resolve) => {
+      calls.push({ items, finish: () => resolve(items.map((x) => x * 10)) });
+      waiters.splice(0).forEach((w) => w());
+    });
+  const nextCall = async (index: number) => {
+    while (calls.length <= index) await new Promise<void>((r) => waiters.push(r));
+    return calls[index]!;
+  };
+  return { run, calls, nextCall };
+}
+
+test('a batch closes at maxBatchSize without waiting for the delay', async () => {
+  const gate = gatedRun();
+  const b = new MicroBatcher({ maxBatchSize: 4, maxQueueDelayUs: 60_000_000, maxQueue: 100, maxInFlight: 1 }, gate.run);
+  const results = [1, 2, 3, 4].map((x) => b.submit(x));
+  const call = await gate.nextCall(0);
+  assert.deepEqual(call.items, [1, 2, 3, 4]);
+  call.finish();
+  assert.deepEqual(await Promise.all(results), [10, 20, 30, 40]);
+  assert.equal(b.stats().batchSizes[4], 1);
+  await b.close();
+});
+
+test('a partial batch closes after maxQueueDelayUs', async () => {
+  const gate = gatedRun();
+  const b = new MicroBatcher({ maxBatchSize: 8, maxQueueDelayUs: 20_000, maxQueue: 100, maxInFlight: 1 }, gate.run);
+  const started = performance.now();
+  const results = [1, 2, 3].map((x) => b.submit(x));
+  const call = await gate.nextCall(0);
+  assert.ok(performance.now() - started >= 19, 'did not wait for the delay');
+  assert.deepEqual(call.items, [1, 2, 3]);
+  call.finish();
+  assert.deepEqual(await Promise.all(results), [10, 20, 30]);
+  const stats = b.stats();
+  assert.equal(stats.batchSizes[3], 1);
+  assert.ok(stats.queueTimeUsMax >= 19_000);
+  await b.close();
+});
+
+test('requests queued behind a running batch form the next batch', async () => {
+  const gate = gatedRun();
+  const b = new MicroBatcher({ maxBatchSize: 2, maxQueueDelayUs: 60_000_000, maxQueue: 100, maxInFlight: 1 }, gate.run);
+  const results = [1, 2, 3, 4, 5].map((x) => b.submit(x));
+  (await gate.nextCall(0)).finish();
+  (await gate.nextCall(1)).finish();
+  // The fifth waits for the (very long) delay until close() flushes it.
+  const closing = b.close();
+  (await gate.nextCall(2)).finish();
+  await closing;
+  assert.deepEqual(await Promise.all(results), [10, 20, 30, 40, 50]);
+  assert.deepEqual(gate.calls.map((c) => c.items), [[1, 2], [3, 4], [5]]);
+});
+
+test('a queued request past its deadline is rejected and never runs', async () => {
+  const gate = gatedRun();
+  const b = new MicroBatcher({ maxBatchSize: 1, maxQueueDelayUs: 0, maxQueue: 100, maxInFlight: 1 }, gate.run);
+  const first = b.submit(1);
+  const blocked = await gate.nextCall(0);
+  const late = b.submit(2, { deadline: performance.now() + 30 });
+  await assert.rejects(late, DeadlineError);
+  blocked.finish();
+  assert.equal(await first, 10);
+  await b.close();
+  assert.equal(gate.calls.length, 1);
+  assert.equal(b.stats().expired, 1);
+});
+
+test('a full queue rejects at once with a retry hint', async () => {
+  const gate = gatedRun();
+  const b = new MicroBatcher({ maxBatchSize: 1, maxQueueDelayUs: 0, maxQueue: 2, maxInFlight: 1 }, gate.run);
+  const running = b.submit(1);
+  const blocked = await gate.nextCall(0);
+  const queued = [b.submit(2), b.submit(3)];
+  const error = await b.submit(4).then(
+    () => assert.fail('should be rejected'),
+    (e: unknown) => e,
+  );
+  assert.ok(error instanceof QueueFullError);
+  assert.ok(error.retryAfterSeconds >= 1);
+  assert.equal(b.stats().rejectedFull, 1);
+  blocked.finish();
+  (await gate.nextCall(1)).finish();
+  (await gate.nextCall(2)).finish();
+  assert.deepEqual(await Promise.all([running, ...queued]), [10, 20, 30]);
+  await b.close();
+});
+
+test('an aborted request leaves the queue', async () => {
+  const gate = gatedRun();
+  const b = new MicroBatcher({ maxBatchSize: 4, maxQueueDelayUs: 60_000_000, maxQueue: 100, maxInFlight: 1 }, gate.run);
+  const controller = new AbortController();
+  const kept = b.submit(1);
+  const dropped = b.submit(2, { signal: controller.signal });
+  assert.equal(b.stats().queued, 2);
+  controller.abort();
+  await assert.rejects(dropped, AbortedError);
+  assert.equal(b.stats().queued, 1);
+  const closing = b.close();
+  const call = await gate.nextCall(0);
+  assert.deepEqual(call.items, [1]);
+  call.finish();
+  await closing;
+  assert.equal(await kept, 10);
+  assert.equal(b.stats().aborted, 1);
+});
+
+test('after close, submissions are refused', async () => {
+  const gate = gatedRun();
+  const b = new MicroBatcher({ maxBatchSize: 4, maxQueueDelayUs: 0, maxQueue: 10, maxInFlight: 1 }, gate.run);
+  await b.close();
+  await assert.rejects(b.submit(1), ClosedError);
+});
