@@ -20,7 +20,16 @@ export interface Config {
   intraOpThreads: number;
   maxBodyBytes: number;
   maxPixels: number;
+  batching: BatchingConfig;
+  requestTimeoutMs: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
+}
+
+export interface BatchingConfig {
+  maxBatchSize: number;
+  maxQueueDelayUs: number;
+  maxQueue: number;
+  maxInFlight: number;
 }
 
 export class ConfigError extends Error {}
@@ -92,6 +101,13 @@ export function loadConfig(env: Env = process.env): Config {
     intraOpThreads: readInt(env, 'CATCOMFORT_INTRA_OP_THREADS', 1, 1, 256),
     maxBodyBytes: readInt(env, 'CATCOMFORT_MAX_BODY_BYTES', 8 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxPixels: readInt(env, 'CATCOMFORT_MAX_PIXELS', 40_000_000, 1, 1_000_000_000),
+    batching: {
+      maxBatchSize: readInt(env, 'CATCOMFORT_BATCH_MAX_SIZE', 4, 1, 64),
+      maxQueueDelayUs: readInt(env, 'CATCOMFORT_BATCH_MAX_DELAY_US', 500, 0, 10_000_000),
+      maxQueue: readInt(env, 'CATCOMFORT_QUEUE_MAX', 64, 1, 100_000),
+      maxInFlight: readInt(env, 'CATCOMFORT_BATCH_IN_FLIGHT', 2, 1, 64),
+    },
+    requestTimeoutMs: readInt(env, 'CATCOMFORT_REQUEST_TIMEOUT_MS', 10_000, 1, 3_600_000),
     logLevel: logLevel as Config['logLevel'],
   };
 }

@@ -40,10 +40,18 @@ export async function startService(config: Config): Promise<RunningService> {
   const registry = await ModelRegistry.load(addon, {
     modelsDir: config.modelsDir,
     maxPixels: config.maxPixels,
-    maxSessionBatch: 16,
+    batching: config.batching,
   });
   if (!registry.get(config.defaultModel)) {
     throw new Error(`Default model "${config.defaultModel}" is not among the loaded packs in ${config.modelsDir}`);
+  }
+  // Warm-up: every batch size once, before the socket opens. The sample is skimage's
+  // public-domain "chelsea" cat photo, so the classifier runs too.
+  const sample = readFileSync(path.join(__dirname, '../../models/warmup-cat.png'));
+  for (const model of registry.list()) {
+    const started = performance.now();
+    await model.warmUp(sample);
+    log.info('model warmed up', { model: model.id, batch_sizes: model.batcher.options.maxBatchSize, ms: Math.round(performance.now() - started) });
   }
   for (const model of registry.list()) {
     log.info('model loaded', { model: model.id, pack_version: model.manifest.version, views: model.manifest.detector.views });
@@ -84,7 +92,7 @@ export async function startService(config: Config): Promise<RunningService> {
     service,
     async close() {
       server.stopListening();
-      registry.releaseAll();
+      await registry.closeAll();
     },
   };
 }

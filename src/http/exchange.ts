@@ -47,6 +47,13 @@ export class Exchange {
     return this.headers.get(name);
   }
 
+  /** An AbortSignal that fires when the client disconnects before the response is sent. */
+  signal(): AbortSignal {
+    const controller = new AbortController();
+    this.onAbort(() => controller.abort());
+    return controller.signal;
+  }
+
   /** Called once when the client disconnects before the response is sent. */
   onAbort(listener: () => void): void {
     if (this.aborted) listener();

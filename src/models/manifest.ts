@@ -87,6 +87,17 @@ export const ManifestSchema = Type.Object(
     ),
     detector: Detector,
     classifier: Classifier,
+    /** Per-model overrides of the CATCOMFORT_BATCH_* / CATCOMFORT_QUEUE_MAX defaults. */
+    batching: Type.Optional(
+      Type.Object(
+        {
+          maxBatchSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 64 })),
+          maxQueueDelayUs: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000_000 })),
+          maxQueue: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false },
 );

@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { BatchingConfig } from '../config';
 import type { ClassifierSpec, DetectorSpec, PipelineSpec, PreprocessSpec } from '../native/addon';
 import { validateManifest, type Manifest, type PreprocessManifest } from './manifest';
 import { withDynamicBatch } from './onnx-batch';
@@ -61,7 +62,7 @@ export interface LoadedPack {
 
 export interface PackLimits {
   maxPixels: number;
-  maxSessionBatch: number;
+  batching: BatchingConfig;
 }
 
 export async function loadPack(dir: string, limits: PackLimits): Promise<LoadedPack> {
@@ -98,7 +99,8 @@ export async function loadPack(dir: string, limits: PackLimits): Promise<LoadedP
       // Reported confidences are rounded to 6 decimals; classify anything that may round up to the cutoff.
       classifyCutoff: Math.max(0, manifest.cutoffs.detected - 1e-6),
       maxPixels: limits.maxPixels,
-      maxSessionBatch: limits.maxSessionBatch,
+      // One request batch, all its views, in one detector run.
+      maxSessionBatch: (manifest.batching?.maxBatchSize ?? limits.batching.maxBatchSize) * d.views.length,
     },
   };
 }

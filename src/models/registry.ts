@@ -1,31 +1,49 @@
-// The loaded model packs, each with its native pipeline, by id.
+// The loaded model packs, each with its native pipeline and its micro-batcher, by id.
 import { existsSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { AnalyzeItem, NativeAddon, NativePipeline } from '../native/addon';
+import type { BatchingConfig } from '../config';
+import type { AnalyzeItem, ItemResult, NativeAddon, NativePipeline } from '../native/addon';
 import { toAnalysis, type Analysis } from '../pipeline/analysis';
+import { MicroBatcher, type SubmitOptions } from '../pipeline/batcher';
 import type { Manifest } from './manifest';
 import { loadPack, PackError } from './pack';
 
 export class Model {
+  readonly batcher: MicroBatcher<AnalyzeItem, ItemResult>;
+
   constructor(
     readonly manifest: Manifest,
     readonly dir: string,
     private readonly addon: NativeAddon,
     private readonly pipeline: NativePipeline,
     private readonly maxPixels: number,
-  ) {}
+    batching: BatchingConfig,
+  ) {
+    this.batcher = new MicroBatcher({ ...batching, ...manifest.batching }, (items) => addon.analyze(pipeline, items));
+  }
 
   get id(): string {
     return this.manifest.id;
   }
 
-  async analyze(item: AnalyzeItem): Promise<Analysis> {
-    const [result] = await this.addon.analyze(this.pipeline, [item]);
-    return toAnalysis(result!, this.manifest.cutoffs, this.maxPixels);
+  async analyze(item: AnalyzeItem, options: SubmitOptions = {}): Promise<Analysis> {
+    const result = await this.batcher.submit(item, options);
+    return toAnalysis(result, this.manifest.cutoffs, this.maxPixels);
   }
 
-  release(): void {
+  /** Runs the pipeline once at every batch size up to the maximum, before traffic arrives. */
+  async warmUp(sample: Buffer): Promise<void> {
+    for (let size = 1; size <= this.batcher.options.maxBatchSize; size++) {
+      const items = Array.from({ length: size }, (): AnalyzeItem => ({ data: sample, encoding: 'bytes' }));
+      const results = await this.addon.analyze(this.pipeline, items);
+      const failed = results.find((r) => !r.ok);
+      if (failed && !failed.ok) throw new PackError(`Warm-up of ${this.id} failed: ${failed.message}`);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.batcher.close();
     this.addon.releasePipeline(this.pipeline);
   }
 }
@@ -33,7 +51,7 @@ export class Model {
 export interface RegistryOptions {
   modelsDir: string;
   maxPixels: number;
-  maxSessionBatch: number;
+  batching: BatchingConfig;
 }
 
 export class ModelRegistry {
@@ -57,7 +75,7 @@ export class ModelRegistry {
         throw new PackError(`Model pack folder ${dir} holds manifest id "${pack.manifest.id}"; they must match`);
       }
       const pipeline = await addon.createPipeline(pack.spec);
-      models.set(name, new Model(pack.manifest, dir, addon, pipeline, options.maxPixels));
+      models.set(name, new Model(pack.manifest, dir, addon, pipeline, options.maxPixels, options.batching));
     }
     if (models.size === 0) throw new PackError(`No model packs found in ${options.modelsDir}`);
     return new ModelRegistry(models);
@@ -71,7 +89,7 @@ export class ModelRegistry {
     return [...this.models.values()];
   }
 
-  releaseAll(): void {
-    for (const model of this.models.values()) model.release();
+  async closeAll(): Promise<void> {
+    await Promise.all([...this.models.values()].map((m) => m.close()));
   }
 }

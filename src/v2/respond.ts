@@ -3,6 +3,7 @@
 import type { Exchange } from '../http/exchange';
 import { BodyTooLargeError, ClientGoneError } from '../http/exchange';
 import { log } from '../log';
+import { AbortedError } from '../pipeline/batcher';
 import { ApiError } from './errors';
 
 export function sendJson(ex: Exchange, requestId: string, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -10,7 +11,7 @@ export function sendJson(ex: Exchange, requestId: string, status: number, body: 
 }
 
 export function sendError(ex: Exchange, requestId: string, error: unknown): void {
-  if (error instanceof ClientGoneError) return;
+  if (error instanceof ClientGoneError || error instanceof AbortedError) return;
   let apiError: ApiError;
   if (error instanceof ApiError) apiError = error;
   else if (error instanceof BodyTooLargeError) {

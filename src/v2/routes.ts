@@ -42,13 +42,17 @@ function predictRoute(service: Service, modelFrom: (ex: Exchange) => string) {
     if (!isJsonContentType(ex.header('content-type'))) {
       return sendError(ex, requestId, new ApiError('unsupported_media_type'));
     }
+    const deadline = performance.now() + service.config.requestTimeoutMs;
     const body = ex.readBody(service.config.maxBodyBytes);
     run(
       ex,
       requestId,
       body.then(async (raw) => ({
         status: 200,
-        body: await predict({ serviceVersion: service.version }, model, parseJsonObject(raw), requestId),
+        body: await predict({ serviceVersion: service.version }, model, parseJsonObject(raw), requestId, {
+          deadline,
+          signal: ex.signal(),
+        }),
       })),
     );
   };
