@@ -9,7 +9,7 @@ import { makeHugeHeaderPng, makePng } from './helpers/png';
 import { startServer, type TestServer } from './helpers/server';
 
 const manifest = JSON.parse(readFileSync(photo('manifest.json'), 'utf8')) as {
-  images: Array<{ file: string; group: string; box: number[] | null }>;
+  images: Array<{ file: string; group: string; box: number[] | null; width: number; height: number }>;
 };
 const b64 = (file: string) => readFileSync(photo(file)).toString('base64');
 const CAT = '000_skimage_chelsea.png';
@@ -68,7 +68,8 @@ describe('predictions', () => {
     assert.equal(res.body.detection, 'not_detected');
     assert.equal(res.body.prediction, null);
     assert.equal(res.body.cat, null);
-    assert.deepEqual(res.body.image, { width: 400, height: 400 });
+    const entry = manifest.images.find((i) => i.file === NO_CAT)!;
+    assert.deepEqual(res.body.image, { width: entry.width, height: entry.height });
   });
 
   test('threshold 0 and 1 (JSON integers) and null flip or keep the label by the rule', async () => {

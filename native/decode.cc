@@ -1,0 +1,123 @@
+#include "decode.h"
+
+#include <cstring>
+#include <string>
+
+#include "items.h"
+#include "vips_ref.h"
+
+namespace catcomfort {
+
+namespace {
+
+[[noreturn]] void Undecodable() {
+  vips_error_clear();
+  throw ItemError{ItemErrorCode::Undecodable, "Image could not be decoded."};
+}
+
+// Loaders accepted from clients; anything else (SVG, PDF, HEIF, raw formats...) is refused
+// before it is parsed any further.
+bool AllowedLoader(const char* nickname) {
+  static const char* const kAllowed[] = {"jpegload_buffer", "pngload_buffer", "webpload_buffer", "gifload_buffer",
+                                         "tiffload_buffer"};
+  for (const char* allowed : kAllowed) {
+    if (std::strcmp(nickname, allowed) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+RgbImage DecodeImage(const uint8_t* data, size_t length, uint64_t maxPixels) {
+  if (length == 0) throw ItemError{ItemErrorCode::EmptyImage, "Image is empty."};
+
+  const char* loader = vips_foreign_find_load_buffer(data, length);
+  if (loader == nullptr) Undecodable();
+  const char* nickname = vips_nickname_find(g_type_from_name(loader));
+  if (nickname == nullptr || !AllowedLoader(nickname)) Undecodable();
+
+  // Header only: pixels are decoded lazily when the pipeline below is written to memory.
+  // fail_on=error makes truncated or corrupt data an error instead of a grey tail.
+  // Multi-frame GIF/WebP/TIFF: the loaders' default n=1 gives the first frame/page only.
+  VipsRef image(vips_image_new_from_buffer(data, length, "", "access", VIPS_ACCESS_SEQUENTIAL, "fail_on",
+                                           VIPS_FAIL_ON_ERROR, nullptr));
+  if (!image) Undecodable();
+
+  const uint64_t width = static_cast<uint64_t>(vips_image_get_width(image.get()));
+  const uint64_t height = static_cast<uint64_t>(vips_image_get_height(image.get()));
+  if (width == 0 || height == 0) Undecodable();
+  if (width * height > maxPixels) {
+    throw ItemError{ItemErrorCode::TooManyPixels,
+                    "Image is too large; at most " + std::to_string(maxPixels) + " pixels."};
+  }
+  if (vips_image_get_format(image.get()) != VIPS_FORMAT_UCHAR) {
+    throw ItemError{ItemErrorCode::UnsupportedFormat, "Unsupported pixel format; send an 8-bit image."};
+  }
+
+  VipsRef current = std::move(image);
+  VipsRef next;
+
+  // Colour: grey, CMYK (embedded profile, else libvips' built-in one), Lab... -> sRGB.
+  VipsInterpretation interpretation = vips_image_get_interpretation(current.get());
+  if (interpretation != VIPS_INTERPRETATION_sRGB && interpretation != VIPS_INTERPRETATION_RGB) {
+    if (vips_colourspace(current.get(), next.out(), VIPS_INTERPRETATION_sRGB, nullptr) == 0) {
+      current = std::move(next);
+    } else {
+      // Unknown interpretation (e.g. multiband): the band handling below takes it as RGB/grey.
+      vips_error_clear();
+      next.Reset();
+    }
+  }
+
+  // Alpha: transparent pixels are flattened onto white (what a viewer shows on a white page;
+  // black would make transparent backgrounds look like dark blobs to the detector).
+  if (vips_image_hasalpha(current.get())) {
+    VipsArrayDouble* white = vips_array_double_newv(1, 255.0);
+    int failed = vips_flatten(current.get(), next.out(), "background", white, nullptr);
+    vips_area_unref(VIPS_AREA(white));
+    if (failed != 0) Undecodable();
+    current = std::move(next);
+  }
+
+  // Exactly three uchar bands.
+  int bands = vips_image_get_bands(current.get());
+  if (bands == 1) {
+    VipsImage* copies[3] = {current.get(), current.get(), current.get()};
+    if (vips_bandjoin(copies, next.out(), 3, nullptr) != 0) Undecodable();
+    current = std::move(next);
+  } else if (bands > 3) {
+    if (vips_extract_band(current.get(), next.out(), 0, "n", 3, nullptr) != 0) Undecodable();
+    current = std::move(next);
+  } else if (bands == 2) {  // grey + an extra band that is not flagged as alpha
+    VipsRef grey;
+    if (vips_extract_band(current.get(), grey.out(), 0, nullptr) != 0) Undecodable();
+    VipsImage* copies[3] = {grey.get(), grey.get(), grey.get()};
+    if (vips_bandjoin(copies, next.out(), 3, nullptr) != 0) Undecodable();
+    current = std::move(next);
+  }
+  if (vips_image_get_format(current.get()) != VIPS_FORMAT_UCHAR) {
+    if (vips_cast_uchar(current.get(), next.out(), nullptr) != 0) Undecodable();
+    current = std::move(next);
+  }
+
+  // EXIF orientation: rotating needs random access, so decode to memory first; the loader
+  // stays sequential and the decoded copy is only made when the image is actually rotated.
+  int orientation = vips_image_get_orientation(current.get());
+  if (orientation > 1 && orientation <= 8) {
+    VipsImage* memory = vips_image_copy_memory(current.get());
+    if (memory == nullptr) Undecodable();
+    current = VipsRef(memory);
+    if (vips_autorot(current.get(), next.out(), nullptr) != 0) Undecodable();
+    current = std::move(next);
+  }
+
+  RgbImage out;
+  out.width = vips_image_get_width(current.get());
+  out.height = vips_image_get_height(current.get());
+  size_t size = 0;
+  out.pixels.reset(static_cast<uint8_t*>(vips_image_write_to_memory(current.get(), &size)));
+  if (!out.pixels || size != static_cast<size_t>(out.width) * out.height * 3) Undecodable();
+  return out;
+}
+
+}  // namespace catcomfort

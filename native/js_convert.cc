@@ -1,0 +1,286 @@
+#include "js_convert.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+namespace catcomfort {
+
+namespace {
+
+[[noreturn]] void Bad(Napi::Env env, const std::string& what) { throw Napi::TypeError::New(env, what); }
+
+Napi::Object AsObject(const Napi::Value& value, const char* what) {
+  if (!value.IsObject()) Bad(value.Env(), std::string(what) + " must be an object");
+  return value.As<Napi::Object>();
+}
+
+double Number(const Napi::Object& obj, const char* key) {
+  Napi::Value v = obj.Get(key);
+  if (!v.IsNumber()) Bad(obj.Env(), std::string(key) + " must be a number");
+  double d = v.As<Napi::Number>().DoubleValue();
+  if (!std::isfinite(d)) Bad(obj.Env(), std::string(key) + " must be finite");
+  return d;
+}
+
+int Int(const Napi::Object& obj, const char* key, int min = std::numeric_limits<int>::min()) {
+  double d = Number(obj, key);
+  if (d != std::floor(d) || d < min || d > std::numeric_limits<int>::max()) {
+    Bad(obj.Env(), std::string(key) + " must be an integer >= " + std::to_string(min));
+  }
+  return static_cast<int>(d);
+}
+
+bool Bool(const Napi::Object& obj, const char* key) {
+  Napi::Value v = obj.Get(key);
+  if (!v.IsBoolean()) Bad(obj.Env(), std::string(key) + " must be a boolean");
+  return v.As<Napi::Boolean>().Value();
+}
+
+std::string String(const Napi::Object& obj, const char* key) {
+  Napi::Value v = obj.Get(key);
+  if (!v.IsString()) Bad(obj.Env(), std::string(key) + " must be a string");
+  return v.As<Napi::String>().Utf8Value();
+}
+
+Napi::Array Array(const Napi::Object& obj, const char* key) {
+  Napi::Value v = obj.Get(key);
+  if (!v.IsArray()) Bad(obj.Env(), std::string(key) + " must be an array");
+  return v.As<Napi::Array>();
+}
+
+std::array<double, 3> Triple(const Napi::Object& obj, const char* key) {
+  Napi::Array a = Array(obj, key);
+  if (a.Length() != 3) Bad(obj.Env(), std::string(key) + " must have 3 numbers");
+  std::array<double, 3> out{};
+  for (uint32_t i = 0; i < 3; ++i) {
+    Napi::Value v = a.Get(i);
+    if (!v.IsNumber()) Bad(obj.Env(), std::string(key) + " must have 3 numbers");
+    out[i] = v.As<Napi::Number>().DoubleValue();
+  }
+  return out;
+}
+
+// Bytes of a Buffer / Uint8Array without copying.
+bool BytesOf(const Napi::Value& v, const uint8_t** data, size_t* length) {
+  if (v.IsBuffer()) {
+    auto b = v.As<Napi::Buffer<uint8_t>>();
+    *data = b.Data();
+    *length = b.Length();
+    return true;
+  }
+  if (v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == napi_uint8_array) {
+    auto a = v.As<Napi::Uint8Array>();
+    *data = a.Data();
+    *length = a.ByteLength();
+    return true;
+  }
+  return false;
+}
+
+std::vector<uint8_t> CopyBuffer(const Napi::Object& obj, const char* key) {
+  const uint8_t* data = nullptr;
+  size_t length = 0;
+  if (!BytesOf(obj.Get(key), &data, &length)) Bad(obj.Env(), std::string(key) + " must be a Buffer");
+  return std::vector<uint8_t>(data, data + length);
+}
+
+PreprocessSpec PreprocessFromJs(const Napi::Value& value) {
+  Napi::Object o = AsObject(value, "preprocess");
+  PreprocessSpec p;
+  p.width = Int(o, "width", 1);
+  p.height = Int(o, "height", 1);
+  std::string resize = String(o, "resize");
+  if (resize == "letterbox") p.resize = ResizeMode::Letterbox;
+  else if (resize == "stretch") p.resize = ResizeMode::Stretch;
+  else Bad(o.Env(), "resize must be 'letterbox' or 'stretch'");
+  std::string anchor = String(o, "anchor");
+  if (anchor == "top-left") p.anchor = Anchor::TopLeft;
+  else if (anchor == "center") p.anchor = Anchor::Center;
+  else Bad(o.Env(), "anchor must be 'top-left' or 'center'");
+  p.padValue = Number(o, "padValue");
+  std::string order = String(o, "channelOrder");
+  if (order == "rgb") p.channelOrder = ChannelOrder::Rgb;
+  else if (order == "bgr") p.channelOrder = ChannelOrder::Bgr;
+  else Bad(o.Env(), "channelOrder must be 'rgb' or 'bgr'");
+  std::string layout = String(o, "layout");
+  if (layout == "nchw") p.layout = Layout::Nchw;
+  else if (layout == "nhwc") p.layout = Layout::Nhwc;
+  else Bad(o.Env(), "layout must be 'nchw' or 'nhwc'");
+  p.scale = Number(o, "scale");
+  p.mean = Triple(o, "mean");
+  p.std = Triple(o, "std");
+  return p;
+}
+
+}  // namespace
+
+NativeConfig ConfigFromJs(const Napi::Value& value) {
+  Napi::Object o = AsObject(value, "config");
+  NativeConfig c;
+  Napi::Array providers = Array(o, "providers");
+  for (uint32_t i = 0; i < providers.Length(); ++i) {
+    Napi::Value v = providers.Get(i);
+    std::string name = v.IsString() ? v.As<Napi::String>().Utf8Value() : "";
+    if (name == "tensorrt") c.providers.push_back(ProviderKind::TensorRt);
+    else if (name == "cuda") c.providers.push_back(ProviderKind::Cuda);
+    else if (name == "cpu") c.providers.push_back(ProviderKind::Cpu);
+    else Bad(o.Env(), "providers must contain 'tensorrt', 'cuda' or 'cpu'");
+  }
+  c.deviceId = Int(o, "deviceId", 0);
+  c.trtCacheDir = String(o, "trtCacheDir");
+  c.trtFp16 = Bool(o, "trtFp16");
+  c.poolThreads = Int(o, "poolThreads", 1);
+  c.intraOpThreads = Int(o, "intraOpThreads", 1);
+  return c;
+}
+
+PipelineSpec PipelineSpecFromJs(const Napi::Value& value) {
+  Napi::Object o = AsObject(value, "spec");
+  PipelineSpec s;
+
+  Napi::Object d = AsObject(o.Get("detector"), "detector");
+  s.detector.model = CopyBuffer(d, "model");
+  s.detector.preprocess = PreprocessFromJs(d.Get("preprocess"));
+  Napi::Array strides = Array(d, "strides");
+  for (uint32_t i = 0; i < strides.Length(); ++i) {
+    Napi::Value v = strides.Get(i);
+    if (!v.IsNumber()) Bad(o.Env(), "strides must be numbers");
+    s.detector.strides.push_back(v.As<Napi::Number>().Int32Value());
+  }
+  s.detector.numClasses = Int(d, "numClasses", 1);
+  s.detector.catClassIndex = Int(d, "catClassIndex", 0);
+  s.detector.scoreFloor = Number(d, "scoreFloor");
+  s.detector.nmsIou = Number(d, "nmsIou");
+  Napi::Array views = Array(d, "views");
+  for (uint32_t i = 0; i < views.Length(); ++i) {
+    Napi::Value v = views.Get(i);
+    std::string name = v.IsString() ? v.As<Napi::String>().Utf8Value() : "";
+    if (name == "plain") s.detector.views.push_back(DetectorView::Plain);
+    else if (name == "flip") s.detector.views.push_back(DetectorView::Flip);
+    else if (name == "half") s.detector.views.push_back(DetectorView::Half);
+    else if (name == "half_flip") s.detector.views.push_back(DetectorView::HalfFlip);
+    else Bad(o.Env(), "views must be 'plain', 'flip', 'half' or 'half_flip'");
+  }
+  if (s.detector.views.size() > 4) Bad(o.Env(), "at most 4 views");
+  Napi::Array calibration = Array(d, "calibration");
+  for (uint32_t i = 0; i < calibration.Length(); ++i) {
+    Napi::Value knot = calibration.Get(i);
+    if (!knot.IsArray() || knot.As<Napi::Array>().Length() != 2) Bad(o.Env(), "calibration knots are [raw, calibrated]");
+    Napi::Value raw = knot.As<Napi::Array>().Get(0u);
+    Napi::Value cal = knot.As<Napi::Array>().Get(1u);
+    if (!raw.IsNumber() || !cal.IsNumber()) Bad(o.Env(), "calibration knots are [raw, calibrated]");
+    s.detector.calibration.emplace_back(raw.As<Napi::Number>().DoubleValue(), cal.As<Napi::Number>().DoubleValue());
+  }
+
+  Napi::Object c = AsObject(o.Get("classifier"), "classifier");
+  s.classifier.model = CopyBuffer(c, "model");
+  s.classifier.preprocess = PreprocessFromJs(c.Get("preprocess"));
+  s.classifier.cropMargin = Number(c, "cropMargin");
+  s.classifier.outputIndex = Int(c, "outputIndex", 0);
+
+  s.classifyCutoff = Number(o, "classifyCutoff");
+  double maxPixels = Number(o, "maxPixels");
+  if (maxPixels < 1) Bad(o.Env(), "maxPixels must be >= 1");
+  s.maxPixels = maxPixels >= 1.8e19 ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(maxPixels);
+  s.maxSessionBatch = Int(o, "maxSessionBatch", 1);
+  return s;
+}
+
+ItemInput ItemFromJs(const Napi::Value& value, napi_ref* ref) {
+  *ref = nullptr;
+  Napi::Object o = AsObject(value, "item");
+  ItemInput in;
+  std::string encoding = String(o, "encoding");
+  if (encoding == "base64-strict") in.encoding = ItemEncoding::Base64Strict;
+  else if (encoding == "base64-lenient") in.encoding = ItemEncoding::Base64Lenient;
+  else if (encoding == "bytes") in.encoding = ItemEncoding::Bytes;
+  else Bad(o.Env(), "encoding must be 'base64-strict', 'base64-lenient' or 'bytes'");
+
+  Napi::Value data = o.Get("data");
+  if (data.IsString()) {
+    napi_env env = o.Env();
+    size_t length = 0;
+    NAPI_THROW_IF_FAILED(env, napi_get_value_string_utf8(env, data, nullptr, 0, &length), in);
+    in.fromString = true;
+    in.owned.resize(length);  // sized once; napi writes the terminator into the spare byte
+    size_t copied = 0;
+    NAPI_THROW_IF_FAILED(env, napi_get_value_string_utf8(env, data, in.owned.data(), length + 1, &copied), in);
+    in.owned.resize(copied);
+    return in;
+  }
+  if (!BytesOf(data, &in.data, &in.length)) Bad(o.Env(), "item data must be a string or a Buffer");
+  NAPI_THROW_IF_FAILED(o.Env(), napi_create_reference(o.Env(), data, 1, ref), in);
+  return in;
+}
+
+Napi::Object InfoToJs(Napi::Env env, const NativeInfo& info) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("vipsVersion", info.vipsVersion);
+  o.Set("ortVersion", info.ortVersion);
+  Napi::Array providers = Napi::Array::New(env, info.providers.size());
+  for (size_t i = 0; i < info.providers.size(); ++i) {
+    const ProviderStatus& p = info.providers[i];
+    Napi::Object s = Napi::Object::New(env);
+    s.Set("name", p.name);
+    s.Set("active", p.active);
+    s.Set("reason", p.active ? env.Null() : Napi::String::New(env, p.reason));
+    providers.Set(static_cast<uint32_t>(i), s);
+  }
+  o.Set("providers", providers);
+  return o;
+}
+
+Napi::Array ResultsToJs(Napi::Env env, const std::vector<ItemResult>& results) {
+  Napi::Array out = Napi::Array::New(env, results.size());
+  for (size_t i = 0; i < results.size(); ++i) {
+    const ItemResult& r = results[i];
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("ok", r.ok);
+    if (!r.ok) {
+      o.Set("code", ItemErrorCodeName(r.code));
+      o.Set("message", r.message);
+    } else {
+      o.Set("width", r.width);
+      o.Set("height", r.height);
+      if (r.cat) {
+        Napi::Object cat = Napi::Object::New(env);
+        Napi::Array box = Napi::Array::New(env, 4);
+        for (uint32_t k = 0; k < 4; ++k) box.Set(k, r.cat->box[k]);
+        cat.Set("box", box);
+        cat.Set("confidence", r.cat->confidence);
+        cat.Set("rawScore", r.cat->rawScore);
+        o.Set("cat", cat);
+      } else {
+        o.Set("cat", env.Null());
+      }
+      o.Set("score", r.score ? Napi::Value(Napi::Number::New(env, *r.score)) : env.Null());
+      Napi::Object timings = Napi::Object::New(env);
+      timings.Set("decodeMs", r.decodeMs);
+      timings.Set("detectMs", r.detectMs);
+      timings.Set("classifyMs", r.classifyMs);
+      o.Set("timings", timings);
+    }
+    out.Set(static_cast<uint32_t>(i), o);
+  }
+  return out;
+}
+
+const char* ItemErrorCodeName(ItemErrorCode code) {
+  switch (code) {
+    case ItemErrorCode::InvalidBase64:
+      return "invalid_base64";
+    case ItemErrorCode::EmptyImage:
+      return "empty_image";
+    case ItemErrorCode::Undecodable:
+      return "undecodable";
+    case ItemErrorCode::UnsupportedFormat:
+      return "unsupported_format";
+    case ItemErrorCode::TooManyPixels:
+      return "too_many_pixels";
+    default:
+      return "internal";
+  }
+}
+
+}  // namespace catcomfort

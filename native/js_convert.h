@@ -1,0 +1,24 @@
+// JS <-> C++ struct conversion. JS thread only. Throws Napi::Error / Napi::TypeError on shapes
+// that do not match src/native/addon.ts (turned into native_error at the boundary in addon.cc).
+#pragma once
+
+#include <vector>
+
+#include <napi.h>
+
+#include "items.h"
+#include "specs.h"
+
+namespace catcomfort {
+
+NativeConfig ConfigFromJs(const Napi::Value& value);
+PipelineSpec PipelineSpecFromJs(const Napi::Value& value);  // copies the model buffers
+
+// One item; a Buffer is borrowed (ref receives a strong reference that the caller releases on
+// the JS thread), a string is copied as UTF-8.
+ItemInput ItemFromJs(const Napi::Value& value, napi_ref* ref);
+
+Napi::Object InfoToJs(Napi::Env env, const NativeInfo& info);
+Napi::Array ResultsToJs(Napi::Env env, const std::vector<ItemResult>& results);
+
+}  // namespace catcomfort

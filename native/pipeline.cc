@@ -1,0 +1,339 @@
+#include "pipeline.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <stdexcept>
+
+#include "base64.h"
+#include "decode.h"
+#include "preprocess.h"
+#include "yolox.h"
+
+namespace catcomfort {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+ModelSession OpenSession(const Runtime& runtime, std::vector<uint8_t>& model, const PreprocessSpec& spec,
+                         const char* what) {
+  if (model.empty()) throw std::runtime_error(std::string(what) + " model is empty");
+  Ort::SessionOptions options = MakeSessionOptions(runtime);
+  ModelSession out;
+  out.session = std::make_unique<Ort::Session>(*runtime.env, model.data(), model.size(), options);
+  std::vector<uint8_t>().swap(model);  // the session keeps its own copy of what it needs
+
+  Ort::Session& session = *out.session;
+  if (session.GetInputCount() < 1 || session.GetOutputCount() < 1) {
+    throw std::runtime_error(std::string(what) + " model needs an input and an output");
+  }
+  Ort::AllocatorWithDefaultOptions allocator;
+  out.inputName = session.GetInputNameAllocated(0, allocator).get();
+  out.outputName = session.GetOutputNameAllocated(0, allocator).get();
+
+  Ort::TypeInfo inputType = session.GetInputTypeInfo(0);
+  auto tensorInfo = inputType.GetTensorTypeAndShapeInfo();
+  if (tensorInfo.GetElementType() != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) {
+    throw std::runtime_error(std::string(what) + " model input must be float32");
+  }
+  std::vector<int64_t> shape = tensorInfo.GetShape();
+  if (shape.size() != 4) throw std::runtime_error(std::string(what) + " model input must have rank 4");
+  const bool nchw = spec.layout == Layout::Nchw;
+  const int64_t channels = nchw ? shape[1] : shape[3];
+  const int64_t height = nchw ? shape[2] : shape[1];
+  const int64_t width = nchw ? shape[3] : shape[2];
+  if ((channels > 0 && channels != 3) || (height > 0 && height != spec.height) ||
+      (width > 0 && width != spec.width)) {
+    throw std::runtime_error(std::string(what) + " model input shape does not match its preprocess spec");
+  }
+  out.fixedBatch = shape[0] > 0 ? shape[0] : 0;
+  return out;
+}
+
+struct BatchOutput {
+  std::vector<Ort::Value> values;
+  const float* data = nullptr;
+  std::vector<int64_t> shape;
+  size_t perImage = 0;  // floats per batch entry
+};
+
+// Runs the session on `count` images whose tensors `fill(slot, dst)` writes; a model with a fixed
+// batch gets exactly that many entries (unused slots are zero).
+BatchOutput RunBatch(const ModelSession& model, const PreprocessSpec& spec, size_t count, ThreadPool& pool,
+                     const std::function<void(size_t, float*)>& fill) {
+  const size_t batch = model.fixedBatch > 0 ? static_cast<size_t>(model.fixedBatch) : count;
+  const size_t slot = static_cast<size_t>(spec.width) * spec.height * 3;
+  std::vector<float> input(batch * slot, 0.0f);
+  ParallelFor(pool, count, [&](size_t i) { fill(i, input.data() + i * slot); });
+
+  std::vector<int64_t> shape = spec.layout == Layout::Nchw
+                                   ? std::vector<int64_t>{static_cast<int64_t>(batch), 3, spec.height, spec.width}
+                                   : std::vector<int64_t>{static_cast<int64_t>(batch), spec.height, spec.width, 3};
+  Ort::MemoryInfo memory = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
+  Ort::Value tensor = Ort::Value::CreateTensor<float>(memory, input.data(), input.size(), shape.data(), shape.size());
+  const char* inputNames[] = {model.inputName.c_str()};
+  const char* outputNames[] = {model.outputName.c_str()};
+  BatchOutput out;
+  out.values = model.session->Run(Ort::RunOptions{nullptr}, inputNames, &tensor, 1, outputNames, 1);
+  if (out.values.empty() || !out.values[0].IsTensor()) throw std::runtime_error("model returned no tensor");
+  auto info = out.values[0].GetTensorTypeAndShapeInfo();
+  if (info.GetElementType() != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) throw std::runtime_error("model output must be float32");
+  out.shape = info.GetShape();
+  const size_t total = info.GetElementCount();
+  if (out.shape.empty() || out.shape[0] != static_cast<int64_t>(batch) || total % batch != 0) {
+    throw std::runtime_error("model output batch does not match its input batch");
+  }
+  out.perImage = total / batch;
+  out.data = out.values[0].GetTensorData<float>();
+  return out;
+}
+
+size_t ChunkSize(const ModelSession& model, int maxSessionBatch) {
+  if (model.fixedBatch > 0) return static_cast<size_t>(model.fixedBatch);
+  return static_cast<size_t>(std::max(1, maxSessionBatch));
+}
+
+ItemResult Failure(ItemErrorCode code, std::string message) {
+  ItemResult r;
+  r.ok = false;
+  r.code = code;
+  r.message = std::move(message);
+  return r;
+}
+
+struct ItemState {
+  ItemResult result;
+  RgbImage image;
+  ResizedImage plain;  // detector content at the plain scale
+  ResizedImage half;   // ... and at half of it
+  Placement placements[4];
+  float bestScore = -1;
+  Detection bestBox;  // in source pixels
+};
+
+bool NeedsHalf(const std::vector<DetectorView>& views) {
+  return std::any_of(views.begin(), views.end(),
+                     [](DetectorView v) { return v == DetectorView::Half || v == DetectorView::HalfFlip; });
+}
+
+bool NeedsPlain(const std::vector<DetectorView>& views) {
+  return std::any_of(views.begin(), views.end(),
+                     [](DetectorView v) { return v == DetectorView::Plain || v == DetectorView::Flip; });
+}
+
+}  // namespace
+
+std::shared_ptr<Pipeline> Pipeline::Create(PipelineSpec spec, const Runtime& runtime) {
+  const DetectorSpec& d = spec.detector;
+  if (d.strides.empty() || d.numClasses < 1 || d.catClassIndex < 0 || d.catClassIndex >= d.numClasses) {
+    throw std::runtime_error("invalid detector spec (strides, numClasses, catClassIndex)");
+  }
+  for (int stride : d.strides) {
+    if (stride <= 0) throw std::runtime_error("invalid detector stride");
+  }
+  if (d.views.empty()) throw std::runtime_error("detector spec needs at least one view");
+  for (const PreprocessSpec* p : {&spec.detector.preprocess, &spec.classifier.preprocess}) {
+    if (p->width < 1 || p->height < 1 || p->width > 16384 || p->height > 16384) {
+      throw std::runtime_error("invalid preprocess size");
+    }
+  }
+  if (spec.classifier.outputIndex < 0) throw std::runtime_error("invalid classifier outputIndex");
+  std::sort(spec.detector.calibration.begin(), spec.detector.calibration.end());
+
+  auto pipeline = std::make_shared<Pipeline>();
+  pipeline->detector_ = OpenSession(runtime, spec.detector.model, spec.detector.preprocess, "detector");
+  pipeline->classifier_ = OpenSession(runtime, spec.classifier.model, spec.classifier.preprocess, "classifier");
+  pipeline->spec_ = std::move(spec);
+  return pipeline;
+}
+
+std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, ThreadPool& pool) const {
+  const DetectorSpec& det = spec_.detector;
+  const ClassifierSpec& cls = spec_.classifier;
+  std::vector<ItemState> states(items.size());
+
+  // 1. Decode and prepare the detector content, item-parallel. Failures stay per item.
+  ParallelFor(pool, items.size(), [&](size_t i) {
+    ItemState& s = states[i];
+    const ItemInput& in = items[i];
+    try {
+      Clock::time_point start = Clock::now();
+      std::vector<uint8_t> decoded;
+      const uint8_t* bytes = in.bytes();
+      size_t length = in.size();
+      if (in.encoding == ItemEncoding::Base64Strict) {
+        decoded = DecodeBase64Strict(bytes, length);
+      } else if (in.encoding == ItemEncoding::Base64Lenient) {
+        decoded = DecodeBase64Lenient(bytes, length, in.fromString);
+      }
+      if (in.encoding != ItemEncoding::Bytes) {
+        bytes = decoded.data();
+        length = decoded.size();
+      }
+      s.image = DecodeImage(bytes, length, spec_.maxPixels);
+      std::vector<uint8_t>().swap(decoded);
+      s.result.ok = true;
+      s.result.width = s.image.width;
+      s.result.height = s.image.height;
+      s.result.decodeMs = MsSince(start);
+
+      start = Clock::now();
+      const PreprocessSpec& pp = det.preprocess;
+      const bool center = pp.anchor == Anchor::Center;
+      const int w = s.image.width;
+      const int h = s.image.height;
+      for (size_t v = 0; v < det.views.size() && v < 4; ++v) {
+        DetectorView view = det.views[v];
+        const bool half = view == DetectorView::Half || view == DetectorView::HalfFlip;
+        const bool flip = view == DetectorView::Flip || view == DetectorView::HalfFlip;
+        // The half views are always centred on the canvas.
+        s.placements[v] = PlaceOnCanvas(w, h, pp, half ? 0.5 : 1.0, half || center, flip);
+      }
+      if (NeedsPlain(det.views)) {
+        Placement p = PlaceOnCanvas(w, h, pp, 1.0, false, false);
+        s.plain = ResizeRgb(s.image, 0, 0, w, h, p.width, p.height);
+      }
+      if (NeedsHalf(det.views)) {
+        Placement p = PlaceOnCanvas(w, h, pp, 0.5, true, false);
+        s.half = ResizeRgb(s.image, 0, 0, w, h, p.width, p.height);
+      }
+      s.result.detectMs = MsSince(start);
+    } catch (const ItemError& e) {
+      s = ItemState();
+      s.result = Failure(e.code, e.message);
+    } catch (const std::exception& e) {
+      s = ItemState();
+      s.result = Failure(ItemErrorCode::Internal, e.what());
+    }
+  });
+
+  // 2. One detector pass over every (item, view), chunked by the session batch.
+  const size_t viewCount = std::min<size_t>(det.views.size(), 4);
+  std::vector<std::pair<size_t, size_t>> jobs;  // (item, view)
+  for (size_t i = 0; i < states.size(); ++i) {
+    if (!states[i].result.ok) continue;
+    for (size_t v = 0; v < viewCount; ++v) jobs.emplace_back(i, v);
+  }
+  const int64_t expectedRows = YoloxRowCount(det.strides, det.preprocess.width, det.preprocess.height);
+  const int64_t rowLength = 5 + det.numClasses;
+  const size_t detChunk = ChunkSize(detector_, spec_.maxSessionBatch);
+  const size_t detChunks = (jobs.size() + detChunk - 1) / detChunk;
+  std::vector<Detection> jobBest(jobs.size());  // best box per (item, view), in source pixels; score -1: none
+  std::vector<double> chunkMs(detChunks, 0.0);
+  // Chunks run concurrently on the pool (several Runs of the shared session when the model's
+  // batch is fixed at 1); each chunk fills its tensor in parallel too.
+  ParallelFor(pool, detChunks, [&](size_t chunk) {
+    const size_t first = chunk * detChunk;
+    const size_t count = std::min(detChunk, jobs.size() - first);
+    Clock::time_point start = Clock::now();
+    BatchOutput out = RunBatch(detector_, det.preprocess, count, pool, [&](size_t k, float* dst) {
+      const auto [item, view] = jobs[first + k];
+      const ItemState& s = states[item];
+      const bool half = det.views[view] == DetectorView::Half || det.views[view] == DetectorView::HalfFlip;
+      WriteTensor(half ? s.half : s.plain, s.placements[view], det.preprocess, dst);
+    });
+    if (out.shape.size() != 3 || out.shape[1] != expectedRows || out.shape[2] != rowLength) {
+      throw std::runtime_error("detector output shape does not match the YOLOX spec (strides, numClasses)");
+    }
+    for (size_t k = 0; k < count; ++k) {
+      const auto [item, view] = jobs[first + k];
+      Detection& best = jobBest[first + k];
+      best.score = -1;
+      // NMS first, as the spec says; the top candidate always survives it.
+      std::vector<Detection> kept =
+          NonMaxSuppression(DecodeYoloxCats(out.data + k * out.perImage, expectedRows, rowLength, det), det.nmsIou);
+      if (kept.empty()) continue;
+      const Placement& p = states[item].placements[view];
+      const Detection& top = kept.front();
+      const double xa = p.ToSourceX(top.x1);
+      const double xb = p.ToSourceX(top.x2);
+      best.x1 = static_cast<float>(std::min(xa, xb));
+      best.x2 = static_cast<float>(std::max(xa, xb));
+      best.y1 = static_cast<float>(p.ToSourceY(top.y1));
+      best.y2 = static_cast<float>(p.ToSourceY(top.y2));
+      best.score = top.score;
+    }
+    chunkMs[chunk] = MsSince(start);
+  });
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    ItemState& s = states[jobs[j].first];
+    if (jobBest[j].score > s.bestScore) {
+      s.bestScore = jobBest[j].score;
+      s.bestBox = jobBest[j];
+    }
+    // A shared batch stage counts fully for each item in it (once per chunk).
+    const size_t chunk = j / detChunk;
+    if (j % detChunk == 0 || jobs[j - 1].first != jobs[j].first) s.result.detectMs += chunkMs[chunk];
+  }
+
+  // 3. Best cat per item; free the detector content.
+  std::vector<size_t> toClassify;
+  for (size_t i = 0; i < states.size(); ++i) {
+    ItemState& s = states[i];
+    s.plain = ResizedImage();
+    s.half = ResizedImage();
+    if (!s.result.ok || s.bestScore < 0) continue;
+    const double w = s.image.width;
+    const double h = s.image.height;
+    CatCandidate cat;
+    cat.box = {static_cast<int>(std::lround(std::clamp<double>(s.bestBox.x1, 0, w))),
+               static_cast<int>(std::lround(std::clamp<double>(s.bestBox.y1, 0, h))),
+               static_cast<int>(std::lround(std::clamp<double>(s.bestBox.x2, 0, w))),
+               static_cast<int>(std::lround(std::clamp<double>(s.bestBox.y2, 0, h)))};
+    cat.rawScore = s.bestScore;
+    cat.confidence = Calibrate(det.calibration, s.bestScore);
+    s.result.cat = cat;
+    if (cat.confidence >= spec_.classifyCutoff) toClassify.push_back(i);
+  }
+
+  // 4. Classifier over the confident cats: crop (+margin) from the full-resolution image.
+  const size_t clsChunk = ChunkSize(classifier_, spec_.maxSessionBatch);
+  const size_t clsChunks = (toClassify.size() + clsChunk - 1) / clsChunk;
+  ParallelFor(pool, clsChunks, [&](size_t chunk) {
+    const size_t first = chunk * clsChunk;
+    const size_t count = std::min(clsChunk, toClassify.size() - first);
+    Clock::time_point start = Clock::now();
+    BatchOutput out = RunBatch(classifier_, cls.preprocess, count, pool, [&](size_t k, float* dst) {
+      const ItemState& s = states[toClassify[first + k]];
+      const CatCandidate& cat = *s.result.cat;
+      const double bw = cat.box[2] - cat.box[0];
+      const double bh = cat.box[3] - cat.box[1];
+      const double x1 = std::clamp(std::floor(cat.box[0] - bw * cls.cropMargin), 0.0, s.image.width - 1.0);
+      const double y1 = std::clamp(std::floor(cat.box[1] - bh * cls.cropMargin), 0.0, s.image.height - 1.0);
+      const double x2 = std::clamp(std::ceil(cat.box[2] + bw * cls.cropMargin), x1 + 1, static_cast<double>(s.image.width));
+      const double y2 = std::clamp(std::ceil(cat.box[3] + bh * cls.cropMargin), y1 + 1, static_cast<double>(s.image.height));
+      const int cw = static_cast<int>(x2 - x1);
+      const int ch = static_cast<int>(y2 - y1);
+      Placement p = PlaceOnCanvas(cw, ch, cls.preprocess, 1.0, cls.preprocess.anchor == Anchor::Center, false);
+      ResizedImage crop = ResizeRgb(s.image, x1, y1, cw, ch, p.width, p.height);
+      WriteTensor(crop, p, cls.preprocess, dst);
+    });
+    if (static_cast<size_t>(cls.outputIndex) >= out.perImage) {
+      throw std::runtime_error("classifier outputIndex is outside the model output");
+    }
+    const double ms = MsSince(start);
+    for (size_t k = 0; k < count; ++k) {  // each item is in exactly one chunk: no sharing
+      ItemState& s = states[toClassify[first + k]];
+      const float value = out.data[k * out.perImage + static_cast<size_t>(cls.outputIndex)];
+      s.result.classifyMs += ms;
+      if (std::isnan(value)) {
+        s.result = Failure(ItemErrorCode::Internal, "classifier output is NaN");
+        continue;
+      }
+      s.result.score = std::clamp(static_cast<double>(value), 0.0, 1.0);
+    }
+  });
+
+  std::vector<ItemResult> results;
+  results.reserve(states.size());
+  for (ItemState& s : states) results.push_back(std::move(s.result));
+  return results;
+}
+
+}  // namespace catcomfort

@@ -1,0 +1,40 @@
+// One model pack: the detector and classifier sessions plus the spec, shared by all threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <onnxruntime_cxx_api.h>
+
+#include "items.h"
+#include "runtime.h"
+#include "specs.h"
+
+namespace catcomfort {
+
+struct ModelSession {
+  std::unique_ptr<Ort::Session> session;
+  std::string inputName;
+  std::string outputName;
+  int64_t fixedBatch = 0;  // > 0: the model's input batch dimension is fixed at this size
+};
+
+class Pipeline {
+ public:
+  // Builds both sessions from the spec's model bytes (which are freed afterwards).
+  // Throws std::exception (Ort::Exception, std::runtime_error) on invalid models or specs.
+  static std::shared_ptr<Pipeline> Create(PipelineSpec spec, const Runtime& runtime);
+
+  // Per-item failures become failed ItemResults; throws only for whole-call failures
+  // (a session run failing, a model output that does not match the spec).
+  std::vector<ItemResult> Analyze(const std::vector<ItemInput>& items, ThreadPool& pool) const;
+
+ private:
+  PipelineSpec spec_;
+  ModelSession detector_;
+  ModelSession classifier_;
+};
+
+}  // namespace catcomfort

@@ -1,0 +1,36 @@
+// Process-wide state set up once by configure(): libvips, the ORT environment, the addon's
+// thread pool and the execution providers that passed their probe.
+#pragma once
+
+#include <memory>
+
+#include <onnxruntime_cxx_api.h>
+
+#include "specs.h"
+#include "thread_pool.h"
+
+namespace catcomfort {
+
+struct Runtime {
+  NativeConfig config;
+  NativeInfo info;
+  std::vector<ProviderKind> activeProviders;  // GPU providers that loaded, in order; CPU is implicit
+  std::unique_ptr<Ort::Env> env;
+  std::unique_ptr<ThreadPool> pool;
+};
+
+// nullptr until Configure succeeded.
+Runtime* GetRuntime();
+
+// First call initialises everything; a later call with the same config returns the same
+// runtime, with a different one it throws (the process-wide state cannot be redone).
+Runtime& Configure(const NativeConfig& config);
+
+// Session options for a pipeline's sessions: all graph optimisations, intra-op threads from
+// the config, one inter-op thread, the active providers (then CPU).
+Ort::SessionOptions MakeSessionOptions(const Runtime& runtime);
+
+// Stops the pool (env teardown of the thread that configured the addon).
+void ShutdownRuntime();
+
+}  // namespace catcomfort

@@ -1,0 +1,83 @@
+// Plain C++ copies of the JS-side specs (see src/native/addon.ts). Filled on the JS thread,
+// read-only afterwards, so pool threads never touch N-API values.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace catcomfort {
+
+enum class ResizeMode { Letterbox, Stretch };
+enum class Anchor { TopLeft, Center };
+enum class ChannelOrder { Rgb, Bgr };
+enum class Layout { Nchw, Nhwc };
+
+struct PreprocessSpec {
+  int width = 0;
+  int height = 0;
+  ResizeMode resize = ResizeMode::Letterbox;
+  Anchor anchor = Anchor::TopLeft;
+  double padValue = 0;
+  ChannelOrder channelOrder = ChannelOrder::Rgb;
+  Layout layout = Layout::Nchw;
+  double scale = 1;
+  std::array<double, 3> mean{0, 0, 0};
+  std::array<double, 3> std{1, 1, 1};
+};
+
+enum class DetectorView { Plain, Flip, Half, HalfFlip };
+
+struct DetectorSpec {
+  std::vector<uint8_t> model;
+  PreprocessSpec preprocess;
+  std::vector<int> strides;
+  int numClasses = 0;
+  int catClassIndex = 0;
+  double scoreFloor = 0;
+  double nmsIou = 0.45;
+  std::vector<DetectorView> views;
+  std::vector<std::pair<double, double>> calibration;
+};
+
+struct ClassifierSpec {
+  std::vector<uint8_t> model;
+  PreprocessSpec preprocess;
+  double cropMargin = 0;
+  int64_t outputIndex = 0;
+};
+
+struct PipelineSpec {
+  DetectorSpec detector;
+  ClassifierSpec classifier;
+  double classifyCutoff = 0;
+  uint64_t maxPixels = 0;
+  int maxSessionBatch = 1;
+};
+
+enum class ProviderKind { TensorRt, Cuda, Cpu };
+
+struct NativeConfig {
+  std::vector<ProviderKind> providers;
+  int deviceId = 0;
+  std::string trtCacheDir;
+  bool trtFp16 = false;
+  int poolThreads = 1;
+  int intraOpThreads = 1;
+};
+
+struct ProviderStatus {
+  std::string name;
+  bool active = false;
+  std::string reason;  // empty when active
+};
+
+struct NativeInfo {
+  std::string vipsVersion;
+  std::string ortVersion;
+  std::vector<ProviderStatus> providers;
+};
+
+}  // namespace catcomfort
