@@ -2,6 +2,7 @@
 // documented in README.md; invalid values stop start-up with a message naming the variable.
 import os from 'node:os';
 import path from 'node:path';
+import { defaultFfmpegPath } from './v1/frames';
 
 export type ProviderName = 'tensorrt' | 'cuda' | 'cpu';
 
@@ -22,6 +23,9 @@ export interface Config {
   maxPixels: number;
   batching: BatchingConfig;
   requestTimeoutMs: number;
+  video: VideoConfig;
+  legacy: { deprecatedSince: Date; sunset: Date | null };
+  buildNumber: string;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
 }
 
@@ -30,6 +34,14 @@ export interface BatchingConfig {
   maxQueueDelayUs: number;
   maxQueue: number;
   maxInFlight: number;
+}
+
+export interface VideoConfig {
+  ffmpegPath: string;
+  maxSeconds: number;
+  maxFrames: number;
+  wallTimeMs: number;
+  memoryBytes: number;
 }
 
 export class ConfigError extends Error {}
@@ -65,6 +77,14 @@ function readProviders(env: Env): ProviderName[] {
   const ordered = [...new Set(names as ProviderName[])];
   if (!ordered.includes('cpu')) ordered.push('cpu');
   return ordered;
+}
+
+function readDate(env: Env, name: string, fallback: string | null): Date | null {
+  const raw = env[name] ?? fallback;
+  if (raw === null || raw.trim() === '') return null;
+  const date = new Date(raw);
+  if (Number.isNaN(date.getTime())) throw new ConfigError(`${name} must be an ISO 8601 date, got "${raw}"`);
+  return date;
 }
 
 function readKeys(env: Env): string[] {
@@ -108,6 +128,18 @@ export function loadConfig(env: Env = process.env): Config {
       maxInFlight: readInt(env, 'CATCOMFORT_BATCH_IN_FLIGHT', 2, 1, 64),
     },
     requestTimeoutMs: readInt(env, 'CATCOMFORT_REQUEST_TIMEOUT_MS', 10_000, 1, 3_600_000),
+    video: {
+      ffmpegPath: env.CATCOMFORT_FFMPEG ?? defaultFfmpegPath(),
+      maxSeconds: readInt(env, 'CATCOMFORT_VIDEO_MAX_SECONDS', 300, 1, 86_400),
+      maxFrames: readInt(env, 'CATCOMFORT_VIDEO_MAX_FRAMES', 60, 1, 1000),
+      wallTimeMs: readInt(env, 'CATCOMFORT_VIDEO_TIMEOUT_MS', 20_000, 100, 600_000),
+      memoryBytes: readInt(env, 'CATCOMFORT_VIDEO_MEMORY_MB', 1024, 64, 65_536) * 1024 * 1024,
+    },
+    legacy: {
+      deprecatedSince: readDate(env, 'CATCOMFORT_LEGACY_DEPRECATED_SINCE', '2023-11-22T00:00:00Z')!,
+      sunset: readDate(env, 'CATCOMFORT_LEGACY_SUNSET', null),
+    },
+    buildNumber: env.CATCOMFORT_BUILD_NUMBER ?? 'local',
     logLevel: logLevel as Config['logLevel'],
   };
 }

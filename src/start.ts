@@ -10,6 +10,7 @@ import { log } from './log';
 import { ModelRegistry } from './models/registry';
 import { loadAddon } from './native/addon';
 import type { Service } from './service';
+import { registerV1 } from './v1/routes';
 import { registerV2 } from './v2/routes';
 
 export function serviceVersion(): string {
@@ -76,6 +77,7 @@ export async function startService(config: Config): Promise<RunningService> {
   const service: Service = { config, keys, registry, version, docsAssets: loadDocsAssets() };
   const router = new Router();
   registerV2(router, service);
+  registerV1(router, service);
   const server = new HttpServer(router);
   const port = await server.listen(config.host, config.port);
   log.info('listening', {

@@ -32,6 +32,8 @@ export class ImageError extends Error {
   constructor(
     readonly code: Exclude<ItemErrorCode, 'internal'>,
     message: string,
+    /** The decoder's own wording (v1 reports base64 errors as Python did). */
+    readonly nativeMessage: string,
   ) {
     super(message);
   }
@@ -51,7 +53,7 @@ export function toAnalysis(result: ItemResult, cutoffs: Cutoffs, maxPixels: numb
       result.code === 'too_many_pixels'
         ? `Image is too large; at most ${maxPixels} pixels.`
         : imageErrorMessages[result.code];
-    throw new ImageError(result.code, message);
+    throw new ImageError(result.code, message, result.message);
   }
   const cat = result.cat;
   const confidence = cat ? round6(cat.confidence) : 0;

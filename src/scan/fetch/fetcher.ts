@@ -105,8 +105,8 @@ async function resolveChecked(hostname: string, policy: FetchPolicy): Promise<Re
     const address = a?.address;
     const bytes = typeof address === 'string' ? parseIp(address) : null;
     if (typeof address !== 'string' || !bytes) {
-      // Fail closed on anything we cannot parse strictly (garbage, zone ids, ...).
-      throw refused('dns_failed', 'the image host name resolved to an invalid address');
+      // Fail closed on anything we cannot parse strictly (garbage, zone ids like fe80::1%eth0).
+      throw refused('address_blocked', BLOCKED_NAME_MESSAGE);
     }
     if (!policy.allowPrivate && classifyAddress(address).blocked) throw refused('address_blocked', BLOCKED_NAME_MESSAGE);
     out.push({ address, family: bytes.length === 4 ? 4 : 6 });
@@ -247,7 +247,9 @@ function fetchHop(u: URL, policy: FetchPolicy, seams: FetchSeams, deadline: Abor
         req?.destroy();
         return;
       }
-      if (status < 200 || status > 299) {
+      // Only 200 (and 203 from a transforming proxy) carry a whole image: 204/205 have no body,
+      // 206 would be a fragment (we never send Range), and everything non-2xx is an error.
+      if (status !== 200 && status !== 203) {
         fail(refused('bad_status', `the image host answered HTTP ${status}`));
         return;
       }

@@ -1,0 +1,159 @@
+// The legacy v1 interface (spec 2.4-2.7, 4.2, 7.2): /invocations, /invocations/bc-v1,
+// /invocations/bc-legacy, /ping, and the key-protected /openapi.json and /docs.
+import { createHash } from 'node:crypto';
+import { isJsonContentType } from '../http/content-type';
+import { swaggerPage } from '../http/docs';
+import { BodyTooLargeError, ClientGoneError, type Exchange } from '../http/exchange';
+import type { Router } from '../http/router';
+import { log } from '../log';
+import type { Model } from '../models/registry';
+import { ImageError } from '../pipeline/analysis';
+import { AbortedError, ClosedError, DeadlineError, QueueFullError } from '../pipeline/batcher';
+import type { Service } from '../service';
+import { buildV1OpenApi } from './openapi';
+import { failure, fromAnalysis, V1_MESSAGES, type V1Response } from './respond';
+import { analyzeVideo } from './video';
+import { parseV1Body, validateThreshold, validateV1Body, V1ValidationError, type V1Detail, type V1Request } from './validate';
+
+const UNAUTHORIZED = 'Invalid or missing API key';
+const VIDEO_ON_IMAGE_ENDPOINT = 'Video input is not supported on this endpoint; send video to /invocations/bc-legacy.';
+
+function json(ex: Exchange, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  ex.send(status, { 'Content-Type': 'application/json', ...headers }, JSON.stringify(body));
+}
+
+function queryParam(query: string, name: string): string | null {
+  if (query === '') return null;
+  for (const part of query.split('&')) {
+    const eq = part.indexOf('=');
+    const key = eq < 0 ? part : part.slice(0, eq);
+    if (key === name) {
+      try {
+        return decodeURIComponent((eq < 0 ? '' : part.slice(eq + 1)).replace(/\+/g, ' '));
+      } catch {
+        return null;
+      }
+    }
+  }
+  return null;
+}
+
+/** Errors that end a v1 request outside the 200 success:false family. */
+function sendFailure(ex: Exchange, error: unknown): void {
+  if (error instanceof ClientGoneError || error instanceof AbortedError) return;
+  if (error instanceof V1ValidationError) return json(ex, 422, { detail: error.detail });
+  if (error instanceof BodyTooLargeError) return json(ex, 413, { detail: `Request body exceeds ${error.limit} bytes` });
+  if (error instanceof QueueFullError || error instanceof DeadlineError) {
+    return json(ex, 429, { detail: 'Too many requests; retry later' }, { 'Retry-After': String(error.retryAfterSeconds) });
+  }
+  if (error instanceof ClosedError) return json(ex, 503, { detail: 'Service unavailable' });
+  log.error('v1 request failed', { path: ex.path, error: (error as Error)?.stack ?? String(error) });
+  ex.send(500, { 'Content-Type': 'text/plain; charset=utf-8' }, 'Internal Server Error');
+}
+
+interface Variant {
+  model: Model;
+  legacy: boolean;
+}
+
+export interface V1Context {
+  service: Service;
+  buildNumber: string;
+  deprecationHeaders: Record<string, string>;
+}
+
+/** One image through the shared pipeline, answered the v1 way. */
+async function analyzeImage(ctx: V1Context, variant: Variant, request: V1Request, queryThreshold: number | null, ex: Exchange, deadline: number): Promise<V1Response> {
+  const { model, legacy } = variant;
+  const threshold = legacy ? model.manifest.defaultThreshold : queryThreshold ?? model.manifest.defaultThreshold;
+  const reported = legacy ? null : queryThreshold;
+  if (request.image === null) return failure(V1_MESSAGES.loadError, reported);
+  try {
+    const analysis = await model.analyze({ data: request.image, encoding: 'base64-lenient' }, { deadline, signal: ex.signal() });
+    const metadata = legacy ? null : { version: ctx.service.version, build_number: ctx.buildNumber };
+    return fromAnalysis(analysis, threshold, { success: legacy ? null : threshold, failure: reported }, model.manifest.name, metadata);
+  } catch (error) {
+    if (!(error instanceof ImageError)) throw error;
+    if (error.code === 'invalid_base64') return failure(`Error: ${error.nativeMessage}`, reported);
+    if (error.code === 'undecodable' || error.code === 'empty_image') return failure(V1_MESSAGES.loadError, reported);
+    return failure(`Error: ${error.message}`, reported);
+  }
+}
+
+function keyFingerprint(key: string): string {
+  return createHash('sha256').update(key).digest('hex').slice(0, 12);
+}
+
+function invocation(ctx: V1Context, variant: Variant) {
+  const { service } = ctx;
+  return (ex: Exchange): void => {
+    const headers = variant.legacy ? ctx.deprecationHeaders : {};
+    const key = ex.header('api-key');
+    if (!service.keys.check(key)) return json(ex, 401, { detail: UNAUTHORIZED }, headers);
+    if (variant.legacy) log.info('deprecated model used', { model: variant.model.id, key_fingerprint: keyFingerprint(key!) });
+    const deadline = performance.now() + service.config.requestTimeoutMs;
+    const errors: V1Detail[] = [];
+    const threshold = variant.legacy ? null : validateThreshold(queryParam(ex.query, 'threshold'), errors);
+    // FastAPI reads a body of another media type as not-JSON: the model then sees a string.
+    const jsonBody = isJsonContentType(ex.header('content-type'));
+    ex.readBody(service.config.maxBodyBytes)
+      .then(async (raw) => {
+        const parsed = jsonBody ? parseV1Body(raw) : raw.length === 0 ? undefined : raw.toString('utf8');
+        const request = validateV1Body(parsed, errors);
+        if (errors.length > 0 || request === null) throw new V1ValidationError(errors);
+        if (request.mediaType === 'video') {
+          if (!variant.legacy) return json(ex, 400, { detail: VIDEO_ON_IMAGE_ENDPOINT }, headers);
+          return json(ex, 200, await analyzeVideo(service, variant.model, request, ex, deadline), headers);
+        }
+        json(ex, 200, await analyzeImage(ctx, variant, request, threshold, ex, deadline), headers);
+      })
+      .catch((error: unknown) => sendFailure(ex, error));
+  };
+}
+
+function keyed(service: Service, handler: (ex: Exchange) => void) {
+  return (ex: Exchange): void => {
+    const key = ex.header('api-key') ?? queryParam(ex.query, 'api_key') ?? undefined;
+    if (!service.keys.check(key)) return json(ex, 401, { detail: UNAUTHORIZED });
+    handler(ex);
+  };
+}
+
+// The docs page forwards the key it was opened with (?api_key=...) on its own requests,
+// read from the page URL at run time so the key is never written into the HTML.
+const forwardKey = `(req) => { const k = new URLSearchParams(location.search).get('api_key'); if (k && !req.headers['api-key']) req.headers['api-key'] = k; return req; }`;
+
+export function registerV1(router: Router, service: Service): void {
+  const bcV1 = service.registry.get('bc-v1');
+  const legacy = service.registry.get('bc-legacy');
+  const defaultModel = service.registry.get(service.config.defaultModel);
+  if (!bcV1 || !legacy || !defaultModel) throw new Error('v1 needs the bc-v1 and bc-legacy packs');
+  const ctx: V1Context = {
+    service,
+    buildNumber: service.config.buildNumber,
+    deprecationHeaders: deprecationHeaders(service.config.legacy),
+  };
+  const openapi = JSON.stringify(buildV1OpenApi(service.version));
+  const docs = swaggerPage('Cat Comfort API v1 (legacy)', '/openapi.json', '/docs', forwardKey);
+  router
+    .add('POST', '/invocations', invocation(ctx, { model: defaultModel, legacy: false }))
+    .add('POST', '/invocations/bc-v1', invocation(ctx, { model: bcV1, legacy: false }))
+    .add('POST', '/invocations/bc-legacy', invocation(ctx, { model: legacy, legacy: true }))
+    .add('GET', '/ping', keyed(service, (ex) => json(ex, 200, { status: 'healthy', service: 'cat-comfort-detection' })))
+    .add('GET', '/openapi.json', keyed(service, (ex) => ex.send(200, { 'Content-Type': 'application/json' }, openapi)))
+    .add('GET', '/docs', keyed(service, (ex) => ex.send(200, { 'Content-Type': 'text/html; charset=utf-8' }, docs)));
+  for (const name of ['swagger-ui.css', 'swagger-ui-bundle.js']) {
+    const asset = service.docsAssets[name]!;
+    router.add('GET', `/docs/${name}`, (ex) => ex.send(200, { 'Content-Type': asset.contentType, 'Cache-Control': 'public, max-age=3600' }, asset.body));
+  }
+}
+
+/** RFC 9745 `Deprecation` (and RFC 8594 `Sunset` when configured) for bc-legacy responses. */
+function deprecationHeaders(legacy: Service['config']['legacy']): Record<string, string> {
+  const headers: Record<string, string> = {
+    Deprecation: `@${Math.floor(legacy.deprecatedSince.getTime() / 1000)}`,
+    Link: '</v2/docs>; rel="successor-version"',
+  };
+  if (legacy.sunset) headers.Sunset = legacy.sunset.toUTCString();
+  return headers;
+}
