@@ -111,7 +111,7 @@ void Schedule(Napi::Env env, std::unique_ptr<Call> call) {
   Completion completion = Completion::New(env, "catcomfort", 0, 1);
   Call* raw = call.release();
   try {
-    runtime->pool->Submit([raw, completion]() mutable {
+    const bool queued = runtime->pool->Submit([raw, completion]() mutable {
       try {
         raw->Work();
       } catch (...) {
@@ -121,6 +121,7 @@ void Schedule(Napi::Env env, std::unique_ptr<Call> call) {
       if (completion.BlockingCall(raw) != napi_ok) delete raw;  // environment gone
       completion.Release();
     });
+    if (!queued) throw std::runtime_error("the addon's thread pool was shut down");
   } catch (...) {
     completion.Release();
     delete raw;
@@ -212,12 +213,7 @@ class AnalyzeCall : public Call {
 
 Napi::Value JsConfigure(const Napi::CallbackInfo& info) {
   return SyncBoundary(info, [&](Napi::Env env) -> Napi::Value {
-    const bool first = GetRuntime() == nullptr;
     Runtime& runtime = catcomfort::Configure(ConfigFromJs(info[0]));
-    if (first) {
-      // Stop the pool when the configuring environment goes away (running calls finish first).
-      napi_add_env_cleanup_hook(env, [](void*) { ShutdownRuntime(); }, nullptr);
-    }
     return InfoToJs(env, runtime.info);
   });
 }
@@ -260,7 +256,27 @@ Napi::Value JsReleasePipeline(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
+// Environments (main thread, worker threads) that loaded the addon; the pool is stopped when
+// the last one is torn down, so no pool thread is still inside ORT or libvips while the process
+// exits (running calls finish first, queued ones are dropped).
+static std::mutex g_envMutex;
+static size_t g_envCount = 0;
+
+static void EnvGone(void*) {
+  bool last = false;
+  {
+    std::lock_guard<std::mutex> lock(g_envMutex);
+    last = --g_envCount == 0;
+  }
+  if (last) ShutdownRuntime();
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  {
+    std::lock_guard<std::mutex> lock(g_envMutex);
+    ++g_envCount;
+  }
+  napi_add_env_cleanup_hook(env, EnvGone, nullptr);
   exports.Set("configure", Napi::Function::New(env, JsConfigure, "configure"));
   exports.Set("createPipeline", Napi::Function::New(env, JsCreatePipeline, "createPipeline"));
   exports.Set("analyze", Napi::Function::New(env, JsAnalyze, "analyze"));

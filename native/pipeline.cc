@@ -225,13 +225,12 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
   const size_t detChunk = ChunkSize(detector_, spec_.maxSessionBatch);
   const size_t detChunks = (jobs.size() + detChunk - 1) / detChunk;
   std::vector<Detection> jobBest(jobs.size());  // best box per (item, view), in source pixels; score -1: none
-  std::vector<double> chunkMs(detChunks, 0.0);
+  const Clock::time_point detectStart = Clock::now();
   // Chunks run concurrently on the pool (several Runs of the shared session when the model's
   // batch is fixed at 1); each chunk fills its tensor in parallel too.
   ParallelFor(pool, detChunks, [&](size_t chunk) {
     const size_t first = chunk * detChunk;
     const size_t count = std::min(detChunk, jobs.size() - first);
-    Clock::time_point start = Clock::now();
     BatchOutput out = RunBatch(detector_, det.preprocess, count, pool, [&](size_t k, float* dst) {
       const auto [item, view] = jobs[first + k];
       const ItemState& s = states[item];
@@ -259,17 +258,16 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
       best.y2 = static_cast<float>(p.ToSourceY(top.y2));
       best.score = top.score;
     }
-    chunkMs[chunk] = MsSince(start);
   });
+  // The shared detector stage (wall time of all chunks) counts fully for every item in it.
+  const double detectStageMs = jobs.empty() ? 0.0 : MsSince(detectStart);
   for (size_t j = 0; j < jobs.size(); ++j) {
     ItemState& s = states[jobs[j].first];
     if (jobBest[j].score > s.bestScore) {
       s.bestScore = jobBest[j].score;
       s.bestBox = jobBest[j];
     }
-    // A shared batch stage counts fully for each item in it (once per chunk).
-    const size_t chunk = j / detChunk;
-    if (j % detChunk == 0 || jobs[j - 1].first != jobs[j].first) s.result.detectMs += chunkMs[chunk];
+    if (j == 0 || jobs[j - 1].first != jobs[j].first) s.result.detectMs += detectStageMs;
   }
 
   // 3. Best cat per item; free the detector content.
@@ -295,10 +293,11 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
   // 4. Classifier over the confident cats: crop (+margin) from the full-resolution image.
   const size_t clsChunk = ChunkSize(classifier_, spec_.maxSessionBatch);
   const size_t clsChunks = (toClassify.size() + clsChunk - 1) / clsChunk;
+  const Clock::time_point classifyStart = Clock::now();
+  std::vector<float> scores(toClassify.size(), 0.0f);
   ParallelFor(pool, clsChunks, [&](size_t chunk) {
     const size_t first = chunk * clsChunk;
     const size_t count = std::min(clsChunk, toClassify.size() - first);
-    Clock::time_point start = Clock::now();
     BatchOutput out = RunBatch(classifier_, cls.preprocess, count, pool, [&](size_t k, float* dst) {
       const ItemState& s = states[toClassify[first + k]];
       const CatCandidate& cat = *s.result.cat;
@@ -317,18 +316,18 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
     if (static_cast<size_t>(cls.outputIndex) >= out.perImage) {
       throw std::runtime_error("classifier outputIndex is outside the model output");
     }
-    const double ms = MsSince(start);
-    for (size_t k = 0; k < count; ++k) {  // each item is in exactly one chunk: no sharing
-      ItemState& s = states[toClassify[first + k]];
-      const float value = out.data[k * out.perImage + static_cast<size_t>(cls.outputIndex)];
-      s.result.classifyMs += ms;
-      if (std::isnan(value)) {
-        s.result = Failure(ItemErrorCode::Internal, "classifier output is NaN");
-        continue;
-      }
-      s.result.score = std::clamp(static_cast<double>(value), 0.0, 1.0);
-    }
+    for (size_t k = 0; k < count; ++k) scores[first + k] = out.data[k * out.perImage + static_cast<size_t>(cls.outputIndex)];
   });
+  const double classifyStageMs = toClassify.empty() ? 0.0 : MsSince(classifyStart);
+  for (size_t k = 0; k < toClassify.size(); ++k) {
+    ItemResult& r = states[toClassify[k]].result;
+    r.classifyMs = classifyStageMs;  // the shared stage counts fully for every classified item
+    if (std::isnan(scores[k])) {
+      r = Failure(ItemErrorCode::Internal, "classifier output is NaN");
+    } else {
+      r.score = std::clamp(static_cast<double>(scores[k]), 0.0, 1.0);
+    }
+  }
 
   std::vector<ItemResult> results;
   results.reserve(states.size());

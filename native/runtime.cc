@@ -129,6 +129,10 @@ Runtime& Configure(const NativeConfig& requested) {
   vips_cache_set_max(0);             // no operation cache: every image is new
   vips_block_untrusted_set(TRUE);    // no loaders libvips marks as unsafe for untrusted input
   vips_concurrency_set(1);           // one libvips worker per call; the pool parallelises items
+  // Client images are often damaged; libvips' per-image warnings (already turned into item
+  // failures by fail_on) would only flood stderr.
+  g_log_set_handler("VIPS", static_cast<GLogLevelFlags>(G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO),
+                    [](const gchar*, GLogLevelFlags, const gchar*, gpointer) {}, nullptr);
 
   auto runtime = std::make_unique<Runtime>();
   runtime->config = config;

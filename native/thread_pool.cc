@@ -14,13 +14,14 @@ ThreadPool::ThreadPool(size_t threads) {
 
 ThreadPool::~ThreadPool() { Shutdown(); }
 
-void ThreadPool::Submit(std::function<void()> task) {
+bool ThreadPool::Submit(std::function<void()> task) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (stopping_) return;  // dropped: only during process teardown
+    if (stopping_) return false;
     queue_.push_back(std::move(task));
   }
   cv_.notify_one();
+  return true;
 }
 
 void ThreadPool::Shutdown() {
@@ -98,7 +99,7 @@ void ParallelFor(ThreadPool& pool, size_t n, const std::function<void(size_t)>& 
   size_t helpers = std::min(n - 1, pool.Size());
   for (size_t h = 0; h < helpers; ++h) {
     // A helper that starts after all indices were taken returns at once without touching fn.
-    pool.Submit([state] { state->Drain(); });
+    if (!pool.Submit([state] { state->Drain(); })) break;  // shut down: the caller does it all
   }
   state->Drain();
   std::unique_lock<std::mutex> lock(state->mutex);

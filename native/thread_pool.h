@@ -21,7 +21,8 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  void Submit(std::function<void()> task);
+  // false when the pool was shut down (the task is dropped).
+  bool Submit(std::function<void()> task);
   size_t Size() const { return workers_.size(); }
   // Drops queued tasks and joins the workers (running tasks finish first).
   void Shutdown();

@@ -1,0 +1,596 @@
+// Tests of the native addon (build/Release/catcomfort.node) on real files.
+// Build first: npm run build:native && npm run build:ts; run: node --test dist/test/native.test.js
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import {
+  loadAddon,
+  type AnalyzeItem,
+  type ItemResult,
+  type ItemSuccess,
+  type NativeAddon,
+  type NativeConfig,
+  type NativePipeline,
+  type PipelineSpec,
+  type PreprocessSpec,
+} from '../src/native/addon';
+
+const repoRoot = path.resolve(__dirname, '../..');
+const modelMirror = path.resolve(repoRoot, process.env.CATCOMFORT_MODEL_MIRROR ?? '../shared/models');
+const detectorPath = path.join(modelMirror, 'yolox-nano/yolox_nano.onnx');
+const photosDir = path.resolve(repoRoot, process.env.CATCOMFORT_PHOTOS ?? '../shared/fixtures/photos');
+const fixturesDir = path.join(repoRoot, 'test/fixtures');
+// The real reference classifier once it lands; until then a tiny stand-in with the same
+// interface (float32 [N,3,224,224] -> [N,1] sigmoid).
+const realClassifier = path.join(repoRoot, 'models/bc-v1/classifier.onnx');
+const classifierPath = fs.existsSync(realClassifier) ? realClassifier : path.join(fixturesDir, 'tiny_classifier.onnx');
+
+const DETECTED = 0.69; // models/bc-v1/manifest.json cutoffs.detected
+const MAX_PIXELS = 40_000_000;
+
+const detectorPreprocess: PreprocessSpec = {
+  width: 416,
+  height: 416,
+  resize: 'letterbox',
+  anchor: 'top-left',
+  padValue: 114,
+  channelOrder: 'bgr',
+  layout: 'nchw',
+  scale: 1,
+  mean: [0, 0, 0],
+  std: [1, 1, 1],
+};
+
+const classifierPreprocess: PreprocessSpec = {
+  width: 224,
+  height: 224,
+  resize: 'stretch',
+  anchor: 'center',
+  padValue: 0,
+  channelOrder: 'rgb',
+  layout: 'nchw',
+  scale: 1 / 255,
+  mean: [0.485, 0.456, 0.406],
+  std: [0.229, 0.224, 0.225],
+};
+
+const config: NativeConfig = {
+  providers: ['tensorrt', 'cuda', 'cpu'],
+  deviceId: 0,
+  trtCacheDir: path.join(repoRoot, 'data/trt-cache'),
+  trtFp16: true,
+  poolThreads: 2,
+  intraOpThreads: 1,
+};
+
+function spec(detector: Buffer, views: PipelineSpec['detector']['views'], maxSessionBatch = 8): PipelineSpec {
+  return {
+    detector: {
+      model: detector,
+      preprocess: detectorPreprocess,
+      strides: [8, 16, 32],
+      numClasses: 80,
+      catClassIndex: 15,
+      scoreFloor: 0.05,
+      nmsIou: 0.45,
+      views,
+      calibration: [],
+    },
+    classifier: {
+      model: fs.readFileSync(classifierPath),
+      preprocess: classifierPreprocess,
+      cropMargin: 0.1,
+      outputIndex: 0,
+    },
+    classifyCutoff: 0.5,
+    maxPixels: MAX_PIXELS,
+    maxSessionBatch,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// A minimal protobuf rewrite of the YOLOX ONNX file for a dynamic batch: graph input/output dim 0
+// becomes the symbol "N", stale value_info shapes are dropped, and the head's Reshape target
+// [1, 85, -1] becomes [0, 85, -1] (0 = copy the batch). Same edit as models/bc-v1 dynamicBatch.
+
+interface Field {
+  num: number;
+  wire: number;
+  bytes: Buffer; // payload (LEN) or the raw value bytes (VARINT/I64/I32)
+}
+
+function readVarint(buf: Buffer, at: number): [number, number] {
+  let value = 0;
+  let mul = 1;
+  for (;;) {
+    const b = buf[at++];
+    if (b === undefined) throw new Error('truncated varint');
+    value += (b & 0x7f) * mul;
+    if ((b & 0x80) === 0) return [value, at];
+    mul *= 128;
+  }
+}
+
+function varint(value: number): Buffer {
+  const out: number[] = [];
+  do {
+    let b = value % 128;
+    value = Math.floor(value / 128);
+    if (value > 0) b |= 0x80;
+    out.push(b);
+  } while (value > 0);
+  return Buffer.from(out);
+}
+
+function parse(buf: Buffer): Field[] {
+  const fields: Field[] = [];
+  let at = 0;
+  while (at < buf.length) {
+    const [key, next] = readVarint(buf, at);
+    at = next;
+    const num = Math.floor(key / 8);
+    const wire = key % 8;
+    const start = at;
+    if (wire === 0) {
+      at = readVarint(buf, at)[1];
+      fields.push({ num, wire, bytes: buf.subarray(start, at) });
+    } else if (wire === 1 || wire === 5) {
+      at += wire === 1 ? 8 : 4;
+      fields.push({ num, wire, bytes: buf.subarray(start, at) });
+    } else if (wire === 2) {
+      const [length, body] = readVarint(buf, at);
+      at = body + length;
+      fields.push({ num, wire, bytes: buf.subarray(body, at) });
+    } else {
+      throw new Error(`unsupported wire type ${wire}`);
+    }
+  }
+  return fields;
+}
+
+function serialize(fields: Field[]): Buffer {
+  const parts: Buffer[] = [];
+  for (const f of fields) {
+    parts.push(varint(f.num * 8 + f.wire));
+    if (f.wire === 2) parts.push(varint(f.bytes.length));
+    parts.push(f.bytes);
+  }
+  return Buffer.concat(parts);
+}
+
+function rewrite(buf: Buffer, num: number, fn: (payload: Buffer) => Buffer): Buffer {
+  return serialize(parse(buf).map((f) => (f.num === num && f.wire === 2 ? { ...f, bytes: fn(f.bytes) } : f)));
+}
+
+function symbolicBatch(valueInfo: Buffer): Buffer {
+  // ValueInfoProto.type(2) -> TypeProto.tensor_type(1) -> shape(2) -> first dim(1) := {dim_param: "N"}
+  return rewrite(valueInfo, 2, (type) =>
+    rewrite(type, 1, (tensor) =>
+      rewrite(tensor, 2, (shape) => {
+        const dims = parse(shape);
+        const first = dims.findIndex((d) => d.num === 1);
+        if (first >= 0) dims[first] = { num: 1, wire: 2, bytes: serialize([{ num: 2, wire: 2, bytes: Buffer.from('N') }]) };
+        return serialize(dims);
+      }),
+    ),
+  );
+}
+
+function batchedYolox(model: Buffer): Buffer {
+  const target = Buffer.alloc(24);
+  target.writeBigInt64LE(1n, 0);
+  target.writeBigInt64LE(85n, 8);
+  target.writeBigInt64LE(-1n, 16);
+  let patched = 0;
+  const out = rewrite(model, 7, (graph) => {
+    const fields = parse(graph).filter((f) => f.num !== 13); // value_info
+    return serialize(
+      fields.map((f) => {
+        if (f.num === 11 || f.num === 12) return { ...f, bytes: symbolicBatch(f.bytes) };
+        if (f.num === 5) {
+          return {
+            ...f,
+            bytes: rewrite(f.bytes, 9, (raw) => {
+              if (!raw.equals(target)) return raw;
+              patched += 1;
+              const copy = Buffer.from(raw);
+              copy.writeBigInt64LE(0n, 0);
+              return copy;
+            }),
+          };
+        }
+        return f;
+      }),
+    );
+  });
+  assert.equal(patched, 3, 'the three YOLOX head reshapes');
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function pngChunk(type: string, data: Buffer): Buffer {
+  const length = Buffer.alloc(4);
+  length.writeUInt32BE(data.length);
+  const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(zlib.crc32(body));
+  return Buffer.concat([length, body, crc]);
+}
+
+/** A valid PNG whose IHDR claims width x height RGB but whose data is tiny. */
+function hugePng(width: number, height: number): Buffer {
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr[8] = 8; // bit depth
+  ihdr[9] = 2; // RGB
+  return Buffer.concat([
+    Buffer.from('89504e470d0a1a0a', 'hex'),
+    pngChunk('IHDR', ihdr),
+    pngChunk('IDAT', zlib.deflateSync(Buffer.alloc(64))),
+    pngChunk('IEND', Buffer.alloc(0)),
+  ]);
+}
+
+/** Deterministic pseudo-random bytes (xorshift32). */
+function randomBytes(length: number, seed: number): Buffer {
+  const out = Buffer.alloc(length);
+  let x = seed >>> 0 || 1;
+  for (let i = 0; i < length; i++) {
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    out[i] = x & 0xff;
+  }
+  return out;
+}
+
+function ok(result: ItemResult | undefined): ItemSuccess {
+  assert.ok(result, 'a result');
+  if (!result.ok) assert.fail(`expected success, got ${result.code}: ${result.message}`);
+  return result;
+}
+
+function failure(result: ItemResult | undefined, code: string, message?: string): void {
+  assert.ok(result, 'a result');
+  assert.equal(result.ok, false, `expected ${code}, got success`);
+  if (result.ok) return;
+  assert.equal(result.code, code, result.message);
+  if (message !== undefined) assert.equal(result.message, message);
+}
+
+function iou(a: readonly number[], b: readonly number[]): number {
+  const [ax1 = 0, ay1 = 0, ax2 = 0, ay2 = 0] = a;
+  const [bx1 = 0, by1 = 0, bx2 = 0, by2 = 0] = b;
+  const iw = Math.max(0, Math.min(ax2, bx2) - Math.max(ax1, bx1));
+  const ih = Math.max(0, Math.min(ay2, by2) - Math.max(ay1, by1));
+  const inter = iw * ih;
+  return inter / ((ax2 - ax1) * (ay2 - ay1) + (bx2 - bx1) * (by2 - by1) - inter);
+}
+
+interface ManifestImage {
+  file: string;
+  box: [number, number, number, number] | null;
+  width: number;
+  height: number;
+}
+
+const manifest = JSON.parse(fs.readFileSync(path.join(photosDir, 'manifest.json'), 'utf8')) as { images: ManifestImage[] };
+function photo(file: string): { bytes: Buffer; entry: ManifestImage } {
+  const entry = manifest.images.find((m) => m.file === file);
+  assert.ok(entry, `${file} in the manifest`);
+  return { bytes: fs.readFileSync(path.join(photosDir, file)), entry };
+}
+const fixture = (name: string): Buffer => fs.readFileSync(path.join(fixturesDir, name));
+
+describe('native addon', () => {
+  let addon: NativeAddon;
+  let detectorBytes: Buffer;
+  let pipeline: NativePipeline; // fixed-batch detector (the file as published), 4 views
+  const chelsea = photo('000_skimage_chelsea.png');
+  const coffee = photo('111_skimage_coffee.png');
+  const chelseaJpeg = fixture('chelsea.jpg');
+  const analyzeOne = async (item: AnalyzeItem, p: NativePipeline = pipeline): Promise<ItemResult> => {
+    const results = await addon.analyze(p, [item]);
+    assert.equal(results.length, 1);
+    return results[0] as ItemResult;
+  };
+
+  before(async () => {
+    addon = loadAddon();
+    detectorBytes = fs.readFileSync(detectorPath);
+    addon.configure(config);
+    pipeline = await addon.createPipeline(spec(detectorBytes, ['plain', 'flip', 'half', 'half_flip']));
+  });
+
+  after(() => {
+    addon.releasePipeline(pipeline);
+  });
+
+  test('configure reports versions and provider status, once per process', () => {
+    const info = addon.configure(config); // same config: same answer
+    assert.match(info.vipsVersion, /^8\.\d+\.\d+/);
+    assert.match(info.ortVersion, /^1\.\d+\.\d+/);
+    assert.deepEqual(
+      info.providers.map((p) => p.name),
+      ['tensorrt', 'cuda', 'cpu'],
+    );
+    const cpu = info.providers[2];
+    assert.deepEqual(cpu, { name: 'cpu', active: true, reason: null });
+    for (const p of info.providers) {
+      if (p.active) assert.equal(p.reason, null);
+      else assert.ok(typeof p.reason === 'string' && p.reason.length > 0, `${p.name} has a skip reason`);
+    }
+    assert.throws(
+      () => addon.configure({ ...config, poolThreads: 3 }),
+      (e: Error & { code?: string }) => e.code === 'native_error' && /already/.test(e.message),
+    );
+  });
+
+  test('chelsea: a confident cat where the manifest says, and a classifier score', async () => {
+    const r = ok(await analyzeOne({ data: chelsea.bytes, encoding: 'bytes' }));
+    assert.equal(r.width, 451);
+    assert.equal(r.height, 300);
+    assert.ok(r.cat, 'a cat');
+    assert.ok(r.cat.confidence >= DETECTED, `confidence ${r.cat.confidence}`);
+    assert.equal(r.cat.confidence, r.cat.rawScore, 'empty calibration is the identity');
+    for (const v of r.cat.box) assert.ok(Number.isInteger(v));
+    const [x1, y1, x2, y2] = r.cat.box;
+    assert.ok(x1 >= 0 && y1 >= 0 && x2 <= 451 && y2 <= 300 && x1 < x2 && y1 < y2, `box ${r.cat.box}`);
+    assert.ok(chelsea.entry.box);
+    assert.ok(iou(r.cat.box, chelsea.entry.box) > 0.5, `box ${r.cat.box} vs ${chelsea.entry.box}`);
+    assert.ok(r.score !== null && r.score >= 0 && r.score <= 1, `score ${r.score}`);
+    assert.ok(r.timings.decodeMs > 0 && r.timings.detectMs > 0 && r.timings.classifyMs > 0);
+  });
+
+  test('coffee: no confident cat, no classifier score', async () => {
+    const r = ok(await analyzeOne({ data: coffee.bytes, encoding: 'bytes' }));
+    assert.equal(r.width, 600);
+    assert.equal(r.height, 400);
+    assert.ok(r.cat === null || r.cat.confidence < DETECTED, JSON.stringify(r.cat));
+    if (r.cat === null || r.cat.confidence < 0.5) {
+      assert.equal(r.score, null);
+      assert.equal(r.timings.classifyMs, 0);
+    }
+  });
+
+  test('formats: JPEG, WebP, GIF, TIFF, CMYK JPEG, grey JPEG, PNG with alpha, EXIF rotation', async () => {
+    const cases: Array<[string, number, number]> = [
+      ['chelsea.jpg', 451, 300],
+      ['chelsea.webp', 451, 300],
+      ['chelsea_cmyk.jpg', 451, 300],
+      ['chelsea_grey.jpg', 451, 300],
+      ['chelsea_half.gif', 226, 150],
+      ['chelsea_half.tiff', 226, 150],
+      ['chelsea_half_alpha.png', 226, 150],
+      ['chelsea_orient6.jpg', 451, 300], // stored 300x451 with orientation 6
+    ];
+    const results = await addon.analyze(
+      pipeline,
+      cases.map(([file]) => ({ data: fixture(file), encoding: 'bytes' })),
+    );
+    assert.equal(results.length, cases.length);
+    cases.forEach(([file, width, height], i) => {
+      const r = ok(results[i]);
+      assert.equal(r.width, width, file);
+      assert.equal(r.height, height, file);
+      assert.ok(r.cat && r.cat.confidence >= DETECTED, `${file}: ${JSON.stringify(r.cat)}`);
+      const scale = width / 451;
+      const expected = (chelsea.entry.box ?? [0, 0, 0, 0]).map((v) => v * scale);
+      assert.ok(iou(r.cat.box, expected) > 0.5, `${file}: box ${r.cat.box}`);
+    });
+  });
+
+  test('16-bit PNG is unsupported_format', async () => {
+    failure(
+      await analyzeOne({ data: fixture('chelsea_16bit.png'), encoding: 'bytes' }),
+      'unsupported_format',
+      'Unsupported pixel format; send an 8-bit image.',
+    );
+  });
+
+  test('truncated JPEG, random bytes and empty input', async () => {
+    const results = await addon.analyze(pipeline, [
+      { data: chelseaJpeg.subarray(0, Math.floor(chelseaJpeg.length * 0.6)), encoding: 'bytes' },
+      { data: randomBytes(20_000, 42), encoding: 'bytes' },
+      { data: Buffer.alloc(0), encoding: 'bytes' },
+      { data: '', encoding: 'base64-strict' },
+      { data: '', encoding: 'base64-lenient' },
+      { data: 'data:image/png;base64,', encoding: 'base64-strict' },
+      { data: Buffer.from('GIF89a'), encoding: 'bytes' },
+    ]);
+    failure(results[0], 'undecodable', 'Image could not be decoded.');
+    failure(results[1], 'undecodable', 'Image could not be decoded.');
+    failure(results[2], 'empty_image', 'Image is empty.');
+    failure(results[3], 'empty_image', 'Image is empty.');
+    failure(results[4], 'empty_image', 'Image is empty.');
+    failure(results[5], 'empty_image', 'Image is empty.');
+    failure(results[6], 'undecodable');
+  });
+
+  test('a header claiming 30000x30000 is too_many_pixels before any decoding', async () => {
+    const started = performance.now();
+    failure(
+      await analyzeOne({ data: hugePng(30000, 30000), encoding: 'bytes' }),
+      'too_many_pixels',
+      `Image is too large; at most ${MAX_PIXELS} pixels.`,
+    );
+    assert.ok(performance.now() - started < 1000);
+    // Same check through base64.
+    failure(
+      await analyzeOne({ data: hugePng(20000, 2001).toString('base64'), encoding: 'base64-strict' }),
+      'too_many_pixels',
+    );
+  });
+
+  test('strict base64 (v2)', async () => {
+    const b64 = chelseaJpeg.toString('base64');
+    assert.ok(b64.endsWith('='), 'the fixture needs padding for these cases');
+    const withNewlines = b64.replace(/.{76}/g, '$&\n');
+    const cases: Array<[string, string | null]> = [
+      [b64, null],
+      [`data:image/jpeg;base64,${b64}`, null],
+      [`data:image/svg+xml;base64,${b64}`, null], // the prefix's type is not checked against the data
+      [`data:image/JPEG;base64,${b64}`, 'invalid_base64'], // type is lower case
+      [`data:text/plain;base64,${b64}`, 'invalid_base64'],
+      [`data:image/jpeg,${b64}`, 'invalid_base64'],
+      [withNewlines, 'invalid_base64'],
+      [` ${b64}`, 'invalid_base64'],
+      [b64.replace(/=+$/, ''), 'invalid_base64'], // missing padding
+      [`${b64}=`, 'invalid_base64'],
+      [b64.replace(/\+/g, '-').replace(/\//g, '_'), 'invalid_base64'], // URL-safe alphabet
+      ['YW=j', 'invalid_base64'], // '=' before the end
+      ['Y===', 'invalid_base64'],
+      ['YWJj', 'undecodable'], // valid base64 of "abc"
+      ['YQ==', 'undecodable'],
+    ];
+    const results = await addon.analyze(
+      pipeline,
+      cases.map(([data]) => ({ data, encoding: 'base64-strict' })),
+    );
+    cases.forEach(([data, code], i) => {
+      const r = results[i];
+      if (code === null) {
+        const s = ok(r);
+        assert.equal(s.width, 451, data.slice(0, 40));
+      } else {
+        failure(r, code);
+        if (code === 'invalid_base64') assert.equal(r && !r.ok ? r.message : '', 'Image is not valid base64.');
+      }
+    });
+  });
+
+  test("lenient base64 (v1) follows Python's base64.b64decode", async () => {
+    const b64 = chelseaJpeg.toString('base64');
+    // Expected outcomes checked against python3 3.11: base64.b64decode(s) raising binascii.Error
+    // or ValueError -> invalid_base64; b'' -> empty_image; other bytes (not an image) -> undecodable.
+    const python: Array<[string, string]> = [
+      ['YWJj', 'undecodable'], // b'abc'
+      ['YWJjZA==', 'undecodable'], // b'abcd'
+      ['YWJjZA=', 'invalid_base64'], // Incorrect padding
+      ['YWJjZA', 'invalid_base64'], // Incorrect padding
+      ['YW Jj\nZA==', 'undecodable'], // whitespace skipped
+      ['YWJj!ZA==', 'undecodable'], // junk skipped
+      ['YQ=x=', 'undecodable'], // b'a\x0c'
+      ['YQ==YWJj', 'undecodable'], // b'a': stops at the complete pad
+      ['YWJjZ', 'invalid_base64'], // 1 more than a multiple of 4
+      ['====', 'empty_image'], // b''
+      ['A', 'invalid_base64'],
+      ['AB', 'invalid_base64'],
+      ['YWJ-', 'invalid_base64'], // '-' skipped -> Incorrect padding
+      ['YW_j', 'invalid_base64'],
+      ['  ', 'empty_image'],
+      ['YWJjZA===', 'undecodable'],
+      ['=YWJj', 'undecodable'],
+      ['YWJj\u00e9', 'invalid_base64'], // ValueError: non-ASCII str
+    ];
+    const images: Array<[string, string | null]> = [
+      [b64, null],
+      [b64.replace(/.{76}/g, '$&\r\n'), null], // MIME line breaks
+      [`data:image/jpeg;base64,${b64}`, 'undecodable'], // 'data', 'image', 'jpeg', 'base64' are alphabet chars
+      [`${b64}!!garbage`, null], // everything after the complete pad is ignored
+      [b64.replace(/=+$/, ''), 'invalid_base64'], // Python requires the padding
+    ];
+    const all = [...python, ...images];
+    const results = await addon.analyze(
+      pipeline,
+      all.map(([data]) => ({ data, encoding: 'base64-lenient' })),
+    );
+    all.forEach(([data, code], i) => {
+      if (code === null) assert.equal(ok(results[i]).width, 451, data.slice(0, 40));
+      else failure(results[i], code);
+    });
+    // A Buffer holding base64 text: non-ASCII bytes are skipped (Python accepts bytes).
+    failure(await analyzeOne({ data: Buffer.from([0x59, 0x57, 0xe9, 0x4a, 0x6a]), encoding: 'base64-lenient' }), 'undecodable');
+    ok(await analyzeOne({ data: Buffer.from(b64, 'latin1'), encoding: 'base64-lenient' }));
+  });
+
+  test('a batch with bad items keeps per-item results in order', async () => {
+    const items: AnalyzeItem[] = [
+      { data: chelsea.bytes, encoding: 'bytes' },
+      { data: 'not base64!', encoding: 'base64-strict' },
+      { data: coffee.bytes.toString('base64'), encoding: 'base64-strict' },
+      { data: randomBytes(1000, 7), encoding: 'bytes' },
+      { data: chelseaJpeg.toString('base64'), encoding: 'base64-lenient' },
+    ];
+    const results = await addon.analyze(pipeline, items);
+    assert.equal(results.length, 5);
+    assert.ok(ok(results[0]).cat);
+    failure(results[1], 'invalid_base64');
+    assert.equal(ok(results[2]).width, 600);
+    failure(results[3], 'undecodable');
+    assert.equal(ok(results[4]).width, 451);
+    assert.deepEqual(await addon.analyze(pipeline, []), []);
+  });
+
+  test('a batched detector (dynamic N, several images per Run) gives the same answers', async () => {
+    const batched = await addon.createPipeline(spec(batchedYolox(detectorBytes), ['plain', 'flip', 'half', 'half_flip'], 3));
+    try {
+      const items: AnalyzeItem[] = [
+        { data: chelsea.bytes, encoding: 'bytes' },
+        { data: coffee.bytes, encoding: 'bytes' },
+        { data: fixture('chelsea_cmyk.jpg'), encoding: 'bytes' },
+      ];
+      const [a, b] = await Promise.all([addon.analyze(pipeline, items), addon.analyze(batched, items)]);
+      items.forEach((_, i) => {
+        const x = ok(a[i]);
+        const y = ok(b[i]);
+        assert.equal(x.cat === null, y.cat === null);
+        if (x.cat && y.cat) {
+          assert.deepEqual(x.cat.box, y.cat.box);
+          assert.ok(Math.abs(x.cat.rawScore - y.cat.rawScore) < 1e-4);
+        }
+        assert.equal(x.score === null, y.score === null);
+        if (x.score !== null && y.score !== null) assert.ok(Math.abs(x.score - y.score) < 1e-4);
+      });
+    } finally {
+      addon.releasePipeline(batched);
+    }
+  });
+
+  test('views: a single plain view, and calibration', async () => {
+    const plain = await addon.createPipeline({
+      ...spec(detectorBytes, ['plain']),
+      detector: { ...spec(detectorBytes, ['plain']).detector, calibration: [[0, 0], [0.5, 0.8], [1, 1]] },
+    });
+    try {
+      const r = ok(await analyzeOne({ data: chelsea.bytes, encoding: 'bytes' }, plain));
+      assert.ok(r.cat);
+      const raw = r.cat.rawScore;
+      const expected = raw <= 0.5 ? raw * 1.6 : 0.8 + (raw - 0.5) * 0.4;
+      assert.ok(Math.abs(r.cat.confidence - expected) < 1e-9, `${raw} -> ${r.cat.confidence}`);
+    } finally {
+      addon.releasePipeline(plain);
+    }
+  });
+
+  test('many concurrent calls all resolve', async () => {
+    const calls = Array.from({ length: 6 }, (_, i) =>
+      addon.analyze(pipeline, [{ data: i % 2 === 0 ? chelseaJpeg : coffee.bytes, encoding: 'bytes' }]),
+    );
+    const results = await Promise.all(calls);
+    results.forEach((r, i) => assert.equal(ok(r[0]).width, i % 2 === 0 ? 451 : 600));
+  });
+
+  test('whole-call failures are native_error rejections', async () => {
+    const isNative = (e: unknown): boolean => e instanceof Error && (e as Error & { code?: string }).code === 'native_error';
+    const released = await addon.createPipeline(spec(detectorBytes, ['plain']));
+    addon.releasePipeline(released);
+    addon.releasePipeline(released); // idempotent
+    await assert.rejects(addon.analyze(released, [{ data: chelseaJpeg, encoding: 'bytes' }]), isNative);
+    const bogus = {} as NativePipeline;
+    await assert.rejects(addon.analyze(bogus, []), isNative);
+    assert.throws(() => addon.releasePipeline(bogus), isNative);
+    await assert.rejects(addon.createPipeline({ ...spec(detectorBytes, ['plain']), detector: { ...spec(Buffer.from('not onnx'), ['plain']).detector } }), isNative);
+    // A classifier whose input does not match its preprocess spec.
+    await assert.rejects(
+      addon.createPipeline({ ...spec(detectorBytes, ['plain']), classifier: { ...spec(detectorBytes, ['plain']).classifier, model: detectorBytes } }),
+      (e: unknown) => isNative(e) && /classifier/.test((e as Error).message),
+    );
+  });
+});
