@@ -26,6 +26,7 @@ export interface Config {
   video: VideoConfig;
   legacy: { deprecatedSince: Date; sunset: Date | null };
   buildNumber: string;
+  scan: ScanConfig;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
 }
 
@@ -42,6 +43,18 @@ export interface VideoConfig {
   maxFrames: number;
   wallTimeMs: number;
   memoryBytes: number;
+}
+
+export interface ScanConfig {
+  dataDir: string;
+  databaseUrl: string | null;
+  model: string;
+  workers: number;
+  leaseMs: number;
+  maxAttempts: number;
+  retentionMs: number;
+  /** UNSAFE: lets scan URLs reach private and loopback addresses (tests, local development). */
+  allowPrivateUrls: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -140,6 +153,16 @@ export function loadConfig(env: Env = process.env): Config {
       sunset: readDate(env, 'CATCOMFORT_LEGACY_SUNSET', null),
     },
     buildNumber: env.CATCOMFORT_BUILD_NUMBER ?? 'local',
+    scan: {
+      dataDir: path.resolve(env.CATCOMFORT_DATA_DIR ?? path.join(__dirname, '../../data')),
+      databaseUrl: env.CATCOMFORT_DATABASE_URL?.trim() || null,
+      model: env.CATCOMFORT_SCAN_MODEL ?? 'bc-v1',
+      workers: readInt(env, 'CATCOMFORT_SCAN_WORKERS', 2, 0, 64),
+      leaseMs: readInt(env, 'CATCOMFORT_SCAN_LEASE_MS', 30_000, 100, 3_600_000),
+      maxAttempts: readInt(env, 'CATCOMFORT_SCAN_MAX_ATTEMPTS', 3, 1, 100),
+      retentionMs: readInt(env, 'CATCOMFORT_SCAN_RETENTION_HOURS', 720, 1, 87_600) * 3_600_000,
+      allowPrivateUrls: readBool(env, 'CATCOMFORT_FETCH_ALLOW_PRIVATE', false),
+    },
     logLevel: logLevel as Config['logLevel'],
   };
 }

@@ -10,6 +10,11 @@ import { log } from './log';
 import { ModelRegistry } from './models/registry';
 import { loadAddon } from './native/addon';
 import type { Service } from './service';
+import { CredentialVerifier } from './scan/auth';
+import { fetchPolicy } from './scan/fetch';
+import { registerScan } from './scan/routes';
+import { openStore } from './scan/store';
+import { ScanWorkers } from './scan/worker';
 import { registerV1 } from './v1/routes';
 import { registerV2 } from './v2/routes';
 
@@ -73,11 +78,33 @@ export async function startService(config: Config): Promise<RunningService> {
     process.stdout.write(`No CATCOMFORT_API_KEYS set; generated this API key for this run only: ${key}\n`);
   }
 
+  const store = await openStore({ dataDir: config.scan.dataDir, ...(config.scan.databaseUrl ? { databaseUrl: config.scan.databaseUrl } : {}) });
+  log.info('scan store open', { backend: store.kind });
+  // Keys issued with the CLI live hashed in the store; a refresh picks up new ones and revocations.
+  const refreshKeys = () => store.activeApiKeyDigests().then((d) => keys.setIssuedDigests(d), (e: unknown) => log.warn('api key refresh failed', { error: String(e) }));
+  await refreshKeys();
+  const keyTimer = setInterval(refreshKeys, 30_000);
+  keyTimer.unref();
+
   const version = serviceVersion();
   const service: Service = { config, keys, registry, version, docsAssets: loadDocsAssets() };
+  const scanModel = registry.get(config.scan.model);
+  if (!scanModel) throw new Error(`CATCOMFORT_SCAN_MODEL "${config.scan.model}" is not a loaded pack`);
+  if (config.scan.allowPrivateUrls) log.warn('CATCOMFORT_FETCH_ALLOW_PRIVATE is on: scan URLs may reach private and loopback addresses (UNSAFE)');
+  const workers = new ScanWorkers(store, scanModel, {
+    workers: config.scan.workers,
+    leaseMs: config.scan.leaseMs,
+    maxAttempts: config.scan.maxAttempts,
+    idlePollMs: 250,
+    retentionMs: config.scan.retentionMs,
+    fetchPolicy: fetchPolicy({ allowPrivate: config.scan.allowPrivateUrls }),
+    serviceVersion: version,
+  });
   const router = new Router();
   registerV2(router, service);
   registerV1(router, service);
+  registerScan(router, { service, store, workers, verifier: new CredentialVerifier(store), maxImageBytes: 4 * 1024 * 1024 });
+  workers.start();
   const server = new HttpServer(router);
   const port = await server.listen(config.host, config.port);
   log.info('listening', {
@@ -94,7 +121,10 @@ export async function startService(config: Config): Promise<RunningService> {
     service,
     async close() {
       server.stopListening();
+      clearInterval(keyTimer);
+      await workers.stop();
       await registry.closeAll();
+      await store.close();
     },
   };
 }

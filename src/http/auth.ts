@@ -8,9 +8,15 @@ function digest(value: string): Buffer {
 
 export class KeyRing {
   private readonly digests: Buffer[];
+  /** Keys issued with the CLI (stored hashed in the database), refreshed periodically. */
+  private issued: Buffer[] = [];
 
   constructor(keys: string[]) {
     this.digests = keys.map(digest);
+  }
+
+  setIssuedDigests(hexDigests: string[]): void {
+    this.issued = hexDigests.map((hex) => Buffer.from(hex, 'hex')).filter((b) => b.length === 32);
   }
 
   /** Generates one random key (printed once by the caller) when none is configured. */
@@ -22,16 +28,14 @@ export class KeyRing {
     this.digests.push(digest(key));
   }
 
-  /** Adds a key known only by its digest (keys issued through the CLI are stored hashed). */
-  addDigest(hexDigest: string): void {
-    this.digests.push(Buffer.from(hexDigest, 'hex'));
-  }
-
   check(candidate: string | undefined): boolean {
     if (candidate === undefined || candidate === '') return false;
     const given = digest(candidate);
     let ok = false;
     for (const known of this.digests) {
+      if (timingSafeEqual(given, known)) ok = true;
+    }
+    for (const known of this.issued) {
       if (timingSafeEqual(given, known)) ok = true;
     }
     return ok;

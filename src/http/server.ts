@@ -8,8 +8,9 @@ import { ApiError } from '../v2/errors';
 import { sendError } from '../v2/respond';
 import { log } from '../log';
 
+/** Paths answered with the v2 ErrorResponse (v2 itself and the scan interface); others get v1's {detail}. */
 function isV2(path: string): boolean {
-  return path === '/v2' || path.startsWith('/v2/');
+  return path === '/v2' || path.startsWith('/v2/') || path === '/scan' || path.startsWith('/scan/');
 }
 
 function sendDetail(ex: Exchange, status: number, detail: string, headers: Record<string, string> = {}): void {

@@ -14,9 +14,14 @@ export interface AnalyzeItem {
   encoding: ItemEncoding;
 }
 
-/** Stable codes of per-item failures; messages are the v2 texts. */
+/**
+ * Stable codes of per-item failures; messages are the v2 texts, except invalid_base64 from
+ * 'base64-lenient', whose message is CPython 3.11's (v1 shows it): "Incorrect padding",
+ * "Invalid base64-encoded string: number of data characters (N) cannot be 1 more than a multiple
+ * of 4", or "string argument should contain only ASCII characters" (a string with non-ASCII).
+ */
 export type ItemErrorCode =
-  | 'invalid_base64' // "Image is not valid base64."
+  | 'invalid_base64' // "Image is not valid base64." (strict; lenient: Python's wording, see above)
   | 'empty_image' // "Image is empty."
   | 'undecodable' // "Image could not be decoded."
   | 'unsupported_format' // "Unsupported pixel format; send an 8-bit image."
@@ -120,7 +125,11 @@ export interface NativeConfig {
 export interface ProviderStatus {
   name: string;
   active: boolean;
-  /** Why it was skipped; null when active. */
+  /**
+   * Why it was skipped; null when active. GPU providers are tried with the classic append first,
+   * then (libonnxruntime built without them) as a plugin EP library beside the addon, so the
+   * reason is usually the plugin's load error, e.g. "libcudart.so.13: cannot open shared object file".
+   */
   reason: string | null;
 }
 
@@ -141,6 +150,22 @@ export interface NativeAddon {
   analyze(pipeline: NativePipeline, items: AnalyzeItem[]): Promise<ItemResult[]>;
   /** Releases the sessions; later analyze calls on it reject. */
   releasePipeline(pipeline: NativePipeline): void;
+  /**
+   * Micro-benchmark: decode + detector preprocessing (resize and tensor fill of every view) of
+   * each item, item-parallel on the addon's pool; no session runs. Failed items have ok false.
+   */
+  benchDecode(pipeline: NativePipeline, items: AnalyzeItem[]): Promise<BenchDecodeTiming[]>;
+  /**
+   * Micro-benchmark: one Run of a stage's session on a zero-filled input of `batch` images
+   * (1..1024); resolves to its milliseconds. Rejects when the model's batch is fixed and differs.
+   */
+  benchSession(pipeline: NativePipeline, stage: 'detector' | 'classifier', batch: number): Promise<number>;
+}
+
+export interface BenchDecodeTiming {
+  ok: boolean;
+  decodeMs: number;
+  preprocessMs: number;
 }
 
 const requireFromHere = createRequire(__filename);

@@ -182,7 +182,7 @@ function embedded(verdict: AddressVerdict, form: string): AddressVerdict {
 
 export function classifyIPv6(b: Uint8Array): AddressVerdict {
   for (const c of V6_SPECIAL) if (inCidr(b, c)) return { blocked: true, reason: c.reason };
-  if (false) return embedded(classifyIPv4(b.subarray(12, 16)), V6_MAPPED.reason);
+  if (inCidr(b, V6_MAPPED)) return embedded(classifyIPv4(b.subarray(12, 16)), V6_MAPPED.reason);
   if (inCidr(b, V6_TRANSLATED)) return embedded(classifyIPv4(b.subarray(12, 16)), V6_TRANSLATED.reason);
   if (inCidr(b, V6_NAT64)) return embedded(classifyIPv4(b.subarray(12, 16)), V6_NAT64.reason);
   if (inCidr(b, V6_6TO4)) return embedded(classifyIPv4(b.subarray(2, 6)), V6_6TO4.reason);

@@ -1,0 +1,131 @@
+// The scan interface: POST /scan, GET /scan/{scanId}, GET /scan, and its description and docs.
+// Errors use v2's ErrorResponse and codes; credentials are `api-key` (key id) + `api-secret`.
+import { createHash } from 'node:crypto';
+import { isJsonContentType } from '../http/content-type';
+import { redocPage, swaggerPage } from '../http/docs';
+import type { Exchange } from '../http/exchange';
+import { requestIdFrom } from '../http/request-id';
+import type { Router } from '../http/router';
+import type { Service } from '../service';
+import { ApiError } from '../v2/errors';
+import { sendError, sendJson } from '../v2/respond';
+import { parseJsonObject } from '../v2/validate';
+import type { CredentialVerifier } from './auth';
+import { buildScanOpenApi } from './openapi';
+import { presentScan } from './present';
+import { InvalidCursorError, type ScanStore } from './store';
+import { decodeStrictBase64, validateListQuery, validateSubmission } from './validate';
+import type { ScanWorkers } from './worker';
+
+export interface ScanContext {
+  service: Service;
+  store: ScanStore;
+  verifier: CredentialVerifier;
+  workers: ScanWorkers;
+  maxImageBytes: number;
+}
+
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+type Handler = (ex: Exchange, requestId: string, ownerId: string) => Promise<{ status: number; body: unknown; headers?: Record<string, string> }>;
+
+/** Authenticates synchronously-started requests; the body (if any) must be read before any await. */
+function authed(ctx: ScanContext, readsBody: boolean, handler: (ex: Exchange, requestId: string, ownerId: string, body: Promise<Buffer> | null) => ReturnType<Handler>) {
+  return (ex: Exchange): void => {
+    const requestId = requestIdFrom(ex.header('x-request-id'));
+    if (readsBody && !isJsonContentType(ex.header('content-type'))) return sendError(ex, requestId, new ApiError('unsupported_media_type'));
+    const body = readsBody ? ex.readBody(ctx.service.config.maxBodyBytes) : null;
+    body?.catch(() => undefined); // rejections are handled where the body is awaited
+    ctx.verifier
+      .verify(ex.header('api-key'), ex.header('api-secret'))
+      .then(async (ownerId) => {
+        if (ownerId === null) throw new ApiError('unauthorized', 'Missing or invalid api-key / api-secret.');
+        return handler(ex, requestId, ownerId, body);
+      })
+      .then(
+        (r) => sendJson(ex, requestId, r.status, r.body, r.headers),
+        (error: unknown) => sendError(ex, requestId, error),
+      );
+  };
+}
+
+function defaultModel(ctx: ScanContext) {
+  return { id: ctx.workers.modelId, version: ctx.service.version };
+}
+
+export function registerScan(router: Router, ctx: ScanContext): void {
+  const openapi = JSON.stringify(buildScanOpenApi(ctx.service.version));
+  const html = (body: string) => (ex: Exchange) => ex.send(200, { 'Content-Type': 'text/html; charset=utf-8' }, body);
+  router
+    .add('GET', '/scan/openapi.json', (ex) => ex.send(200, { 'Content-Type': 'application/json' }, openapi))
+    .add('GET', '/scan/docs', html(swaggerPage('Cat Comfort scan API', '/scan/openapi.json', '/v2/docs')))
+    .add('GET', '/scan/redoc', html(redocPage('Cat Comfort scan API', '/scan/openapi.json', '/v2/redoc')))
+    .add(
+      'POST',
+      '/scan',
+      authed(ctx, true, async (ex, requestId, ownerId, body) => {
+        const idempotencyKey = ex.header('idempotency-key') ?? null;
+        if (idempotencyKey !== null && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
+          throw new ApiError('invalid_request', 'Request validation failed.', {
+            errors: [{ field: 'Idempotency-Key', message: 'Header should be 1-255 printable ASCII characters' }],
+          });
+        }
+        const raw = await body!;
+        const submission = validateSubmission(parseJsonObject(raw));
+        let image: Buffer | null = null;
+        if (submission.image !== null) {
+          image = decodeStrictBase64(submission.image);
+          if (image === null) throw new ApiError('invalid_image', 'Image is not valid base64.');
+          if (image.length === 0) throw new ApiError('invalid_image', 'Image is empty.');
+          if (image.length > ctx.maxImageBytes) throw new ApiError('invalid_image', `Image is larger than ${ctx.maxImageBytes} bytes.`);
+        }
+        const created = await ctx.store.create({
+          ownerId,
+          source: image ? 'base64' : 'url',
+          image,
+          imageUrl: submission.imageUrl,
+          metadata: submission.metadata,
+          idempotencyKey,
+          requestHash: createHash('sha256').update(raw).digest('hex'),
+        });
+        if ('conflict' in created) {
+          throw new ApiError('idempotency_conflict', 'This Idempotency-Key was already used with a different request.');
+        }
+        if (created.created) ctx.workers.notify();
+        const scan = created.scan;
+        return {
+          status: created.created ? 202 : 200,
+          body: { request_id: requestId, scanId: scan.id, status: scan.status, createdAt: scan.createdAt },
+          headers: { Location: `/scan/${scan.id}`, ...(created.created ? {} : { 'Idempotent-Replayed': 'true' }) },
+        };
+      }),
+    )
+    .add(
+      'GET',
+      '/scan',
+      authed(ctx, false, async (ex, requestId, ownerId) => {
+        const params = validateListQuery(new URLSearchParams(ex.query));
+        try {
+          const page = await ctx.store.list(ownerId, params);
+          return {
+            status: 200,
+            body: { request_id: requestId, items: page.items.map((s) => presentScan(s, defaultModel(ctx))), nextCursor: page.nextCursor },
+          };
+        } catch (error) {
+          if (error instanceof InvalidCursorError) {
+            throw new ApiError('invalid_request', 'Request validation failed.', { errors: [{ field: 'cursor', message: 'Invalid cursor' }] });
+          }
+          throw error;
+        }
+      }),
+    )
+    .add(
+      'GET',
+      '/scan/:scanId',
+      authed(ctx, false, async (ex, requestId, ownerId) => {
+        const scan = await ctx.store.get(ownerId, ex.params.scanId!);
+        if (!scan) throw new ApiError('not_found', 'Scan not found.', { scanId: ex.params.scanId });
+        return { status: 200, body: { request_id: requestId, ...presentScan(scan, defaultModel(ctx)) } };
+      }),
+    );
+}

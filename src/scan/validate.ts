@@ -1,0 +1,101 @@
+// Validation of scan submissions and listing queries, with v2's error conventions.
+import { validationError, type FieldError } from '../v2/errors';
+import { METADATA_LIMITS } from './schemas';
+
+export interface Submission {
+  image: string | null;
+  imageUrl: string | null;
+  metadata: Record<string, unknown>;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Depth and key-count limits of metadata; returns a message or null. */
+function metadataProblem(value: unknown, depth: number): string | null {
+  if (depth > METADATA_LIMITS.maxDepth) return `Metadata may nest at most ${METADATA_LIMITS.maxDepth} levels`;
+  if (Array.isArray(value)) {
+    if (value.length > METADATA_LIMITS.maxKeys) return `Metadata arrays may hold at most ${METADATA_LIMITS.maxKeys} items`;
+    for (const item of value) {
+      const problem = metadataProblem(item, depth + 1);
+      if (problem) return problem;
+    }
+  } else if (isObject(value)) {
+    if (Object.keys(value).length > METADATA_LIMITS.maxKeys) return `Metadata objects may hold at most ${METADATA_LIMITS.maxKeys} keys`;
+    for (const item of Object.values(value)) {
+      const problem = metadataProblem(item, depth + 1);
+      if (problem) return problem;
+    }
+  }
+  return null;
+}
+
+export function validateSubmission(body: Record<string, unknown>): Submission {
+  const errors: FieldError[] = [];
+  const { image, imageUrl, metadata } = body;
+  const present = (v: unknown) => v !== undefined && v !== null;
+  if (present(image) && typeof image !== 'string') errors.push({ field: 'image', message: 'Input should be a valid string' });
+  else if (image === '') errors.push({ field: 'image', message: 'String should have at least 1 character' });
+  if (present(imageUrl) && typeof imageUrl !== 'string') errors.push({ field: 'imageUrl', message: 'Input should be a valid string' });
+  else if (typeof imageUrl === 'string' && (imageUrl.length === 0 || imageUrl.length > 4096)) {
+    errors.push({ field: 'imageUrl', message: 'String should have 1 to 4096 characters' });
+  }
+  if (!present(image) && !present(imageUrl)) errors.push({ field: 'body', message: 'Exactly one of image and imageUrl is required' });
+  if (present(image) && present(imageUrl)) errors.push({ field: 'body', message: 'Send either image or imageUrl, not both' });
+  if (present(metadata)) {
+    if (!isObject(metadata)) errors.push({ field: 'metadata', message: 'Input should be a valid dictionary' });
+    else {
+      const problem =
+        Buffer.byteLength(JSON.stringify(metadata)) > METADATA_LIMITS.maxBytes
+          ? `Metadata may be at most ${METADATA_LIMITS.maxBytes} bytes as JSON`
+          : metadataProblem(metadata, 1);
+      if (problem) errors.push({ field: 'metadata', message: problem });
+      for (const key of ['petId', 'customerId']) {
+        if (present(metadata[key]) && typeof metadata[key] !== 'string') {
+          errors.push({ field: `metadata.${key}`, message: 'Input should be a valid string' });
+        }
+      }
+    }
+  }
+  if (errors.length > 0) throw validationError(errors);
+  return {
+    image: typeof image === 'string' ? image : null,
+    imageUrl: typeof imageUrl === 'string' ? imageUrl : null,
+    metadata: isObject(metadata) ? metadata : {},
+  };
+}
+
+/** Strict standard base64 with an optional data: prefix, decoded; null when invalid. */
+export function decodeStrictBase64(text: string): Buffer | null {
+  const body = text.replace(/^data:image\/[a-z0-9.+-]+;base64,/, '');
+  if (body.length === 0 || body.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(body)) return null;
+  return Buffer.from(body, 'base64');
+}
+
+export interface ListParams {
+  petId?: string;
+  customerId?: string;
+  limit: number;
+  cursor?: string;
+}
+
+export function validateListQuery(query: URLSearchParams): ListParams {
+  const errors: FieldError[] = [];
+  const params: ListParams = { limit: 20 };
+  const limit = query.get('limit');
+  if (limit !== null) {
+    if (!/^\d+$/.test(limit) || Number(limit) < 1 || Number(limit) > 100) {
+      errors.push({ field: 'limit', message: 'Input should be an integer from 1 to 100' });
+    } else params.limit = Number(limit);
+  }
+  for (const key of ['petId', 'customerId', 'cursor'] as const) {
+    const value = query.get(key);
+    if (value !== null) {
+      if (value.length === 0 || value.length > 512) errors.push({ field: key, message: 'String should have 1 to 512 characters' });
+      else params[key] = value;
+    }
+  }
+  if (errors.length > 0) throw validationError(errors);
+  return params;
+}
