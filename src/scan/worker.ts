@@ -91,6 +91,7 @@ export class ScanWorkers {
   }
 
   private async process(workerId: string, scan: ClaimedScan): Promise<void> {
+    await this.store.appendLog(scan.id, 'worker', `processed by worker ${workerId} (pid ${process.pid})`);
     let bytes = scan.image;
     if (scan.source === 'url') {
       await this.store.appendLog(scan.id, 'fetching_url', 'fetching the image URL');

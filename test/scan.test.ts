@@ -1,0 +1,265 @@
+// The scan interface end to end, against SQLite and against a real PostgreSQL: lifecycle with
+// base64 and URL input, metadata, idempotency, pagination, isolation, auth, SSRF refusals, two
+// instances sharing one PostgreSQL, and a SIGKILL in the middle of work.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test as nodeTest } from 'node:test';
+import { postJson, request } from './helpers/http';
+import { photo } from './helpers/paths';
+import { startTestPostgres, type TestPostgres } from './helpers/postgres';
+import { cli, createCredential, scanHeaders, storeEnv, waitForScan, type Credential } from './helpers/scan';
+import { startServer, type TestServer } from './helpers/server';
+
+const CAT = '000_skimage_chelsea.png';
+const NO_CAT = '111_skimage_coffee.png';
+const b64 = (file: string) => readFileSync(photo(file)).toString('base64');
+
+/** A local photo server on 127.0.0.1 (reachable only with CATCOMFORT_FETCH_ALLOW_PRIVATE). */
+async function photoServer(): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = http.createServer((req, res) => {
+    const name = path.basename(req.url ?? '');
+    try {
+      const data = readFileSync(photo(name));
+      res.writeHead(200, { 'content-type': name.endsWith('.png') ? 'image/png' : 'image/jpeg' }).end(data);
+    } catch {
+      res.writeHead(404).end();
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((r) => server.close(() => r())) };
+}
+
+function submit(url: string, c: Credential, body: unknown, headers: Record<string, string> = {}) {
+  return postJson(`${url}/scan`, body, { ...scanHeaders(c), ...headers }, null);
+}
+
+type Backend = { url: string | null } | { skip: string };
+
+function scanSuite(name: string, backend: () => Promise<Backend>) {
+  describe(`scan interface on ${name}`, () => {
+    let skip: string | null = null;
+    /** A test that is skipped, saying why, when the backend is not available. */
+    const test = (title: string, fn: () => Promise<void>) =>
+      nodeTest(title, async (t) => (skip ? t.skip(skip) : fn()));
+    let server: TestServer;
+    let photos: Awaited<ReturnType<typeof photoServer>>;
+    let env: Record<string, string>;
+    let alice: Credential;
+    let bob: Credential;
+
+    before(async () => {
+      const chosen = await backend();
+      if ('skip' in chosen) {
+        skip = chosen.skip;
+        return;
+      }
+      env = storeEnv(mkdtempSync(path.join(os.tmpdir(), 'cc-scan-')), chosen.url);
+      server = await startServer({ ...env, CATCOMFORT_FETCH_ALLOW_PRIVATE: 'true' });
+      photos = await photoServer();
+      alice = createCredential(env, 'alice');
+      bob = createCredential(env, 'bob');
+    });
+    after(async () => {
+      await server?.stop();
+      await photos?.close();
+    });
+
+    test('base64 lifecycle: 202 with Location, then COMPLETED with the same result as /v2/predict', async () => {
+      const res = await submit(server.url, alice, { image: b64(CAT), metadata: { petId: 'p-1', customerId: 'c-1', tags: ['indoor'] } });
+      assert.equal(res.status, 202, res.text);
+      const { scanId, status, createdAt } = res.body;
+      assert.equal(status, 'PENDING');
+      assert.match(createdAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      assert.equal(res.headers.get('location'), `/scan/${scanId}`);
+      const scan = await waitForScan(server.url, scanId, alice);
+      const v2 = (await postJson(`${server.url}/v2/predict`, { image: b64(CAT) })).body;
+      assert.equal(scan.status, 'COMPLETED');
+      assert.equal(scan.isCat, v2.detection === 'detected');
+      assert.equal(scan.detection, v2.detection);
+      assert.deepEqual(scan.boundingBox, v2.cat.bounding_box);
+      assert.equal(scan.predictions.cat_quality, v2.cat.detection_confidence);
+      const p = v2.prediction.score;
+      assert.equal(scan.predictions.prediction, p > 0.3 ? 'Unhappy' : 'Happy');
+      assert.equal(scan.isHappy, !(p > 0.3));
+      assert.equal(scan.predictions.message, 'Success');
+      assert.deepEqual(scan.metadata, { petId: 'p-1', customerId: 'c-1', tags: ['indoor'] });
+      assert.deepEqual(scan.image, v2.image);
+      assert.ok(scan.logs.some((l: any) => l.event === 'submitted') && scan.logs.some((l: any) => l.event === 'claimed'));
+      for (const entry of scan.logs) assert.match(entry.at, /Z$/);
+      assert.equal(scan.error, null);
+    });
+
+    test('URL lifecycle through a local photo server', async () => {
+      const res = await submit(server.url, alice, { imageUrl: `${photos.url}/${NO_CAT}` });
+      assert.equal(res.status, 202);
+      const scan = await waitForScan(server.url, res.body.scanId, alice);
+      assert.equal(scan.status, 'COMPLETED');
+      assert.equal(scan.source, 'url');
+      assert.equal(scan.isCat, false);
+      assert.equal(scan.isHappy, null);
+      assert.equal(scan.predictions.message, 'No cats detected');
+      assert.ok(scan.logs.some((l: any) => l.event === 'fetching_url'));
+    });
+
+    test('a URL that is not an image FAILS with a stable code', async () => {
+      const res = await submit(server.url, alice, { imageUrl: `${photos.url}/missing.png` });
+      const scan = await waitForScan(server.url, res.body.scanId, alice);
+      assert.equal(scan.status, 'FAILED');
+      assert.equal(scan.error.code, 'fetch_bad_status');
+      assert.equal(scan.predictions, null);
+    });
+
+    test('an undecodable base64 image FAILS with invalid_image', async () => {
+      const res = await submit(server.url, alice, { image: Buffer.from('not an image').toString('base64') });
+      const scan = await waitForScan(server.url, res.body.scanId, alice);
+      assert.equal(scan.status, 'FAILED');
+      assert.deepEqual(scan.error, { code: 'invalid_image', message: 'Image could not be decoded.' });
+    });
+
+    test('Idempotency-Key: a retry returns the same scan; another body with the key is 409', async () => {
+      const body = { image: b64(NO_CAT), metadata: { petId: 'idem' } };
+      const first = await submit(server.url, alice, body, { 'Idempotency-Key': 'retry-1' });
+      const again = await submit(server.url, alice, body, { 'Idempotency-Key': 'retry-1' });
+      assert.equal(first.status, 202);
+      assert.equal(again.status, 200);
+      assert.equal(again.headers.get('idempotent-replayed'), 'true');
+      assert.equal(again.body.scanId, first.body.scanId);
+      const other = await submit(server.url, alice, { ...body, metadata: { petId: 'other' } }, { 'Idempotency-Key': 'retry-1' });
+      assert.equal(other.status, 409);
+      assert.equal(other.body.error.code, 'idempotency_conflict');
+      const bobs = await submit(server.url, bob, body, { 'Idempotency-Key': 'retry-1' });
+      assert.equal(bobs.status, 202, 'keys are per credential');
+      assert.notEqual(bobs.body.scanId, first.body.scanId);
+    });
+
+    test('listing: newest first, filters, cursor pages without gaps or repeats, isolation', async () => {
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const res = await submit(server.url, bob, { image: b64(NO_CAT), metadata: { petId: i % 2 ? 'odd' : 'even', customerId: 'pager' } });
+        ids.push(res.body.scanId);
+      }
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const q: string = `customerId=pager&limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+        const page = await request(`${server.url}/scan?${q}`, { headers: scanHeaders(bob), key: null });
+        assert.equal(page.status, 200, page.text);
+        assert.ok(page.body.items.length <= 2);
+        seen.push(...page.body.items.map((s: any) => s.scanId));
+        cursor = page.body.nextCursor;
+      } while (cursor);
+      assert.deepEqual(seen, [...ids].reverse());
+      const odd = await request(`${server.url}/scan?petId=odd`, { headers: scanHeaders(bob), key: null });
+      assert.deepEqual(odd.body.items.map((s: any) => s.scanId), [ids[3], ids[1]]);
+      const alices = await request(`${server.url}/scan?customerId=pager`, { headers: scanHeaders(alice), key: null });
+      assert.deepEqual(alices.body.items, []);
+      const foreign = await request(`${server.url}/scan/${ids[0]}`, { headers: scanHeaders(alice), key: null });
+      assert.equal(foreign.status, 404);
+      assert.equal(foreign.body.error.code, 'not_found');
+      const bad = await request(`${server.url}/scan?cursor=nonsense`, { headers: scanHeaders(bob), key: null });
+      assert.equal(bad.status, 422);
+    });
+
+    test('auth: missing or wrong secret, unknown key, revoked credential are 401 unauthorized', async () => {
+      const carol = createCredential(env, 'carol');
+      for (const headers of [{}, { 'api-key': alice.keyId }, { 'api-key': alice.keyId, 'api-secret': 'wrong' }, { 'api-key': 'sk_unknown', 'api-secret': alice.secret }, scanHeaders({ keyId: alice.keyId, secret: carol.secret })]) {
+        const res = await request(`${server.url}/scan`, { headers, key: null });
+        assert.equal(res.status, 401);
+        assert.equal(res.body.error.code, 'unauthorized');
+      }
+      cli(env, 'revoke-scan-credential', carol.keyId);
+      assert.equal((await request(`${server.url}/scan`, { headers: scanHeaders(carol), key: null })).status, 401);
+    });
+
+    test('validation: exactly one image source, strict base64, bounded metadata', async () => {
+      const cases: Array<[unknown, number, string]> = [
+        [{}, 422, 'invalid_request'],
+        [{ image: b64(CAT), imageUrl: `${photos.url}/${CAT}` }, 422, 'invalid_request'],
+        [{ image: 'not*base64' }, 400, 'invalid_image'],
+        [{ image: b64(CAT), metadata: { a: { b: { c: { d: { e: 1 } } } } } }, 422, 'invalid_request'],
+        [{ image: b64(CAT), metadata: { petId: 5 } }, 422, 'invalid_request'],
+        [{ image: b64(CAT), metadata: { big: 'x'.repeat(9000) } }, 422, 'invalid_request'],
+      ];
+      for (const [body, status, code] of cases) {
+        const res = await submit(server.url, alice, body);
+        assert.equal(res.status, status, JSON.stringify(body).slice(0, 80));
+        assert.equal(res.body.error.code, code);
+      }
+    });
+
+    test('the scan description and docs are served', async () => {
+      const spec = await request(`${server.url}/scan/openapi.json`, { key: null });
+      assert.equal(spec.body.openapi, '3.1.0');
+      assert.ok(spec.body.paths['/scan/{scanId}'].get);
+      assert.equal((await request(`${server.url}/scan/docs`, { key: null })).status, 200);
+    });
+  });
+}
+
+let postgres: TestPostgres | null = null;
+let postgresReason = '';
+before(async () => {
+  const probe = await startTestPostgres();
+  if (probe.pg) postgres = probe.pg;
+  else postgresReason = probe.reason;
+});
+after(async () => {
+  await postgres?.stop();
+});
+
+scanSuite('SQLite', async () => ({ url: null }));
+scanSuite('PostgreSQL', async () =>
+  postgres ? { url: await postgres.createDatabase() } : { skip: `PostgreSQL not available: ${postgresReason}` },
+);
+
+describe('durability and sharing', () => {
+  nodeTest('SIGKILL with scans in flight: after a restart every scan completes', async () => {
+    const env = storeEnv(mkdtempSync(path.join(os.tmpdir(), 'cc-crash-')), null);
+    const settings = { ...env, CATCOMFORT_SCAN_LEASE_MS: '1500', CATCOMFORT_SCAN_WORKERS: '1' };
+    let server = await startServer(settings);
+    const cred = createCredential(env, 'crash');
+    const ids: string[] = [];
+    for (let i = 0; i < 12; i++) ids.push((await submit(server.url, cred, { image: b64(i % 2 ? CAT : NO_CAT) })).body.scanId);
+    server.child.kill('SIGKILL');
+    await new Promise((r) => server.child.once('exit', r));
+    server = await startServer(settings);
+    try {
+      for (const id of ids) {
+        const scan = await waitForScan(server.url, id, cred);
+        assert.equal(scan.status, 'COMPLETED', JSON.stringify(scan.error));
+      }
+    } finally {
+      await server.stop();
+    }
+  });
+
+  nodeTest('two instances on one PostgreSQL: submit on one, read on the other, both work the queue', async (t) => {
+    if (!postgres) return t.skip(`PostgreSQL not available: ${postgresReason}`);
+    const env = storeEnv(mkdtempSync(path.join(os.tmpdir(), 'cc-pg2-')), await postgres.createDatabase());
+    const a = await startServer({ ...env, CATCOMFORT_SCAN_WORKERS: '1' });
+    const b = await startServer({ ...env, CATCOMFORT_SCAN_WORKERS: '1' });
+    try {
+      const cred = createCredential(env, 'shared');
+      const ids: string[] = [];
+      for (let i = 0; i < 16; i++) ids.push((await submit(a.url, cred, { image: b64(i % 2 ? CAT : NO_CAT) })).body.scanId);
+      const pids = new Set<string>();
+      for (const id of ids) {
+        const scan = await waitForScan(b.url, id, cred);
+        assert.equal(scan.status, 'COMPLETED');
+        const worker = scan.logs.find((l: any) => l.event === 'worker');
+        pids.add(/pid (\d+)/.exec(worker.message)![1]!);
+      }
+      assert.deepEqual([...pids].sort(), [String(a.child.pid), String(b.child.pid)].sort(), 'both instances processed scans');
+      const blocked = await submit(b.url, cred, { imageUrl: 'http://127.0.0.1:9/cat.jpg' });
+      const refused = await waitForScan(a.url, blocked.body.scanId, cred);
+      assert.equal(refused.status, 'FAILED');
+      assert.equal(refused.error.code, 'fetch_address_blocked');
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
+  });
+});
