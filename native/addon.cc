@@ -1,4 +1,5 @@
-// The N-API surface (src/native/addon.ts): configure, createPipeline, analyze, releasePipeline.
+// The N-API surface (src/native/addon.ts): configure, createPipeline, analyze, releasePipeline,
+// and the micro-benchmark entry points benchDecode and benchSession.
 //
 // JS values are copied into plain structs here, on the JS thread; the work runs on the addon's
 // own pool with no N-API calls; results come back through a per-call thread-safe function and
@@ -211,6 +212,62 @@ class AnalyzeCall : public Call {
   std::vector<ItemResult> results_;
 };
 
+class BenchDecodeCall : public Call {
+ public:
+  BenchDecodeCall(napi_deferred d, std::shared_ptr<const Pipeline> pipeline, std::vector<ItemInput> items,
+                  Runtime& runtime)
+      : Call(d), pipeline_(std::move(pipeline)), items_(std::move(items)), runtime_(runtime) {}
+  void Work() override {
+    timings_ = pipeline_->BenchDecode(items_, *runtime_.pool);
+    pipeline_.reset();
+    items_.clear();
+  }
+  Napi::Value Settle(Napi::Env env) override { return DecodeTimingsToJs(env, timings_); }
+
+ private:
+  std::shared_ptr<const Pipeline> pipeline_;
+  std::vector<ItemInput> items_;
+  Runtime& runtime_;
+  std::vector<DecodeTiming> timings_;
+};
+
+class BenchSessionCall : public Call {
+ public:
+  BenchSessionCall(napi_deferred d, std::shared_ptr<const Pipeline> pipeline, SessionStage stage, int64_t batch)
+      : Call(d), pipeline_(std::move(pipeline)), stage_(stage), batch_(batch) {}
+  void Work() override {
+    ms_ = pipeline_->BenchSession(stage_, batch_);
+    pipeline_.reset();
+  }
+  Napi::Value Settle(Napi::Env env) override { return Napi::Number::New(env, ms_); }
+
+ private:
+  std::shared_ptr<const Pipeline> pipeline_;
+  SessionStage stage_;
+  int64_t batch_;
+  double ms_ = 0;
+};
+
+// analyze() and benchDecode() take the same arguments: a live pipeline and an item array.
+std::shared_ptr<const Pipeline> LivePipeline(const Napi::Value& value) {
+  std::shared_ptr<const Pipeline> pipeline = HandleFrom(value).Get();
+  if (!pipeline) throw std::runtime_error("pipeline was released");
+  return pipeline;
+}
+
+std::vector<ItemInput> ItemsFromJs(const Napi::Value& value, std::vector<napi_ref>& refs) {
+  if (!value.IsArray()) throw std::runtime_error("items must be an array");
+  Napi::Array array = value.As<Napi::Array>();
+  std::vector<ItemInput> items;
+  items.reserve(array.Length());
+  for (uint32_t i = 0; i < array.Length(); ++i) {
+    napi_ref ref = nullptr;
+    items.push_back(ItemFromJs(array.Get(i), &ref));
+    if (ref != nullptr) refs.push_back(ref);
+  }
+  return items;
+}
+
 Napi::Value JsConfigure(const Napi::CallbackInfo& info) {
   return SyncBoundary(info, [&](Napi::Env env) -> Napi::Value {
     Runtime& runtime = catcomfort::Configure(ConfigFromJs(info[0]));
@@ -229,21 +286,34 @@ Napi::Value JsCreatePipeline(const Napi::CallbackInfo& info) {
 Napi::Value JsAnalyze(const Napi::CallbackInfo& info) {
   return AsyncBoundary(info, [&](Napi::Env env, napi_deferred deferred, std::vector<napi_ref>& refs) {
     Runtime& runtime = RequireRuntime();
-    std::shared_ptr<const Pipeline> pipeline = HandleFrom(info[0]).Get();
-    if (!pipeline) throw std::runtime_error("pipeline was released");
-    if (!info[1].IsArray()) throw std::runtime_error("items must be an array");
-    Napi::Array array = info[1].As<Napi::Array>();
-    std::vector<ItemInput> items;
-    items.reserve(array.Length());
-    for (uint32_t i = 0; i < array.Length(); ++i) {
-      napi_ref ref = nullptr;
-      items.push_back(ItemFromJs(array.Get(i), &ref));
-      if (ref != nullptr) refs.push_back(ref);
-    }
+    std::shared_ptr<const Pipeline> pipeline = LivePipeline(info[0]);
+    std::vector<ItemInput> items = ItemsFromJs(info[1], refs);
     auto call = std::make_unique<AnalyzeCall>(deferred, std::move(pipeline), std::move(items), runtime);
     call->refs_ = refs;
     Schedule(env, std::move(call));
     refs.clear();  // now owned by the call
+  });
+}
+
+Napi::Value JsBenchDecode(const Napi::CallbackInfo& info) {
+  return AsyncBoundary(info, [&](Napi::Env env, napi_deferred deferred, std::vector<napi_ref>& refs) {
+    Runtime& runtime = RequireRuntime();
+    std::shared_ptr<const Pipeline> pipeline = LivePipeline(info[0]);
+    std::vector<ItemInput> items = ItemsFromJs(info[1], refs);
+    auto call = std::make_unique<BenchDecodeCall>(deferred, std::move(pipeline), std::move(items), runtime);
+    call->refs_ = refs;
+    Schedule(env, std::move(call));
+    refs.clear();  // now owned by the call
+  });
+}
+
+Napi::Value JsBenchSession(const Napi::CallbackInfo& info) {
+  return AsyncBoundary(info, [&](Napi::Env env, napi_deferred deferred, std::vector<napi_ref>&) {
+    RequireRuntime();
+    std::shared_ptr<const Pipeline> pipeline = LivePipeline(info[0]);
+    SessionStage stage = SessionStageFromJs(info[1]);
+    int64_t batch = BatchFromJs(info[2]);
+    Schedule(env, std::make_unique<BenchSessionCall>(deferred, std::move(pipeline), stage, batch));
   });
 }
 
@@ -281,6 +351,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("createPipeline", Napi::Function::New(env, JsCreatePipeline, "createPipeline"));
   exports.Set("analyze", Napi::Function::New(env, JsAnalyze, "analyze"));
   exports.Set("releasePipeline", Napi::Function::New(env, JsReleasePipeline, "releasePipeline"));
+  exports.Set("benchDecode", Napi::Function::New(env, JsBenchDecode, "benchDecode"));
+  exports.Set("benchSession", Napi::Function::New(env, JsBenchSession, "benchSession"));
   return exports;
 }
 

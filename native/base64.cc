@@ -2,6 +2,8 @@
 
 #include <array>
 #include <cstring>
+#include <string>
+#include <utility>
 
 #include "items.h"
 
@@ -22,6 +24,10 @@ constexpr std::array<uint8_t, 256> MakeTable() {
 constexpr std::array<uint8_t, 256> kTable = MakeTable();
 
 [[noreturn]] void InvalidBase64() { throw ItemError{ItemErrorCode::InvalidBase64, "Image is not valid base64."}; }
+// Lenient (v1) failures carry CPython's binascii / str.encode wording (3.11).
+[[noreturn]] void LenientError(std::string message) {
+  throw ItemError{ItemErrorCode::InvalidBase64, std::move(message)};
+}
 [[noreturn]] void EmptyImage() { throw ItemError{ItemErrorCode::EmptyImage, "Image is empty."}; }
 
 bool IsTypeChar(uint8_t c) {
@@ -75,7 +81,8 @@ std::vector<uint8_t> DecodeBase64Strict(const uint8_t* text, size_t length) {
 std::vector<uint8_t> DecodeBase64Lenient(const uint8_t* text, size_t length, bool fromString) {
   if (fromString) {
     for (size_t i = 0; i < length; ++i) {
-      if (text[i] >= 0x80) InvalidBase64();  // str.encode('ascii') fails in Python
+      // Python: ValueError from a2b_base64's str argument conversion.
+      if (text[i] >= 0x80) LenientError("string argument should contain only ASCII characters");
     }
   }
   // Upper bound: every character a data character.
@@ -116,7 +123,13 @@ std::vector<uint8_t> DecodeBase64Lenient(const uint8_t* text, size_t length, boo
         break;
     }
   }
-  if (!complete && quadPos != 0) InvalidBase64();  // "Incorrect padding" / one extra character
+  if (!complete && quadPos == 1) {
+    // CPython counts the data characters from the bytes written so far: bytes / 3 * 4 + 1.
+    const size_t written = static_cast<size_t>(dst - out.data());
+    LenientError("Invalid base64-encoded string: number of data characters (" + std::to_string(written / 3 * 4 + 1) +
+                 ") cannot be 1 more than a multiple of 4");
+  }
+  if (!complete && quadPos != 0) LenientError("Incorrect padding");
   out.resize(static_cast<size_t>(dst - out.data()));
   if (out.empty()) EmptyImage();
   return out;

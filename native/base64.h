@@ -13,7 +13,9 @@ std::vector<uint8_t> DecodeBase64Strict(const uint8_t* text, size_t length);
 
 // v1: Python's base64.b64decode(s) (binascii.a2b_base64 with strict_mode=False):
 // characters outside the alphabet are skipped, decoding stops at the first complete pad
-// sequence, and a dangling quad is "Incorrect padding". `fromString`: the data was a JS string,
+// sequence, and a dangling quad is "Incorrect padding" (or, with one character left over,
+// "Invalid base64-encoded string: number of data characters (N) cannot be 1 more than a multiple
+// of 4"); the ItemError messages are CPython's words. `fromString`: the data was a JS string,
 // and Python refuses a str with non-ASCII characters (ValueError) where it skips such bytes.
 std::vector<uint8_t> DecodeBase64Lenient(const uint8_t* text, size_t length, bool fromString);
 

@@ -214,6 +214,20 @@ ItemInput ItemFromJs(const Napi::Value& value, napi_ref* ref) {
   return in;
 }
 
+SessionStage SessionStageFromJs(const Napi::Value& value) {
+  std::string stage = value.IsString() ? value.As<Napi::String>().Utf8Value() : "";
+  if (stage == "detector") return SessionStage::Detector;
+  if (stage == "classifier") return SessionStage::Classifier;
+  Bad(value.Env(), "stage must be 'detector' or 'classifier'");
+}
+
+int64_t BatchFromJs(const Napi::Value& value) {
+  if (!value.IsNumber()) Bad(value.Env(), "batch must be a number");
+  double d = value.As<Napi::Number>().DoubleValue();
+  if (!std::isfinite(d) || d != std::floor(d) || d < 1 || d > 1024) Bad(value.Env(), "batch must be an integer in [1, 1024]");
+  return static_cast<int64_t>(d);
+}
+
 Napi::Object InfoToJs(Napi::Env env, const NativeInfo& info) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("vipsVersion", info.vipsVersion);
@@ -261,6 +275,18 @@ Napi::Array ResultsToJs(Napi::Env env, const std::vector<ItemResult>& results) {
       timings.Set("classifyMs", r.classifyMs);
       o.Set("timings", timings);
     }
+    out.Set(static_cast<uint32_t>(i), o);
+  }
+  return out;
+}
+
+Napi::Array DecodeTimingsToJs(Napi::Env env, const std::vector<DecodeTiming>& timings) {
+  Napi::Array out = Napi::Array::New(env, timings.size());
+  for (size_t i = 0; i < timings.size(); ++i) {
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("ok", timings[i].ok);
+    o.Set("decodeMs", timings[i].decodeMs);
+    o.Set("preprocessMs", timings[i].preprocessMs);
     out.Set(static_cast<uint32_t>(i), o);
   }
   return out;

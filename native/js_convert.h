@@ -7,6 +7,7 @@
 #include <napi.h>
 
 #include "items.h"
+#include "pipeline.h"
 #include "specs.h"
 
 namespace catcomfort {
@@ -18,7 +19,12 @@ PipelineSpec PipelineSpecFromJs(const Napi::Value& value);  // copies the model 
 // the JS thread), a string is copied as UTF-8.
 ItemInput ItemFromJs(const Napi::Value& value, napi_ref* ref);
 
+// benchSession() arguments: 'detector' | 'classifier', and an integer batch >= 1.
+SessionStage SessionStageFromJs(const Napi::Value& value);
+int64_t BatchFromJs(const Napi::Value& value);
+
 Napi::Object InfoToJs(Napi::Env env, const NativeInfo& info);
 Napi::Array ResultsToJs(Napi::Env env, const std::vector<ItemResult>& results);
+Napi::Array DecodeTimingsToJs(Napi::Env env, const std::vector<DecodeTiming>& timings);
 
 }  // namespace catcomfort

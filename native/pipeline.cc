@@ -127,6 +127,67 @@ bool NeedsPlain(const std::vector<DetectorView>& views) {
                      [](DetectorView v) { return v == DetectorView::Plain || v == DetectorView::Flip; });
 }
 
+// Base64 + image decoding and the detector content (plain and/or half scale) of one item; a
+// per-item failure becomes a failed result in s.
+void PrepareItem(const PipelineSpec& spec, const ItemInput& in, ItemState& s) {
+  const DetectorSpec& det = spec.detector;
+  try {
+    Clock::time_point start = Clock::now();
+    std::vector<uint8_t> decoded;
+    const uint8_t* bytes = in.bytes();
+    size_t length = in.size();
+    if (in.encoding == ItemEncoding::Base64Strict) {
+      decoded = DecodeBase64Strict(bytes, length);
+    } else if (in.encoding == ItemEncoding::Base64Lenient) {
+      decoded = DecodeBase64Lenient(bytes, length, in.fromString);
+    }
+    if (in.encoding != ItemEncoding::Bytes) {
+      bytes = decoded.data();
+      length = decoded.size();
+    }
+    s.image = DecodeImage(bytes, length, spec.maxPixels);
+    std::vector<uint8_t>().swap(decoded);
+    s.result.ok = true;
+    s.result.width = s.image.width;
+    s.result.height = s.image.height;
+    s.result.decodeMs = MsSince(start);
+
+    start = Clock::now();
+    const PreprocessSpec& pp = det.preprocess;
+    const bool center = pp.anchor == Anchor::Center;
+    const int w = s.image.width;
+    const int h = s.image.height;
+    for (size_t v = 0; v < det.views.size() && v < 4; ++v) {
+      DetectorView view = det.views[v];
+      const bool half = view == DetectorView::Half || view == DetectorView::HalfFlip;
+      const bool flip = view == DetectorView::Flip || view == DetectorView::HalfFlip;
+      // The half views are always centred on the canvas.
+      s.placements[v] = PlaceOnCanvas(w, h, pp, half ? 0.5 : 1.0, half || center, flip);
+    }
+    if (NeedsPlain(det.views)) {
+      Placement p = PlaceOnCanvas(w, h, pp, 1.0, false, false);
+      s.plain = ResizeRgb(s.image, 0, 0, w, h, p.width, p.height);
+    }
+    if (NeedsHalf(det.views)) {
+      Placement p = PlaceOnCanvas(w, h, pp, 0.5, true, false);
+      s.half = ResizeRgb(s.image, 0, 0, w, h, p.width, p.height);
+    }
+    s.result.detectMs = MsSince(start);
+  } catch (const ItemError& e) {
+    s = ItemState();
+    s.result = Failure(e.code, e.message);
+  } catch (const std::exception& e) {
+    s = ItemState();
+    s.result = Failure(ItemErrorCode::Internal, e.what());
+  }
+}
+
+// The detector tensor of one (item, view).
+void WriteViewTensor(const DetectorSpec& det, const ItemState& s, size_t view, float* dst) {
+  const bool half = det.views[view] == DetectorView::Half || det.views[view] == DetectorView::HalfFlip;
+  WriteTensor(half ? s.half : s.plain, s.placements[view], det.preprocess, dst);
+}
+
 }  // namespace
 
 std::shared_ptr<Pipeline> Pipeline::Create(PipelineSpec spec, const Runtime& runtime) {
@@ -159,59 +220,7 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
   std::vector<ItemState> states(items.size());
 
   // 1. Decode and prepare the detector content, item-parallel. Failures stay per item.
-  ParallelFor(pool, items.size(), [&](size_t i) {
-    ItemState& s = states[i];
-    const ItemInput& in = items[i];
-    try {
-      Clock::time_point start = Clock::now();
-      std::vector<uint8_t> decoded;
-      const uint8_t* bytes = in.bytes();
-      size_t length = in.size();
-      if (in.encoding == ItemEncoding::Base64Strict) {
-        decoded = DecodeBase64Strict(bytes, length);
-      } else if (in.encoding == ItemEncoding::Base64Lenient) {
-        decoded = DecodeBase64Lenient(bytes, length, in.fromString);
-      }
-      if (in.encoding != ItemEncoding::Bytes) {
-        bytes = decoded.data();
-        length = decoded.size();
-      }
-      s.image = DecodeImage(bytes, length, spec_.maxPixels);
-      std::vector<uint8_t>().swap(decoded);
-      s.result.ok = true;
-      s.result.width = s.image.width;
-      s.result.height = s.image.height;
-      s.result.decodeMs = MsSince(start);
-
-      start = Clock::now();
-      const PreprocessSpec& pp = det.preprocess;
-      const bool center = pp.anchor == Anchor::Center;
-      const int w = s.image.width;
-      const int h = s.image.height;
-      for (size_t v = 0; v < det.views.size() && v < 4; ++v) {
-        DetectorView view = det.views[v];
-        const bool half = view == DetectorView::Half || view == DetectorView::HalfFlip;
-        const bool flip = view == DetectorView::Flip || view == DetectorView::HalfFlip;
-        // The half views are always centred on the canvas.
-        s.placements[v] = PlaceOnCanvas(w, h, pp, half ? 0.5 : 1.0, half || center, flip);
-      }
-      if (NeedsPlain(det.views)) {
-        Placement p = PlaceOnCanvas(w, h, pp, 1.0, false, false);
-        s.plain = ResizeRgb(s.image, 0, 0, w, h, p.width, p.height);
-      }
-      if (NeedsHalf(det.views)) {
-        Placement p = PlaceOnCanvas(w, h, pp, 0.5, true, false);
-        s.half = ResizeRgb(s.image, 0, 0, w, h, p.width, p.height);
-      }
-      s.result.detectMs = MsSince(start);
-    } catch (const ItemError& e) {
-      s = ItemState();
-      s.result = Failure(e.code, e.message);
-    } catch (const std::exception& e) {
-      s = ItemState();
-      s.result = Failure(ItemErrorCode::Internal, e.what());
-    }
-  });
+  ParallelFor(pool, items.size(), [&](size_t i) { PrepareItem(spec_, items[i], states[i]); });
 
   // 2. One detector pass over every (item, view), chunked by the session batch.
   const size_t viewCount = std::min<size_t>(det.views.size(), 4);
@@ -233,9 +242,7 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
     const size_t count = std::min(detChunk, jobs.size() - first);
     BatchOutput out = RunBatch(detector_, det.preprocess, count, pool, [&](size_t k, float* dst) {
       const auto [item, view] = jobs[first + k];
-      const ItemState& s = states[item];
-      const bool half = det.views[view] == DetectorView::Half || det.views[view] == DetectorView::HalfFlip;
-      WriteTensor(half ? s.half : s.plain, s.placements[view], det.preprocess, dst);
+      WriteViewTensor(det, states[item], view, dst);
     });
     if (out.shape.size() != 3 || out.shape[1] != expectedRows || out.shape[2] != rowLength) {
       throw std::runtime_error("detector output shape does not match the YOLOX spec (strides, numClasses)");
@@ -333,6 +340,50 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
   results.reserve(states.size());
   for (ItemState& s : states) results.push_back(std::move(s.result));
   return results;
+}
+
+std::vector<DecodeTiming> Pipeline::BenchDecode(const std::vector<ItemInput>& items, ThreadPool& pool) const {
+  const DetectorSpec& det = spec_.detector;
+  const size_t viewCount = std::min<size_t>(det.views.size(), 4);
+  const size_t slot = static_cast<size_t>(det.preprocess.width) * det.preprocess.height * 3;
+  std::vector<DecodeTiming> out(items.size());
+  ParallelFor(pool, items.size(), [&](size_t i) {
+    ItemState s;
+    PrepareItem(spec_, items[i], s);
+    DecodeTiming& t = out[i];
+    t.ok = s.result.ok;
+    if (!t.ok) return;
+    t.decodeMs = s.result.decodeMs;
+    const Clock::time_point start = Clock::now();
+    std::vector<float> tensor(slot);
+    for (size_t v = 0; v < viewCount; ++v) WriteViewTensor(det, s, v, tensor.data());
+    t.preprocessMs = s.result.detectMs + MsSince(start);  // resize + tensor fill of every view
+  });
+  return out;
+}
+
+double Pipeline::BenchSession(SessionStage stage, int64_t batch) const {
+  const ModelSession& model = stage == SessionStage::Detector ? detector_ : classifier_;
+  const PreprocessSpec& spec = stage == SessionStage::Detector ? spec_.detector.preprocess : spec_.classifier.preprocess;
+  if (batch < 1 || batch > 1024) throw std::runtime_error("batch must be between 1 and 1024");
+  if (model.fixedBatch > 0 && batch != model.fixedBatch) {
+    throw std::runtime_error(std::string(stage == SessionStage::Detector ? "detector" : "classifier") +
+                             " model has a fixed batch of " + std::to_string(model.fixedBatch) + ", not " +
+                             std::to_string(batch));
+  }
+  const size_t slot = static_cast<size_t>(spec.width) * spec.height * 3;
+  std::vector<float> input(static_cast<size_t>(batch) * slot, 0.0f);
+  std::vector<int64_t> shape = spec.layout == Layout::Nchw ? std::vector<int64_t>{batch, 3, spec.height, spec.width}
+                                                           : std::vector<int64_t>{batch, spec.height, spec.width, 3};
+  Ort::MemoryInfo memory = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
+  Ort::Value tensor = Ort::Value::CreateTensor<float>(memory, input.data(), input.size(), shape.data(), shape.size());
+  const char* inputNames[] = {model.inputName.c_str()};
+  const char* outputNames[] = {model.outputName.c_str()};
+  const Clock::time_point start = Clock::now();
+  std::vector<Ort::Value> values = model.session->Run(Ort::RunOptions{nullptr}, inputNames, &tensor, 1, outputNames, 1);
+  const double ms = MsSince(start);
+  if (values.empty() || !values[0].IsTensor()) throw std::runtime_error("model returned no tensor");
+  return ms;
 }
 
 }  // namespace catcomfort

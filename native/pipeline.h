@@ -21,6 +21,15 @@ struct ModelSession {
   int64_t fixedBatch = 0;  // > 0: the model's input batch dimension is fixed at this size
 };
 
+// benchDecode(): per-item decode and detector preprocessing times, no session runs.
+struct DecodeTiming {
+  bool ok = false;
+  double decodeMs = 0;
+  double preprocessMs = 0;  // resize + tensor fill for every view
+};
+
+enum class SessionStage { Detector, Classifier };
+
 class Pipeline {
  public:
   // Builds both sessions from the spec's model bytes (which are freed afterwards).
@@ -30,6 +39,12 @@ class Pipeline {
   // Per-item failures become failed ItemResults; throws only for whole-call failures
   // (a session run failing, a model output that does not match the spec).
   std::vector<ItemResult> Analyze(const std::vector<ItemInput>& items, ThreadPool& pool) const;
+
+  // Micro-benchmarks (tinybench): decode + detector preprocessing of every view, item-parallel;
+  // and one Run of a stage on a zero-filled input of `batch` images, returning its milliseconds
+  // (throws when the model's batch is fixed at another size).
+  std::vector<DecodeTiming> BenchDecode(const std::vector<ItemInput>& items, ThreadPool& pool) const;
+  double BenchSession(SessionStage stage, int64_t batch) const;
 
  private:
   PipelineSpec spec_;

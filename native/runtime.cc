@@ -1,9 +1,14 @@
 #include "runtime.h"
 
+#include <dlfcn.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
+#include <utility>
 
 #include <vips/vips.h>
 
@@ -38,22 +43,34 @@ const char* OrtProviderName(ProviderKind kind) {
   }
 }
 
-void AppendProvider(Ort::SessionOptions& options, ProviderKind kind, const NativeConfig& config) {
+// Provider options shared by the classic and the plugin append.
+std::vector<std::pair<std::string, std::string>> ProviderOptions(ProviderKind kind, const NativeConfig& config) {
+  std::vector<std::pair<std::string, std::string>> options{{"device_id", std::to_string(config.deviceId)}};
+  if (kind == ProviderKind::TensorRt) {
+    options.emplace_back("trt_fp16_enable", config.trtFp16 ? "1" : "0");
+    if (!config.trtCacheDir.empty()) {
+      options.emplace_back("trt_engine_cache_enable", "1");
+      options.emplace_back("trt_engine_cache_path", config.trtCacheDir);
+    }
+  }
+  return options;
+}
+
+// The provider compiled into (or bridged by) libonnxruntime itself.
+void AppendClassic(Ort::SessionOptions& options, ProviderKind kind, const NativeConfig& config) {
   const OrtApi& api = Ort::GetApi();
-  const std::string device = std::to_string(config.deviceId);
+  const auto pairs = ProviderOptions(kind, config);
+  std::vector<const char*> keys;
+  std::vector<const char*> values;
+  for (const auto& [k, v] : pairs) {
+    keys.push_back(k.c_str());
+    values.push_back(v.c_str());
+  }
   if (kind == ProviderKind::TensorRt) {
     OrtTensorRTProviderOptionsV2* raw = nullptr;
     Ort::ThrowOnError(api.CreateTensorRTProviderOptions(&raw));
     std::unique_ptr<OrtTensorRTProviderOptionsV2, decltype(api.ReleaseTensorRTProviderOptions)> trt(
         raw, api.ReleaseTensorRTProviderOptions);
-    std::vector<const char*> keys{"device_id", "trt_fp16_enable"};
-    std::vector<const char*> values{device.c_str(), config.trtFp16 ? "1" : "0"};
-    if (!config.trtCacheDir.empty()) {
-      keys.push_back("trt_engine_cache_enable");
-      values.push_back("1");
-      keys.push_back("trt_engine_cache_path");
-      values.push_back(config.trtCacheDir.c_str());
-    }
     Ort::ThrowOnError(api.UpdateTensorRTProviderOptions(trt.get(), keys.data(), values.data(), keys.size()));
     options.AppendExecutionProvider_TensorRT_V2(*trt);
   } else if (kind == ProviderKind::Cuda) {
@@ -61,35 +78,149 @@ void AppendProvider(Ort::SessionOptions& options, ProviderKind kind, const Nativ
     Ort::ThrowOnError(api.CreateCUDAProviderOptions(&raw));
     std::unique_ptr<OrtCUDAProviderOptionsV2, decltype(api.ReleaseCUDAProviderOptions)> cuda(
         raw, api.ReleaseCUDAProviderOptions);
-    const char* keys[] = {"device_id"};
-    const char* values[] = {device.c_str()};
-    Ort::ThrowOnError(api.UpdateCUDAProviderOptions(cuda.get(), keys, values, 1));
+    Ort::ThrowOnError(api.UpdateCUDAProviderOptions(cuda.get(), keys.data(), values.data(), keys.size()));
     options.AppendExecutionProvider_CUDA_V2(*cuda);
   }
 }
 
-ProviderStatus Probe(ProviderKind kind, const NativeConfig& config, const std::vector<std::string>& available) {
+void AppendPlugin(Ort::SessionOptions& options, Ort::Env& env, const ActiveProvider& provider,
+                  const NativeConfig& config) {
+  std::unordered_map<std::string, std::string> map;
+  for (auto& [k, v] : ProviderOptions(provider.kind, config)) map.emplace(std::move(k), std::move(v));
+  options.AppendExecutionProvider_V2(env, provider.devices, map);
+}
+
+void AppendProvider(Ort::SessionOptions& options, Ort::Env& env, const ActiveProvider& provider,
+                    const NativeConfig& config) {
+  if (provider.plugin) {
+    AppendPlugin(options, env, provider, config);
+  } else {
+    AppendClassic(options, provider.kind, config);
+  }
+}
+
+std::string Dirname(const char* file) {
+  std::string path = file != nullptr ? file : "";
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
+}
+
+// Directories to look for provider libraries in: beside the addon (CMake copies them there), then
+// beside the libonnxruntime.so.1 that was actually loaded.
+std::vector<std::string> ProviderLibraryDirs() {
+  std::vector<std::string> dirs;
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<const void*>(&ProviderLibraryDirs), &info) != 0 && info.dli_fname != nullptr) {
+    dirs.push_back(Dirname(info.dli_fname));
+  }
+  Dl_info ort{};
+  if (dladdr(reinterpret_cast<const void*>(&OrtGetApiBase), &ort) != 0 && ort.dli_fname != nullptr) {
+    std::string dir = Dirname(ort.dli_fname);
+    if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
+  }
+  return dirs;
+}
+
+const char* LibraryFile(ProviderKind kind) {
+  return kind == ProviderKind::TensorRt ? "libonnxruntime_providers_tensorrt.so" : "libonnxruntime_providers_cuda.so";
+}
+
+// Registers the provider's plugin EP library with the env and picks its EP device for
+// config.deviceId. Throws with a clear message (the dlopen error, the missing device) on failure;
+// a library that was registered but has no usable device is unregistered again.
+ActiveProvider RegisterPlugin(Ort::Env& env, ProviderKind kind, const NativeConfig& config) {
+  std::string path;
+  std::vector<std::string> dirs = ProviderLibraryDirs();
+  for (const std::string& dir : dirs) {
+    std::string candidate = dir + "/" + LibraryFile(kind);
+    if (access(candidate.c_str(), R_OK) == 0) {
+      path = candidate;
+      break;
+    }
+  }
+  if (path.empty()) {
+    std::string where = dirs.empty() ? std::string("(addon directory unknown)") : dirs.front();
+    throw std::runtime_error(std::string(LibraryFile(kind)) + " not found beside the addon in " + where +
+                             " (install the optional package com.github.asus4.onnxruntime.linux-x64-gpu and rebuild)");
+  }
+  const std::string registration = std::string("catcomfort_") + ProviderName(kind);
+  try {
+    env.RegisterExecutionProviderLibrary(registration.c_str(), path);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("plugin library " + path + " failed to load: " + e.what());
+  }
+  try {
+    const std::string epName = OrtProviderName(kind);
+    std::vector<Ort::ConstEpDevice> matching;
+    std::string seen;
+    for (const Ort::ConstEpDevice& device : env.GetEpDevices()) {
+      const char* name = device.EpName();
+      if (name != nullptr && epName == name) {
+        matching.push_back(device);
+      } else if (name != nullptr && seen.find(name) == std::string::npos) {
+        seen += seen.empty() ? name : std::string(", ") + name;
+      }
+    }
+    if (matching.empty()) {
+      throw std::runtime_error("plugin library " + path + " loaded but reports no " + epName + " device (no GPU?" +
+                               (seen.empty() ? std::string(")") : "; EP devices seen: " + seen + ")"));
+    }
+    if (static_cast<size_t>(config.deviceId) >= matching.size()) {
+      throw std::runtime_error(epName + " has " + std::to_string(matching.size()) + " device(s); deviceId " +
+                               std::to_string(config.deviceId) + " is out of range");
+    }
+    ActiveProvider provider;
+    provider.kind = kind;
+    provider.plugin = true;
+    provider.devices.push_back(matching[static_cast<size_t>(config.deviceId)]);
+    Ort::SessionOptions probe;
+    AppendPlugin(probe, env, provider, config);
+    return provider;
+  } catch (...) {
+    try {
+      env.UnregisterExecutionProviderLibrary(registration.c_str());
+    } catch (...) {
+    }
+    throw;
+  }
+}
+
+bool NotInBuild(const std::string& message) { return message.find("not enabled in this build") != std::string::npos; }
+
+// Classic append first; a CPU-only libonnxruntime says "not enabled in this build", and then the
+// provider's plugin EP library beside the addon is tried. One reason per provider on failure.
+ProviderStatus Probe(Ort::Env& env, ProviderKind kind, const NativeConfig& config, ActiveProvider* active) {
   ProviderStatus status;
   status.name = ProviderName(kind);
   if (kind == ProviderKind::Cpu) {
     status.active = true;
     return status;
   }
-  // GetAvailableProviders() only lists providers compiled into libonnxruntime itself; CUDA and
-  // TensorRT can also come as provider libraries loaded at append time, so the probe decides.
-  const std::string ortName = OrtProviderName(kind);
-  const bool listed = std::find(available.begin(), available.end(), ortName) != available.end();
+  std::string classicError;
   try {
     Ort::SessionOptions probe;
-    AppendProvider(probe, kind, config);  // loads the provider library and its CUDA dependencies
+    AppendClassic(probe, kind, config);  // loads the provider library and its CUDA dependencies
+    active->kind = kind;
+    active->plugin = false;
+    status.active = true;
+    return status;
+  } catch (const std::exception& e) {
+    classicError = e.what();
+  } catch (...) {
+    classicError = "provider failed to load";
+  }
+  if (classicError.empty()) classicError = "provider failed to load";
+  if (!NotInBuild(classicError)) {
+    status.reason = classicError;
+    return status;
+  }
+  try {
+    *active = RegisterPlugin(env, kind, config);
     status.active = true;
   } catch (const std::exception& e) {
-    status.reason = e.what();
+    status.reason = std::string(OrtProviderName(kind)) + " is not built into this ONNX Runtime; " + e.what();
   } catch (...) {
-  }
-  if (!status.active) {
-    if (status.reason.empty()) status.reason = "provider failed to load";
-    if (!listed) status.reason += " (" + ortName + " is not built into this ONNX Runtime)";
+    status.reason = std::string(OrtProviderName(kind)) + " is not built into this ONNX Runtime; its plugin library failed";
   }
   return status;
 }
@@ -139,10 +270,10 @@ Runtime& Configure(const NativeConfig& requested) {
   runtime->env = std::make_unique<Ort::Env>(ORT_LOGGING_LEVEL_WARNING, "catcomfort");
   runtime->info.vipsVersion = vips_version_string();
   runtime->info.ortVersion = Ort::GetVersionString();
-  const std::vector<std::string> available = Ort::GetAvailableProviders();
   for (ProviderKind kind : config.providers) {
-    ProviderStatus status = Probe(kind, config, available);
-    if (status.active && kind != ProviderKind::Cpu) runtime->activeProviders.push_back(kind);
+    ActiveProvider active;
+    ProviderStatus status = Probe(*runtime->env, kind, config, &active);
+    if (status.active && kind != ProviderKind::Cpu) runtime->activeProviders.push_back(std::move(active));
     runtime->info.providers.push_back(std::move(status));
   }
   runtime->pool = std::make_unique<ThreadPool>(static_cast<size_t>(config.poolThreads));
@@ -158,7 +289,9 @@ Ort::SessionOptions MakeSessionOptions(const Runtime& runtime) {
   options.SetExecutionMode(ExecutionMode::ORT_SEQUENTIAL);
   // The pool already keeps the cores busy; spinning intra-op threads would only steal from it.
   options.AddConfigEntry("session.intra_op.allow_spinning", "0");
-  for (ProviderKind kind : runtime.activeProviders) AppendProvider(options, kind, runtime.config);
+  for (const ActiveProvider& provider : runtime.activeProviders) {
+    AppendProvider(options, *runtime.env, provider, runtime.config);
+  }
   return options;
 }
 

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <onnxruntime_cxx_api.h>
 
@@ -11,10 +13,18 @@
 
 namespace catcomfort {
 
+// A GPU provider that passed its probe: either compiled into libonnxruntime (classic append) or
+// a plugin EP library registered with the env (appended through its EP devices).
+struct ActiveProvider {
+  ProviderKind kind = ProviderKind::Cpu;
+  bool plugin = false;
+  std::vector<Ort::ConstEpDevice> devices;  // plugin only; owned by the env while registered
+};
+
 struct Runtime {
   NativeConfig config;
   NativeInfo info;
-  std::vector<ProviderKind> activeProviders;  // GPU providers that loaded, in order; CPU is implicit
+  std::vector<ActiveProvider> activeProviders;  // GPU providers that loaded, in order; CPU is implicit
   std::unique_ptr<Ort::Env> env;
   std::unique_ptr<ThreadPool> pool;
 };

@@ -235,6 +235,84 @@ function hugePng(width: number, height: number): Buffer {
   ]);
 }
 
+/** Decodes an 8-bit, non-interlaced RGB/RGBA PNG to interleaved RGB (enough for the fixtures). */
+function decodePng(png: Buffer): { width: number; height: number; rgb: Buffer } {
+  let at = 8;
+  let width = 0;
+  let height = 0;
+  let channels = 0;
+  const idat: Buffer[] = [];
+  while (at < png.length) {
+    const length = png.readUInt32BE(at);
+    const type = png.toString('latin1', at + 4, at + 8);
+    const data = png.subarray(at + 8, at + 8 + length);
+    if (type === 'IHDR') {
+      width = data.readUInt32BE(0);
+      height = data.readUInt32BE(4);
+      assert.equal(data[8], 8, 'bit depth 8');
+      assert.equal(data[12], 0, 'not interlaced');
+      channels = data[9] === 2 ? 3 : data[9] === 6 ? 4 : 0;
+      assert.ok(channels > 0, 'RGB or RGBA');
+    } else if (type === 'IDAT') {
+      idat.push(data);
+    }
+    at += 12 + length;
+  }
+  const raw = zlib.inflateSync(Buffer.concat(idat));
+  const stride = width * channels;
+  const pixels = Buffer.alloc(stride * height);
+  for (let y = 0; y < height; y++) {
+    const filter = raw[y * (stride + 1)];
+    const line = raw.subarray(y * (stride + 1) + 1, (y + 1) * (stride + 1));
+    for (let x = 0; x < stride; x++) {
+      const a = x >= channels ? pixels[y * stride + x - channels]! : 0;
+      const b = y > 0 ? pixels[(y - 1) * stride + x]! : 0;
+      const c = x >= channels && y > 0 ? pixels[(y - 1) * stride + x - channels]! : 0;
+      let predictor = 0;
+      if (filter === 1) predictor = a;
+      else if (filter === 2) predictor = b;
+      else if (filter === 3) predictor = (a + b) >> 1;
+      else if (filter === 4) {
+        const p = a + b - c;
+        const pa = Math.abs(p - a);
+        const pb = Math.abs(p - b);
+        const pc = Math.abs(p - c);
+        predictor = pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
+      }
+      pixels[y * stride + x] = (line[x]! + predictor) & 0xff;
+    }
+  }
+  const rgb = Buffer.alloc(width * height * 3);
+  for (let i = 0; i < width * height; i++) pixels.copy(rgb, i * 3, i * channels, i * channels + 3);
+  return { width, height, rgb };
+}
+
+function encodePng(width: number, height: number, rgb: Buffer): Buffer {
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr[8] = 8;
+  ihdr[9] = 2;
+  const raw = Buffer.alloc((width * 3 + 1) * height);
+  for (let y = 0; y < height; y++) rgb.copy(raw, y * (width * 3 + 1) + 1, y * width * 3, (y + 1) * width * 3);
+  return Buffer.concat([
+    Buffer.from('89504e470d0a1a0a', 'hex'),
+    pngChunk('IHDR', ihdr),
+    pngChunk('IDAT', zlib.deflateSync(raw)),
+    pngChunk('IEND', Buffer.alloc(0)),
+  ]);
+}
+
+/** The PNG mirrored left-right. */
+function mirroredPng(png: Buffer): Buffer {
+  const { width, height, rgb } = decodePng(png);
+  const out = Buffer.alloc(rgb.length);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) rgb.copy(out, (y * width + width - 1 - x) * 3, (y * width + x) * 3, (y * width + x) * 3 + 3);
+  }
+  return encodePng(width, height, out);
+}
+
 /** Deterministic pseudo-random bytes (xorshift32). */
 function randomBytes(length: number, seed: number): Buffer {
   const out = Buffer.alloc(length);
@@ -567,6 +645,110 @@ describe('native addon', () => {
     } finally {
       addon.releasePipeline(plain);
     }
+  });
+
+  test('views map their boxes back to the same original pixels', async () => {
+    const views = ['plain', 'flip', 'half', 'half_flip'] as const;
+    const single = Object.fromEntries(
+      await Promise.all(views.map(async (v) => [v, await addon.createPipeline(spec(detectorBytes, [v]))] as const)),
+    ) as Record<(typeof views)[number], NativePipeline>;
+    try {
+      // Exact: the flip view of an image is the plain view of the mirrored image, mirrored back.
+      for (const file of ['000_skimage_chelsea.png', '052_score_both.png']) {
+        const { bytes, entry } = photo(file);
+        const flip = ok(await analyzeOne({ data: bytes, encoding: 'bytes' }, single.flip)).cat;
+        const mirrored = ok(await analyzeOne({ data: mirroredPng(bytes), encoding: 'bytes' }, single.plain)).cat;
+        assert.ok(flip && mirrored, file);
+        const back = [entry.width - mirrored.box[2], mirrored.box[1], entry.width - mirrored.box[0], mirrored.box[3]];
+        back.forEach((v, k) => assert.ok(Math.abs(v - flip.box[k]!) <= 1, `${file}: flip ${flip.box} vs mirrored plain ${back}`));
+        assert.ok(Math.abs(flip.rawScore - mirrored.rawScore) < 1e-3, file);
+      }
+      // Every view alone finds the same cat at the same place as the plain view (the model's own
+      // wobble between scales stays within 4% of the image). 039 is off-centre, so a mirrored box
+      // (x 171..286 instead of 214..329) would fail; its manifest box is known to be ~100 px off.
+      for (const file of ['039_oxford_Maine_Coon_150.jpg', '019_oxford_Bengal_109.jpg', '024_oxford_Bombay_153.jpg']) {
+        const { bytes, entry } = photo(file);
+        const tolerance = 0.04 * Math.max(entry.width, entry.height);
+        const boxes = await Promise.all(
+          views.map(async (v) => {
+            const r = ok(await analyzeOne({ data: bytes, encoding: 'bytes' }, single[v]));
+            assert.ok(r.cat, `${file} ${v}: a cat`);
+            return r.cat.box;
+          }),
+        );
+        const plain = boxes[0]!;
+        const mirror = [entry.width - plain[2], plain[1], entry.width - plain[0], plain[3]];
+        boxes.forEach((box, i) => {
+          const worst = Math.max(...box.map((v, k) => Math.abs(v - plain[k]!)));
+          assert.ok(worst <= tolerance, `${file} ${views[i]}: ${box} vs plain ${plain}`);
+        });
+        if (file.startsWith('039')) {
+          assert.ok(Math.max(...mirror.map((v, k) => Math.abs(v - plain[k]!))) > tolerance, 'the check sees a mirrored box');
+        }
+      }
+    } finally {
+      for (const p of Object.values(single)) addon.releasePipeline(p);
+    }
+  });
+
+  test('lenient base64 (v1) failures carry CPython wording', async () => {
+    // Taken from CPython 3.11.7: base64.b64decode(s) -> the binascii.Error / ValueError text.
+    const cases: Array<[string | Buffer, string]> = [
+      ['a', 'Invalid base64-encoded string: number of data characters (1) cannot be 1 more than a multiple of 4'],
+      ['a===', 'Invalid base64-encoded string: number of data characters (1) cannot be 1 more than a multiple of 4'],
+      ['abcde', 'Invalid base64-encoded string: number of data characters (5) cannot be 1 more than a multiple of 4'],
+      ['abcde====', 'Invalid base64-encoded string: number of data characters (5) cannot be 1 more than a multiple of 4'],
+      ['a b c d e', 'Invalid base64-encoded string: number of data characters (5) cannot be 1 more than a multiple of 4'],
+      ['YWJjZ\n', 'Invalid base64-encoded string: number of data characters (5) cannot be 1 more than a multiple of 4'],
+      ['abcdefghi', 'Invalid base64-encoded string: number of data characters (9) cannot be 1 more than a multiple of 4'],
+      [Buffer.from([0x61, 0xe9]), 'Invalid base64-encoded string: number of data characters (1) cannot be 1 more than a multiple of 4'],
+      ['aGVsbG8', 'Incorrect padding'],
+      ['ab=c', 'Incorrect padding'],
+      ['YWJjZA=', 'Incorrect padding'],
+      ['AB', 'Incorrect padding'],
+      ['YWJ-', 'Incorrect padding'],
+      ['abc', 'Incorrect padding'],
+      ['abcdefg', 'Incorrect padding'],
+      ['YWJj\u00e9', 'string argument should contain only ASCII characters'],
+      ['\u00e9', 'string argument should contain only ASCII characters'],
+    ];
+    const results = await addon.analyze(
+      pipeline,
+      cases.map(([data]) => ({ data, encoding: 'base64-lenient' })),
+    );
+    cases.forEach(([, message], i) => failure(results[i], 'invalid_base64', message));
+    // Python decodes these to b'' (no error): empty_image; and these to bytes: undecodable.
+    const rest = await addon.analyze(pipeline, ['*', '====', 'a=b=c=d', 'ab==c', 'abc=d'].map((data) => ({ data, encoding: 'base64-lenient' as const })));
+    failure(rest[0], 'empty_image');
+    failure(rest[1], 'empty_image');
+    for (const r of rest.slice(2)) failure(r, 'undecodable');
+    // Strict mode keeps the v2 text.
+    failure(await analyzeOne({ data: 'a', encoding: 'base64-strict' }), 'invalid_base64', 'Image is not valid base64.');
+  });
+
+  test('benchDecode and benchSession', async () => {
+    const timings = await addon.benchDecode(pipeline, [
+      { data: chelseaJpeg, encoding: 'bytes' },
+      { data: chelseaJpeg.toString('base64'), encoding: 'base64-strict' },
+      { data: 'a', encoding: 'base64-lenient' },
+    ]);
+    assert.equal(timings.length, 3);
+    for (const t of timings.slice(0, 2)) assert.ok(t.ok && t.decodeMs > 0 && t.preprocessMs > 0, JSON.stringify(t));
+    assert.deepEqual(timings[2], { ok: false, decodeMs: 0, preprocessMs: 0 });
+    assert.deepEqual(await addon.benchDecode(pipeline, []), []);
+
+    const ms = await addon.benchSession(pipeline, 'detector', 1);
+    assert.ok(Number.isFinite(ms) && ms > 0);
+    assert.ok((await addon.benchSession(pipeline, 'classifier', 1)) > 0);
+    const isNative = (pattern: RegExp) => (e: unknown) =>
+      e instanceof Error && (e as Error & { code?: string }).code === 'native_error' && pattern.test(e.message);
+    await assert.rejects(addon.benchSession(pipeline, 'detector', 2), isNative(/fixed batch of 1/));
+    await assert.rejects(addon.benchSession(pipeline, 'other' as 'detector', 1), isNative(/stage/));
+    await assert.rejects(addon.benchSession(pipeline, 'classifier', 0), isNative(/batch/));
+    const released = await addon.createPipeline(spec(detectorBytes, ['plain']));
+    addon.releasePipeline(released);
+    await assert.rejects(addon.benchSession(released, 'detector', 1), isNative(/released/));
+    await assert.rejects(addon.benchDecode(released, []), isNative(/released/));
   });
 
   test('many concurrent calls all resolve', async () => {
