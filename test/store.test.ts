@@ -1,0 +1,546 @@
+// Scan store: the same suite against SQLite (temp folder) and PostgreSQL (a throwaway cluster or
+// CATCOMFORT_TEST_DATABASE_URL; skipped with the reason when neither is available), plus the
+// credentials CLI against SQLite.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createHash, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { KeyRing } from '../src/http/auth';
+import { InvalidCursorError, openStore, type NewScan, type ScanStore } from '../src/scan/store';
+import { startTestPostgres } from './helpers/postgres';
+import { repoRoot } from './helpers/paths';
+
+interface Backend {
+  /** A store on a fresh, empty database. */
+  fresh(): Promise<ScanStore>;
+  /** A second store on the same database as the last `fresh()` (another "instance"). */
+  sibling(): Promise<ScanStore>;
+  cleanup(): Promise<void>;
+}
+
+function tempDir(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'catcomfort-store-'));
+}
+
+function sqliteBackend(): Backend {
+  const dirs: string[] = [];
+  return {
+    async fresh() {
+      dirs.push(tempDir());
+      return openStore({ dataDir: dirs[dirs.length - 1]! });
+    },
+    async sibling() {
+      return openStore({ dataDir: dirs[dirs.length - 1]! });
+    },
+    async cleanup() {
+      for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function newScan(ownerId: string, over: Partial<NewScan> = {}): NewScan {
+  return {
+    ownerId,
+    source: 'base64',
+    image: Buffer.from('fake image bytes'),
+    imageUrl: null,
+    metadata: {},
+    idempotencyKey: null,
+    requestHash: 'h1',
+    ...over,
+  };
+}
+
+async function created(store: ScanStore, scan: NewScan) {
+  const r = await store.create(scan);
+  assert.ok(!('conflict' in r));
+  return r.scan;
+}
+
+/** Raw image column, read around the interface (to check it is really gone). */
+async function imageIsNull(store: ScanStore, id: string): Promise<boolean> {
+  // The interface never returns image bytes except from claim; a finished scan is never claimed
+  // again, so the only way to look is the backend itself.
+  const anyStore = store as unknown as {
+    db?: { prepare(sql: string): { get(...a: unknown[]): unknown } };
+    pool?: { query(sql: string, p: unknown[]): Promise<{ rows: Array<{ image: Buffer | null }> }> };
+  };
+  if (anyStore.db) return (anyStore.db.prepare('SELECT image FROM scans WHERE id = ?').get(id) as { image: Buffer | null }).image === null;
+  const { rows } = await anyStore.pool!.query('SELECT image FROM scans WHERE id = $1', [id]);
+  return rows[0]!.image === null;
+}
+
+async function suite(t: TestContext, backend: Backend): Promise<void> {
+  const withStore = (name: string, fn: (store: ScanStore) => Promise<void>) =>
+    t.test(name, async () => {
+      const store = await backend.fresh();
+      try {
+        await fn(store);
+      } finally {
+        await store.close();
+      }
+    });
+
+  await withStore('migrations are idempotent (migrate twice, second instance)', async (store) => {
+    await store.migrate();
+    await store.migrate();
+    const other = await backend.sibling();
+    try {
+      await other.migrate();
+      const scan = await created(other, newScan('o1'));
+      assert.equal((await store.get('o1', scan.id))?.id, scan.id);
+    } finally {
+      await other.close();
+    }
+  });
+
+  await withStore('create and get; owners are isolated; malformed ids are unknown', async (store) => {
+    const scan = await created(
+      store,
+      newScan('owner-a', { metadata: { petId: 'p1', customerId: 'c1', tags: ['x'] }, idempotencyKey: null }),
+    );
+    assert.equal(scan.status, 'PENDING');
+    assert.equal(scan.ownerId, 'owner-a');
+    assert.equal(scan.source, 'base64');
+    assert.equal(scan.attempts, 0);
+    assert.deepEqual(scan.metadata, { petId: 'p1', customerId: 'c1', tags: ['x'] });
+    assert.match(scan.createdAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    assert.equal(scan.completedAt, null);
+    assert.equal(scan.result, null);
+    assert.equal(scan.error, null);
+    assert.deepEqual(
+      scan.logs.map((l) => l.event),
+      ['submitted'],
+    );
+    const again = await store.get('owner-a', scan.id);
+    assert.deepEqual(again, scan);
+    assert.deepEqual(await store.get('owner-a', scan.id.toUpperCase()), scan);
+    assert.equal(await store.get('owner-b', scan.id), null);
+    assert.equal(await store.get('owner-a', randomUUID()), null);
+    assert.equal(await store.get('owner-a', 'not-a-uuid'), null);
+    const url = await created(store, newScan('owner-a', { source: 'url', image: null, imageUrl: 'https://example.com/cat.jpg' }));
+    assert.equal(url.imageUrl, 'https://example.com/cat.jpg');
+  });
+
+  await withStore('idempotent create: same key returns the scan, another body conflicts', async (store) => {
+    const first = await store.create(newScan('o', { idempotencyKey: 'k1', requestHash: 'hash-a' }));
+    assert.ok('scan' in first && first.created);
+    const replay = await store.create(newScan('o', { idempotencyKey: 'k1', requestHash: 'hash-a' }));
+    assert.ok('scan' in replay);
+    assert.equal(replay.created, false);
+    assert.equal(replay.scan.id, first.scan.id);
+    assert.deepEqual(await store.create(newScan('o', { idempotencyKey: 'k1', requestHash: 'hash-b' })), { conflict: true });
+    // The key is per owner, and no key means no deduplication.
+    const otherOwner = await store.create(newScan('o2', { idempotencyKey: 'k1', requestHash: 'hash-b' }));
+    assert.ok('scan' in otherOwner && otherOwner.created && otherOwner.scan.id !== first.scan.id);
+    const a = await created(store, newScan('o'));
+    const b = await created(store, newScan('o'));
+    assert.notEqual(a.id, b.id);
+    // Concurrent creates with one key: exactly one is created.
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () => store.create(newScan('o', { idempotencyKey: 'k2', requestHash: 'hash-c' }))),
+    );
+    const scans = results.map((r) => {
+      assert.ok('scan' in r);
+      return r;
+    });
+    assert.equal(scans.filter((r) => r.created).length, 1);
+    assert.equal(new Set(scans.map((r) => r.scan.id)).size, 1);
+  });
+
+  await withStore('list: newest first, filters, cursor pages without duplicates or misses', async (store) => {
+    const ids: string[] = [];
+    for (let i = 0; i < 25; i += 1) {
+      const scan = await created(
+        store,
+        newScan('lister', { metadata: { petId: i % 2 === 0 ? 'even' : 'odd', customerId: i % 5 === 0 ? 'c5' : 'cx', n: i } }),
+      );
+      ids.push(scan.id);
+      if (i % 7 === 0) await sleep(2); // a mix of equal and different timestamps
+    }
+    await created(store, newScan('someone-else', { metadata: { petId: 'even' } }));
+    const all = await store.list('lister', { limit: 100 });
+    assert.equal(all.items.length, 25);
+    assert.equal(all.nextCursor, null);
+    for (let i = 1; i < all.items.length; i += 1) {
+      const prev = all.items[i - 1]!;
+      const cur = all.items[i]!;
+      assert.ok(prev.createdAt > cur.createdAt || (prev.createdAt === cur.createdAt && prev.id > cur.id), 'order');
+    }
+    assert.deepEqual(new Set(all.items.map((s) => s.id)), new Set(ids));
+    assert.deepEqual(all.items[0]!.metadata, { petId: 'even', customerId: 'cx', n: 24 });
+    assert.ok(all.items.every((s) => s.logs.length === 1));
+
+    const paged: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = await store.list('lister', { limit: 4, ...(cursor ? { cursor } : {}) });
+      assert.ok(page.items.length <= 4);
+      paged.push(...page.items.map((s) => s.id));
+      cursor = page.nextCursor ?? undefined;
+      pages += 1;
+      // New scans arriving while paging do not disturb the remaining pages.
+      if (pages === 2) await created(store, newScan('lister'));
+    } while (cursor !== undefined);
+    assert.equal(pages, 7);
+    assert.deepEqual(paged, all.items.map((s) => s.id));
+
+    const even = await store.list('lister', { petId: 'even', limit: 100 });
+    assert.equal(even.items.length, 13);
+    assert.ok(even.items.every((s) => s.metadata.petId === 'even'));
+    const both = await store.list('lister', { petId: 'even', customerId: 'c5', limit: 100 });
+    assert.deepEqual(
+      both.items.map((s) => s.metadata.n),
+      [20, 10, 0],
+    );
+    const evenPaged: string[] = [];
+    cursor = undefined;
+    do {
+      const page = await store.list('lister', { petId: 'even', limit: 5, ...(cursor ? { cursor } : {}) });
+      evenPaged.push(...page.items.map((s) => s.id));
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+    assert.deepEqual(evenPaged, even.items.map((s) => s.id));
+    assert.equal((await store.list('lister', { petId: 'EVEN', limit: 10 })).items.length, 0);
+    assert.equal((await store.list('nobody', { limit: 10 })).items.length, 0);
+
+    await assert.rejects(store.list('lister', { limit: 10, cursor: 'garbage!' }), InvalidCursorError);
+    await assert.rejects(
+      store.list('lister', { limit: 10, cursor: Buffer.from('["x","y"]').toString('base64url') }),
+      InvalidCursorError,
+    );
+    await assert.rejects(store.list('lister', { limit: 0 }), RangeError);
+    await assert.rejects(store.list('lister', { limit: 101 }), RangeError);
+  });
+
+  await withStore('claim: oldest first, PROCESSING with a lease, then complete drops the image', async (store) => {
+    assert.equal(await store.claim('w1', 60_000, 3), null);
+    const first = await created(store, newScan('o', { image: Buffer.from('one') }));
+    const second = await created(store, newScan('o', { source: 'url', image: null, imageUrl: 'https://example.com/c.png' }));
+    const c1 = await store.claim('w1', 60_000, 3);
+    assert.deepEqual(c1, { id: first.id, ownerId: 'o', source: 'base64', image: Buffer.from('one'), imageUrl: null, attempts: 1 });
+    const c2 = await store.claim('w2', 60_000, 3);
+    assert.equal(c2?.id, second.id);
+    assert.equal(c2?.imageUrl, 'https://example.com/c.png');
+    assert.equal(await store.claim('w3', 60_000, 3), null, 'leased scans are not claimable');
+    const processing = await store.get('o', first.id);
+    assert.equal(processing?.status, 'PROCESSING');
+    assert.equal(processing?.attempts, 1);
+    assert.deepEqual(
+      processing?.logs.map((l) => l.event),
+      ['submitted', 'claimed'],
+    );
+
+    await store.appendLog(first.id, 'fetching_url', 'nothing to fetch');
+    assert.equal(await store.extendLease(first.id, 'w1', 60_000), true);
+    assert.equal(await store.extendLease(first.id, 'w2', 60_000), false);
+    assert.equal(await store.complete(first.id, 'w2', { isCat: true }), false, 'not the holder');
+    const result = { isCat: true, isHappy: false, predictions: { prediction: 'Unhappy', probability: 0.8 } };
+    assert.equal(await store.complete(first.id, 'w1', result), true);
+    assert.equal(await store.complete(first.id, 'w1', result), false, 'already completed');
+    assert.equal(await store.fail(first.id, 'w1', { code: 'x', message: 'y' }), false);
+    const done = await store.get('o', first.id);
+    assert.equal(done?.status, 'COMPLETED');
+    assert.deepEqual(done?.result, result);
+    assert.equal(done?.error, null);
+    assert.ok(done?.completedAt !== null && done!.completedAt >= done!.createdAt);
+    assert.deepEqual(
+      done?.logs.map((l) => l.event),
+      ['submitted', 'claimed', 'fetching_url', 'completed'],
+    );
+    assert.ok(await imageIsNull(store, first.id));
+
+    assert.equal(await store.fail(second.id, 'w2', { code: 'fetch_failed', message: 'HTTP 404' }), true);
+    const failed = await store.get('o', second.id);
+    assert.equal(failed?.status, 'FAILED');
+    assert.deepEqual(failed?.error, { code: 'fetch_failed', message: 'HTTP 404' });
+    assert.equal(failed?.result, null);
+    assert.equal(failed?.logs.at(-1)?.event, 'failed');
+    assert.ok(await imageIsNull(store, second.id));
+    assert.equal(await store.claim('w1', 60_000, 3), null);
+  });
+
+  await withStore('lease expiry: claimable again with attempts+1; lost lease cannot complete; maxAttempts fails', async (store) => {
+    const scan = await created(store, newScan('o'));
+    const a1 = await store.claim('w1', 40, 3);
+    assert.equal(a1?.attempts, 1);
+    assert.equal(await store.claim('w2', 40, 3), null);
+    await sleep(80);
+    const a2 = await store.claim('w2', 40, 3);
+    assert.equal(a2?.id, scan.id);
+    assert.equal(a2?.attempts, 2);
+    assert.ok(a2?.image !== null, 'image still there for the retry');
+    assert.equal(await store.complete(scan.id, 'w1', { late: true }), false, 'w1 lost its lease');
+    assert.equal(await store.extendLease(scan.id, 'w1', 1000), false);
+    await sleep(80);
+    assert.equal((await store.claim('w3', 40, 3))?.attempts, 3);
+    await sleep(80);
+    assert.equal(await store.claim('w4', 40, 3), null, 'third lease expired: no more attempts');
+    const failed = await store.get('o', scan.id);
+    assert.equal(failed?.status, 'FAILED');
+    assert.equal(failed?.error?.code, 'processing_failed');
+    assert.equal(failed?.attempts, 3);
+    assert.ok(failed?.completedAt !== null);
+    assert.deepEqual(
+      failed?.logs.map((l) => l.event),
+      ['submitted', 'claimed', 'lease_expired_requeued', 'claimed', 'lease_expired_requeued', 'claimed', 'failed'],
+    );
+    for (const log of failed!.logs) assert.match(log.at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    assert.ok(await imageIsNull(store, scan.id));
+    assert.equal(await store.complete(scan.id, 'w3', { late: true }), false);
+
+    // A worker still holding an expired lease (nobody reclaimed yet) may still finish.
+    const other = await created(store, newScan('o'));
+    assert.equal((await store.claim('w5', 20, 3))?.id, other.id);
+    await sleep(50);
+    assert.equal(await store.complete(other.id, 'w5', { ok: 1 }), true);
+  });
+
+  await withStore('purge removes finished scans older than the cutoff', async (store) => {
+    const done = await created(store, newScan('o'));
+    const pending = await created(store, newScan('o'));
+    await store.claim('w', 60_000, 3);
+    await store.complete(done.id, 'w', { ok: true });
+    assert.equal(await store.purge(new Date(Date.now() - 60_000)), 0);
+    await sleep(5);
+    assert.equal(await store.purge(new Date(Date.now() + 1000)), 1);
+    assert.equal(await store.get('o', done.id), null);
+    assert.equal((await store.get('o', pending.id))?.status, 'PENDING');
+    // The idempotency key of a purged scan is free again.
+    const k = await created(store, newScan('o', { idempotencyKey: 'kp' }));
+    await store.claim('w', 60_000, 3);
+    await store.claim('w', 60_000, 3);
+    assert.equal(await store.fail(k.id, 'w', { code: 'invalid_image', message: 'bad' }), true);
+    assert.equal(await store.purge(new Date(Date.now() + 1000)), 1);
+    const again = await store.create(newScan('o', { idempotencyKey: 'kp', requestHash: 'other' }));
+    assert.ok('scan' in again && again.created);
+  });
+
+  await withStore('two instances claiming at once never take the same scan', async (store) => {
+    const ids = new Set<string>();
+    for (let i = 0; i < 20; i += 1) ids.add((await created(store, newScan(`o${i % 3}`))).id);
+    const other = await backend.sibling();
+    try {
+      const take = async (s: ScanStore, worker: string): Promise<string[]> => {
+        const got: string[] = [];
+        for (;;) {
+          const c = await s.claim(worker, 60_000, 3);
+          if (c === null) return got;
+          got.push(c.id);
+        }
+      };
+      const results = await Promise.all([
+        take(store, 'a1'),
+        take(store, 'a2'),
+        take(store, 'a3'),
+        take(other, 'b1'),
+        take(other, 'b2'),
+        take(other, 'b3'),
+      ]);
+      const all = results.flat();
+      assert.equal(all.length, 20, 'no scan claimed twice');
+      assert.deepEqual(new Set(all), ids, 'every scan claimed');
+      assert.ok(results.slice(3).flat().length > 0 || store.kind === 'sqlite', 'the second instance took some');
+    } finally {
+      await other.close();
+    }
+  });
+
+  await withStore('scan credentials: create, verify, wrong secret, unknown key, revoke', async (store) => {
+    const cred = await store.createCredential('partner A');
+    assert.match(cred.keyId, /^sk_[0-9a-f]{24}$/);
+    assert.ok(cred.secret.length >= 40);
+    assert.equal(await store.verifyCredential(cred.keyId, cred.secret), cred.id);
+    assert.equal(await store.verifyCredential(cred.keyId, cred.secret + 'x'), null);
+    assert.equal(await store.verifyCredential(cred.keyId, ''), null);
+    assert.equal(await store.verifyCredential('sk_unknown', cred.secret), null);
+    const other = await store.createCredential('partner B');
+    assert.equal(await store.verifyCredential(other.keyId, cred.secret), null, 'secrets are per credential');
+    const list = await store.listCredentials();
+    assert.deepEqual(
+      list.map((c) => [c.keyId, c.name, c.revokedAt]),
+      [
+        [cred.keyId, 'partner A', null],
+        [other.keyId, 'partner B', null],
+      ],
+    );
+    assert.ok(!JSON.stringify(list).includes(cred.secret));
+    assert.equal(await store.revokeCredential(cred.keyId), true);
+    assert.equal(await store.revokeCredential(cred.keyId), true, 'revoking twice is fine');
+    assert.equal(await store.verifyCredential(cred.keyId, cred.secret), null);
+    assert.equal(await store.revokeCredential(other.id), true, 'by credential id too');
+    assert.equal(await store.revokeCredential('sk_nope'), false);
+    assert.ok((await store.listCredentials()).every((c) => c.revokedAt !== null));
+    await assert.rejects(store.createCredential('  '), TypeError);
+  });
+
+  await withStore('api keys: create, list, digests, revoke', async (store) => {
+    const k1 = await store.createApiKey('mobile app');
+    const k2 = await store.createApiKey('partner');
+    assert.match(k1.key, /^cc_[A-Za-z0-9_-]{32}$/);
+    const sha = (s: string) => createHash('sha256').update(s).digest('hex');
+    assert.deepEqual(await store.activeApiKeyDigests(), [sha(k1.key), sha(k2.key)]);
+    const ring = new KeyRing([]);
+    ring.setIssuedDigests(await store.activeApiKeyDigests());
+    assert.ok(ring.check(k1.key) && ring.check(k2.key) && !ring.check('cc_other'));
+    assert.deepEqual(
+      (await store.listApiKeys()).map((k) => [k.id, k.name, k.revokedAt]),
+      [
+        [k1.id, 'mobile app', null],
+        [k2.id, 'partner', null],
+      ],
+    );
+    assert.equal(await store.revokeApiKey(k1.id), true);
+    assert.equal(await store.revokeApiKey(randomUUID()), false);
+    assert.equal(await store.revokeApiKey('nope'), false);
+    assert.deepEqual(await store.activeApiKeyDigests(), [sha(k2.key)]);
+    assert.notEqual((await store.listApiKeys())[0]!.revokedAt, null);
+  });
+}
+
+test('SQLite store', async (t) => {
+  const backend = sqliteBackend();
+  try {
+    await suite(t, backend);
+    await t.test('the file uses WAL and synchronous=FULL', async () => {
+      const dir = tempDir();
+      const store = await openStore({ dataDir: path.join(dir, 'nested') });
+      try {
+        const db = (store as unknown as { db: { pragma(s: string, o: { simple: true }): unknown } }).db;
+        assert.equal(db.pragma('journal_mode', { simple: true }), 'wal');
+        assert.equal(db.pragma('synchronous', { simple: true }), 2);
+        assert.ok(fs.existsSync(path.join(dir, 'nested', 'catcomfort.sqlite3')));
+      } finally {
+        await store.close();
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  } finally {
+    await backend.cleanup();
+  }
+});
+
+test('PostgreSQL store', { timeout: 180_000 }, async (t) => {
+  const probe = await startTestPostgres();
+  if (probe.pg === null) {
+    t.skip(`PostgreSQL not available: ${probe.reason}`);
+    return;
+  }
+  const server = probe.pg;
+  t.diagnostic(`PostgreSQL: ${server.description}`);
+  const stores: ScanStore[] = [];
+  let url = '';
+  const backend: Backend = {
+    async fresh() {
+      url = await server.createDatabase();
+      return openStore({ databaseUrl: url, dataDir: '/nonexistent' });
+    },
+    async sibling() {
+      const s = await openStore({ databaseUrl: url, dataDir: '/nonexistent' });
+      stores.push(s);
+      return s;
+    },
+    async cleanup() {
+      for (const s of stores) await s.close();
+    },
+  };
+  try {
+    await suite(t, backend);
+    await t.test('instances starting at once migrate once', async () => {
+      url = await server.createDatabase();
+      const opened = await Promise.all(Array.from({ length: 4 }, () => openStore({ databaseUrl: url, dataDir: '/nonexistent' })));
+      try {
+        const pool = (opened[0] as unknown as { pool: { query(s: string): Promise<{ rows: Array<{ version: number }> }> } }).pool;
+        const { rows } = await pool.query('SELECT version FROM schema_migrations ORDER BY version');
+        assert.deepEqual(
+          rows.map((r) => r.version),
+          [1],
+        );
+      } finally {
+        for (const s of opened) await s.close();
+      }
+    });
+  } finally {
+    await backend.cleanup();
+    await server.stop();
+  }
+});
+
+function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(repoRoot, 'dist/src/cli/credentials.js'), ...args], {
+      env: { ...process.env, CATCOMFORT_DATABASE_URL: '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+test('credentials CLI against SQLite', async () => {
+  const dir = tempDir();
+  const env = { CATCOMFORT_DATA_DIR: dir };
+  try {
+    const usage = await runCli([], env);
+    assert.equal(usage.code, 2);
+    assert.match(usage.stderr, /Usage: npm run credentials/);
+    assert.equal((await runCli(['bogus'], env)).code, 2);
+    assert.equal((await runCli(['create-scan-credential'], env)).code, 2);
+    assert.equal((await runCli(['revoke-api-key'], env)).code, 2);
+    const help = await runCli(['--help'], env);
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /create-scan-credential --name NAME/);
+
+    const made = await runCli(['create-scan-credential', '--name', 'partner A'], env);
+    assert.equal(made.code, 0, made.stderr);
+    const keyId = /key id: (\S+)/.exec(made.stdout)?.[1];
+    const secret = /secret: (\S+)/.exec(made.stdout)?.[1];
+    assert.ok(keyId && secret);
+    assert.match(made.stdout, /not shown again/);
+
+    const apiKey = await runCli(['create-api-key', '--name=mobile'], env);
+    assert.equal(apiKey.code, 0, apiKey.stderr);
+    const key = /api key: (\S+)/.exec(apiKey.stdout)?.[1];
+    const keyRowId = /^id: (\S+)/m.exec(apiKey.stdout)?.[1];
+    assert.ok(key && keyRowId);
+
+    const store = await openStore({ dataDir: dir });
+    try {
+      assert.ok((await store.verifyCredential(keyId, secret)) !== null);
+      assert.deepEqual(await store.activeApiKeyDigests(), [createHash('sha256').update(key).digest('hex')]);
+    } finally {
+      await store.close();
+    }
+
+    const listed = await runCli(['list-scan-credentials'], env);
+    assert.equal(listed.code, 0);
+    assert.match(listed.stdout, new RegExp(`${keyId}\\t.*\\tactive\\t.*partner A`));
+    assert.ok(!listed.stdout.includes(secret));
+    assert.match((await runCli(['list-api-keys'], env)).stdout, new RegExp(`${keyRowId}\\tactive\\t.*mobile`));
+
+    assert.equal((await runCli(['revoke-scan-credential', keyId], env)).code, 0);
+    assert.equal((await runCli(['revoke-scan-credential', 'sk_unknown'], env)).code, 1);
+    assert.equal((await runCli(['revoke-api-key', keyRowId], env)).code, 0);
+    assert.equal((await runCli(['revoke-api-key', randomUUID()], env)).code, 1);
+    assert.match((await runCli(['list-scan-credentials'], env)).stdout, /revoked \d{4}-/);
+
+    const after = await openStore({ dataDir: dir });
+    try {
+      assert.equal(await after.verifyCredential(keyId, secret), null);
+      assert.deepEqual(await after.activeApiKeyDigests(), []);
+    } finally {
+      await after.close();
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
