@@ -1,0 +1,121 @@
+// In-process pipeline throughput: the service's ModelRegistry and Model.analyze (with its
+// micro-batcher, configured from CATCOMFORT_* like the service), no HTTP. N closed-loop clients
+// each submit the next fixture photo as a base64 string (as v2 does) and wait for the answer.
+// Run alone: `node dist/bench/inprocess.js [out.json]`.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { loadConfig } from '../src/config';
+import { ModelRegistry } from '../src/models/registry';
+import { loadAddon } from '../src/native/addon';
+import { benchOptions, fixturePhotos, fmt, log, percentile } from './common';
+
+export interface InprocessLevel {
+  concurrency: number;
+  durationS: number;
+  completed: number;
+  failed: number;
+  rps: number;
+  p50Ms: number;
+  p90Ms: number;
+  p99Ms: number;
+  /** Batch-size histogram of the micro-batcher during the measured window: batchSizes[n] = batches of n. */
+  batchSizes: number[];
+}
+
+export interface InprocessResult {
+  batching: { maxBatchSize: number; maxQueueDelayUs: number; maxQueue: number; maxInFlight: number };
+  poolThreads: number;
+  intraOpThreads: number;
+  photos: number;
+  levels: InprocessLevel[];
+}
+
+export async function runInprocess(): Promise<InprocessResult> {
+  const options = benchOptions();
+  const env = { ...process.env, CATCOMFORT_QUEUE_MAX: process.env.CATCOMFORT_QUEUE_MAX ?? String(options.queueMax) };
+  const config = loadConfig(env);
+  const addon = loadAddon();
+  addon.configure({
+    providers: config.providers,
+    deviceId: config.deviceId,
+    trtCacheDir: config.trtCacheDir,
+    trtFp16: config.trtFp16,
+    poolThreads: config.poolThreads,
+    intraOpThreads: config.intraOpThreads,
+  });
+  const registry = await ModelRegistry.load(addon, { modelsDir: config.modelsDir, maxPixels: config.maxPixels, batching: config.batching });
+  const model = registry.get(config.defaultModel);
+  if (!model) throw new Error(`model ${config.defaultModel} not loaded`);
+  const photos = fixturePhotos().map((p) => readFileSync(p.path).toString('base64'));
+  await model.warmUp(readFileSync(fixturePhotos()[0]!.path));
+
+  const result: InprocessResult = {
+    batching: { ...model.batcher.options },
+    poolThreads: config.poolThreads,
+    intraOpThreads: config.intraOpThreads,
+    photos: photos.length,
+    levels: [],
+  };
+  let next = 0;
+  const runFor = async (concurrency: number, seconds: number, record: boolean) => {
+    const latencies: number[] = [];
+    let failed = 0;
+    const stopAt = performance.now() + seconds * 1000;
+    const client = async () => {
+      while (performance.now() < stopAt) {
+        const image = photos[next++ % photos.length]!;
+        const started = performance.now();
+        try {
+          await model.analyze({ data: image, encoding: 'base64-strict' });
+          if (record) latencies.push(performance.now() - started);
+        } catch {
+          failed++;
+        }
+      }
+    };
+    const started = performance.now();
+    await Promise.all(Array.from({ length: concurrency }, client));
+    return { latencies, failed, elapsedS: (performance.now() - started) / 1000 };
+  };
+
+  for (const concurrency of options.inprocessConcurrency) {
+    log(`  in-process c=${concurrency}: warm-up ${options.warmupS}s, measure ${options.durationS}s`);
+    if (options.warmupS > 0) await runFor(concurrency, options.warmupS, false);
+    const before = model.batcher.stats().batchSizes;
+    const { latencies, failed, elapsedS } = await runFor(concurrency, options.durationS, true);
+    const after = model.batcher.stats().batchSizes;
+    latencies.sort((a, b) => a - b);
+    const level: InprocessLevel = {
+      concurrency,
+      durationS: elapsedS,
+      completed: latencies.length,
+      failed,
+      rps: latencies.length / elapsedS,
+      p50Ms: percentile(latencies, 50),
+      p90Ms: percentile(latencies, 90),
+      p99Ms: percentile(latencies, 99),
+      batchSizes: after.map((n, i) => n - (before[i] ?? 0)),
+    };
+    result.levels.push(level);
+    log(
+      `  in-process c=${concurrency}: ${fmt(level.rps)} req/s, p50 ${fmt(level.p50Ms)} ms, p90 ${fmt(level.p90Ms)} ms, p99 ${fmt(level.p99Ms)} ms, failed ${failed}, ` +
+        `batch sizes ${level.batchSizes.map((n, i) => (i > 0 && n > 0 ? `${i}:${n}` : '')).filter(Boolean).join(' ')}`,
+    );
+  }
+  await registry.closeAll();
+  return result;
+}
+
+if (require.main === module) {
+  runInprocess().then(
+    (result) => {
+      const out = process.argv[2];
+      if (out) writeFileSync(out, JSON.stringify(result, null, 2));
+      else process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+      process.exit(0);
+    },
+    (error: unknown) => {
+      process.stderr.write(`in-process benchmark failed: ${(error as Error)?.stack ?? String(error)}\n`);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,292 @@
+// Micro-benchmarks (tinybench), in-process through the native addon, configured as the service
+// configures it (src/start.ts, CATCOMFORT_* variables):
+//   - whole-pipeline analyze() of one JPEG at 640x480, 1920x1080 and 4000x3000 (made at bench
+//     time from a fixture photo with the bundled ffmpeg);
+//   - base64: Node's Buffer.from(s, 'base64') next to the addon's strict decoder;
+//   - decode + detector preprocessing per size (addon.benchDecode);
+//   - one detector / classifier session Run at batch 1, 2, 4, 8 (addon.benchSession);
+//   - JSON.parse of a request body per size (what the HTTP layer does before the addon).
+// Run alone: `node dist/bench/micro.js [out.json]` (after `npm run build:ts`).
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../src/config';
+import { loadPack } from '../src/models/pack';
+import { loadAddon, type AnalyzeItem, type NativeAddon, type NativePipeline } from '../src/native/addon';
+import { defaultFfmpegPath } from '../src/v1/frames';
+import { benchOptions, fmt, log, photosDir, runCommand, SIZE_SOURCE_PHOTO } from './common';
+
+export interface MicroRow {
+  group: string;
+  name: string;
+  /** Per-call wall time statistics from tinybench, ms. */
+  meanMs: number;
+  p50Ms: number;
+  p99Ms: number;
+  samples: number;
+  /** Optional extra columns, e.g. the addon's own timing. */
+  note?: string;
+}
+
+export interface MicroResult {
+  config: { poolThreads: number; intraOpThreads: number; providers: string[]; activeProviders: string[]; ort: string; vips: string };
+  rows: MicroRow[];
+  missing: string[];
+}
+
+const SIZES: Array<[number, number]> = [
+  [640, 480],
+  [1920, 1080],
+  [4000, 3000],
+];
+
+interface Stats {
+  mean: number;
+  p50: number | undefined;
+  p99: number | undefined;
+  samplesCount?: number;
+  samples?: number[];
+}
+
+type BenchCtor = typeof import('tinybench', { with: { 'resolution-mode': 'import' } }).Bench;
+
+async function runTasks(
+  Bench: BenchCtor,
+  timeMs: number,
+  group: string,
+  tasks: Array<{ name: string; fn: () => unknown; note?: () => string }>,
+): Promise<MicroRow[]> {
+  const rows: MicroRow[] = [];
+  for (const task of tasks) {
+    // One Bench per task, so a slow task (a 4000x3000 analyze) gets its own time budget.
+    const bench = new Bench({ time: timeMs, iterations: 5, warmupTime: Math.min(500, timeMs), warmupIterations: 2, throws: true });
+    bench.add(task.name, task.fn);
+    await bench.run();
+    const result = bench.tasks[0]!.result;
+    if (!result) throw new Error(`tinybench gave no result for ${task.name}`);
+    const latency = result.latency as unknown as Stats;
+    const row: MicroRow = {
+      group,
+      name: task.name,
+      meanMs: latency.mean,
+      p50Ms: latency.p50 ?? NaN,
+      p99Ms: latency.p99 ?? NaN,
+      samples: latency.samplesCount ?? latency.samples?.length ?? 0,
+    };
+    const note = task.note?.();
+    if (note) row.note = note;
+    rows.push(row);
+    log(`  ${group} | ${task.name}: mean ${fmt(row.meanMs, 3)} ms, p50 ${fmt(row.p50Ms, 3)} ms, p99 ${fmt(row.p99Ms, 3)} ms (${row.samples} runs)${note ? `; ${note}` : ''}`);
+  }
+  return rows;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted.length === 0 ? NaN : sorted[Math.floor(sorted.length / 2)]!;
+}
+
+export async function runMicro(): Promise<MicroResult> {
+  const options = benchOptions();
+  const { Bench } = await import('tinybench');
+  const config = loadConfig();
+  const addon: NativeAddon = loadAddon();
+  const info = addon.configure({
+    providers: config.providers,
+    deviceId: config.deviceId,
+    trtCacheDir: config.trtCacheDir,
+    trtFp16: config.trtFp16,
+    poolThreads: config.poolThreads,
+    intraOpThreads: config.intraOpThreads,
+  });
+  const pack = await loadPack(path.join(config.modelsDir, config.defaultModel), { maxPixels: config.maxPixels, batching: config.batching });
+  const pipeline: NativePipeline = await addon.createPipeline(pack.spec);
+  const result: MicroResult = {
+    config: {
+      poolThreads: config.poolThreads,
+      intraOpThreads: config.intraOpThreads,
+      providers: config.providers,
+      activeProviders: info.providers.filter((p) => p.active).map((p) => p.name),
+      ort: info.ortVersion,
+      vips: info.vipsVersion,
+    },
+    rows: [],
+    missing: [],
+  };
+  const hasBenchDecode = typeof (addon as Partial<NativeAddon>).benchDecode === 'function';
+  const hasBenchSession = typeof (addon as Partial<NativeAddon>).benchSession === 'function';
+  if (!hasBenchDecode) result.missing.push('addon.benchDecode is not exported by this build: no decode/preprocess or native base64 rows');
+  if (!hasBenchSession) result.missing.push('addon.benchSession is not exported by this build: no per-session rows');
+
+  const work = mkdtempSync(path.join(os.tmpdir(), 'catcomfort-bench-'));
+  try {
+    // 1. Test images at three sizes from one fixture photo.
+    const ffmpeg = process.env.CATCOMFORT_FFMPEG ?? defaultFfmpegPath();
+    const source = path.join(photosDir, SIZE_SOURCE_PHOTO);
+    const images: Array<{ label: string; jpeg: Buffer; base64: string; body: string }> = [];
+    for (const [w, h] of SIZES) {
+      const out = path.join(work, `${w}x${h}.jpg`);
+      await runCommand(ffmpeg, ['-hide_banner', '-loglevel', 'error', '-y', '-i', source, '-vf', `scale=${w}:${h}`, '-q:v', '3', out], { label: 'ffmpeg' });
+      const jpeg = readFileSync(out);
+      const base64 = jpeg.toString('base64');
+      images.push({ label: `${w}x${h}`, jpeg, base64, body: JSON.stringify({ image: base64 }) });
+      log(`  made ${w}x${h} JPEG: ${(jpeg.length / 1024).toFixed(0)} KiB`);
+    }
+    const t = options.microTimeMs;
+
+    // 2. Whole pipeline, one item per analyze() call (what one request costs with no batching).
+    const sanity = await addon.analyze(pipeline, [{ data: images[0]!.jpeg, encoding: 'bytes' }]);
+    if (!sanity[0]!.ok) throw new Error(`analyze failed on the test JPEG: ${JSON.stringify(sanity[0])}`);
+    const stageNotes = new Map<string, number[][]>();
+    result.rows.push(
+      ...(await runTasks(
+        Bench,
+        t,
+        'analyze (whole pipeline, 1 item, JPEG bytes)',
+        images.map((img) => {
+          const stages: number[][] = [];
+          stageNotes.set(img.label, stages);
+          return {
+            name: img.label,
+            fn: async () => {
+              const [r] = await addon.analyze(pipeline, [{ data: img.jpeg, encoding: 'bytes' }]);
+              if (!r!.ok) throw new Error(r!.message);
+              stages.push([r!.timings.decodeMs, r!.timings.detectMs, r!.timings.classifyMs]);
+            },
+            note: () => {
+              const s = stages;
+              return `addon stages p50: decode ${fmt(median(s.map((x) => x[0]!)), 2)} ms, preprocess+detect ${fmt(median(s.map((x) => x[1]!)), 2)} ms, classify ${fmt(median(s.map((x) => x[2]!)), 2)} ms`;
+            },
+          };
+        }),
+      )),
+    );
+    result.rows.push(
+      ...(await runTasks(Bench, t, 'analyze (whole pipeline, 1 item, base64-strict string)', [
+        {
+          name: images[0]!.label,
+          fn: async () => {
+            const [r] = await addon.analyze(pipeline, [{ data: images[0]!.base64, encoding: 'base64-strict' }]);
+            if (!r!.ok) throw new Error(r!.message);
+          },
+        },
+      ])),
+    );
+
+    // 3. Base64. Node's decoder is the reference; the addon's strict decoder is timed through
+    //    benchDecode on base64 of random bytes of the JPEG's length (the base64 decodes, the image
+    //    sniff then fails at once), next to the same call with the raw bytes (call overhead).
+    const b64Tasks: Array<{ name: string; fn: () => unknown; note?: () => string }> = [];
+    for (const img of images) {
+      b64Tasks.push({ name: `${img.label} (${(img.base64.length / 1024).toFixed(0)} KiB): Node Buffer.from(s, 'base64')`, fn: () => Buffer.from(img.base64, 'base64') });
+      if (hasBenchDecode) {
+        const noise = randomBytes(img.jpeg.length);
+        const noiseB64 = noise.toString('base64');
+        const strictItem: AnalyzeItem[] = [{ data: noiseB64, encoding: 'base64-strict' }];
+        const rawItem: AnalyzeItem[] = [{ data: noise, encoding: 'bytes' }];
+        b64Tasks.push({ name: `${img.label}: addon strict base64 (benchDecode, decode fails after base64)`, fn: () => addon.benchDecode(pipeline, strictItem) });
+        b64Tasks.push({ name: `${img.label}: addon call overhead (same call, raw bytes)`, fn: () => addon.benchDecode(pipeline, rawItem) });
+      }
+    }
+    result.rows.push(...(await runTasks(Bench, Math.min(t, 800), 'base64 decode', b64Tasks)));
+
+    // 4. JSON.parse of a request body (done by the HTTP layer on the event loop).
+    result.rows.push(
+      ...(await runTasks(
+        Bench,
+        Math.min(t, 800),
+        'JSON.parse of the request body',
+        images.map((img) => ({ name: `${img.label} (${(img.body.length / 1024).toFixed(0)} KiB body)`, fn: () => JSON.parse(img.body) })),
+      )),
+    );
+
+    // 5. Decode + detector preprocessing (all views), per size.
+    if (hasBenchDecode) {
+      const tasks: Array<{ name: string; fn: () => unknown; note?: () => string }> = [];
+      for (const img of images) {
+        for (const encoding of ['bytes', 'base64-strict'] as const) {
+          const items: AnalyzeItem[] = [{ data: encoding === 'bytes' ? img.jpeg : img.base64, encoding }];
+          const decode: number[] = [];
+          const pre: number[] = [];
+          tasks.push({
+            name: `${img.label} ${encoding === 'bytes' ? 'JPEG bytes' : 'base64 string'}`,
+            fn: async () => {
+              const [timing] = await addon.benchDecode(pipeline, items);
+              if (!timing!.ok) throw new Error('benchDecode failed');
+              decode.push(timing!.decodeMs);
+              pre.push(timing!.preprocessMs);
+            },
+            note: () => `addon p50: decode ${fmt(median(decode), 2)} ms + preprocess (${pack.manifest.detector.views.join('+')}) ${fmt(median(pre), 2)} ms`,
+          });
+        }
+      }
+      result.rows.push(...(await runTasks(Bench, t, 'decode + detector preprocess (benchDecode)', tasks)));
+    }
+
+    // 6. Sessions at batch 1/2/4/8 on zeroed input.
+    if (hasBenchSession) {
+      const tasks: Array<{ name: string; fn: () => unknown; note?: () => string }> = [];
+      for (const stage of ['detector', 'classifier'] as const) {
+        for (const batch of [1, 2, 4, 8]) {
+          const runs: number[] = [];
+          try {
+            await addon.benchSession(pipeline, stage, batch);
+          } catch (error) {
+            result.missing.push(`${stage} at batch ${batch}: ${(error as Error).message}`);
+            continue;
+          }
+          tasks.push({
+            name: `${stage} batch ${batch}`,
+            fn: async () => {
+              runs.push(await addon.benchSession(pipeline, stage, batch));
+            },
+            note: () => `Run p50 ${fmt(median(runs), 2)} ms = ${fmt(median(runs) / batch, 2)} ms/image`,
+          });
+        }
+      }
+      result.rows.push(...(await runTasks(Bench, t, 'session Run, zeroed input (benchSession)', tasks)));
+    }
+  } finally {
+    addon.releasePipeline(pipeline);
+    rmSync(work, { recursive: true, force: true });
+  }
+  return result;
+}
+
+export function microMarkdown(result: MicroResult): string {
+  const lines: string[] = [];
+  const c = result.config;
+  lines.push(
+    `Addon: ONNX Runtime ${c.ort}, libvips ${c.vips}; providers ${c.activeProviders.join(',')}; pool threads ${c.poolThreads}, intra-op threads ${c.intraOpThreads}. ` +
+      'Wall time per call from tinybench (ms); "note" has the addon\'s own stage timings.',
+  );
+  lines.push('');
+  let group = '';
+  for (const row of result.rows) {
+    if (row.group !== group) {
+      group = row.group;
+      lines.push('', `**${group}**`, '', '| case | mean ms | p50 ms | p99 ms | runs | note |', '|---|---:|---:|---:|---:|---|');
+    }
+    lines.push(`| ${row.name} | ${fmt(row.meanMs, 3)} | ${fmt(row.p50Ms, 3)} | ${fmt(row.p99Ms, 3)} | ${row.samples} | ${row.note ?? ''} |`);
+  }
+  if (result.missing.length > 0) {
+    lines.push('', 'Not measured:', ...result.missing.map((m) => `- ${m}`));
+  }
+  return lines.join('\n');
+}
+
+if (require.main === module) {
+  runMicro().then(
+    (result) => {
+      const out = process.argv[2];
+      if (out) writeFileSync(out, JSON.stringify(result, null, 2));
+      else process.stdout.write(`${microMarkdown(result)}\n`);
+      process.exit(0);
+    },
+    (error: unknown) => {
+      process.stderr.write(`micro-benchmarks failed: ${(error as Error)?.stack ?? String(error)}\n`);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,326 @@
+"""Benchmark peer: the v2 POST /v2/predict contract in FastAPI + onnxruntime + Pillow + numpy.
+
+Written the way a Python team would: one module, pydantic request model, a sync endpoint (FastAPI
+runs it in its thread pool; onnxruntime, Pillow and numpy release the GIL in their heavy parts),
+ONNX Runtime sessions created once per worker at import, every model parameter read from the
+pack's manifest.json. Run with uvicorn, one worker process per core:
+
+    uvicorn app:app --app-dir bench/peers/fastapi --host 127.0.0.1 --port 8000 --workers 2
+
+Environment: PEER_MODEL_DIR (default: <repo>/models/bc-v1), PEER_API_KEYS (comma-separated,
+required), PEER_SERVICE_VERSION (model.version in responses), PEER_INTRA_OP_THREADS (ONNX Runtime
+intra-op threads per worker; default 1, as with 2 workers on 2 cores), PEER_MAX_PIXELS.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hmac
+import io
+import json
+import math
+import os
+import re
+import uuid
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import onnxruntime as ort
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from PIL import Image, ImageOps
+from pydantic import BaseModel, Field
+
+REPO = Path(__file__).resolve().parents[3]
+MODEL_DIR = Path(os.environ.get("PEER_MODEL_DIR", REPO / "models" / "bc-v1"))
+MANIFEST = json.loads((MODEL_DIR / "manifest.json").read_text())
+API_KEYS = [k.strip() for k in os.environ.get("PEER_API_KEYS", "").split(",") if k.strip()]
+if not API_KEYS:
+    raise RuntimeError("PEER_API_KEYS must name at least one key")
+SERVICE_VERSION = os.environ.get("PEER_SERVICE_VERSION", "1.0.0")
+MAX_PIXELS = int(os.environ.get("PEER_MAX_PIXELS", "40000000"))
+INTRA_OP = int(os.environ.get("PEER_INTRA_OP_THREADS", "1"))
+Image.MAX_IMAGE_PIXELS = None  # we check the pixel count ourselves, from the header
+ALLOWED_FORMATS = ["JPEG", "PNG", "WEBP", "GIF", "TIFF"]
+
+DET = MANIFEST["detector"]
+CLS = MANIFEST["classifier"]
+CUTOFFS = MANIFEST["cutoffs"]
+
+
+def make_session(path: Path) -> ort.InferenceSession:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = INTRA_OP
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+detector = make_session(MODEL_DIR / DET["file"])
+classifier = make_session(MODEL_DIR / CLS["file"])
+DET_INPUT = detector.get_inputs()[0].name
+CLS_INPUT = classifier.get_inputs()[0].name
+
+
+def grid_for(pp: dict, strides: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    gxs, gys, ss = [], [], []
+    for s in strides:
+        gh, gw = pp["height"] // s, pp["width"] // s
+        gy, gx = np.meshgrid(np.arange(gh), np.arange(gw), indexing="ij")
+        gxs.append(gx.reshape(-1))
+        gys.append(gy.reshape(-1))
+        ss.append(np.full(gh * gw, s))
+    return (np.concatenate(gxs).astype(np.float32), np.concatenate(gys).astype(np.float32),
+            np.concatenate(ss).astype(np.float32))
+
+
+GRID_X, GRID_Y, GRID_S = grid_for(DET["preprocess"], DET["output"]["strides"])
+
+
+class ImageError(Exception):
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+def lround(x: float) -> int:
+    return int(math.floor(x + 0.5)) if x >= 0 else -int(math.floor(-x + 0.5))
+
+
+def normalise(pixels: np.ndarray, pp: dict) -> np.ndarray:
+    """HxWx3 uint8 RGB -> 1x3xHxW (or 1xHxWx3) float32, channel order, scale, mean, std."""
+    if pp["channelOrder"] == "bgr":
+        pixels = pixels[..., ::-1]
+    t = pixels.astype(np.float32) * np.float32(pp["scale"])
+    t = (t - np.asarray(pp["mean"], np.float32)) / np.asarray(pp["std"], np.float32)
+    if pp["layout"] == "nchw":
+        t = t.transpose(2, 0, 1)
+    return np.ascontiguousarray(t[None])
+
+
+def decode_image(data: str) -> Image.Image:
+    m = re.match(r"data:image/[A-Za-z0-9.+-]+;base64,", data)
+    if m:
+        data = data[m.end():]
+        if not data:
+            raise ImageError("Image is empty.")
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise ImageError("Image is not valid base64.")
+    if not raw:
+        raise ImageError("Image is empty.")
+    try:
+        img = Image.open(io.BytesIO(raw), formats=ALLOWED_FORMATS)
+    except Exception:
+        raise ImageError("Image could not be decoded.")
+    if img.width * img.height > MAX_PIXELS:
+        raise ImageError(f"Image is too large; at most {MAX_PIXELS} pixels.")
+    if img.mode not in ("1", "L", "LA", "P", "PA", "RGB", "RGBA", "CMYK", "YCbCr"):
+        raise ImageError("Unsupported pixel format; send an 8-bit image.")
+    try:
+        img = ImageOps.exif_transpose(img)
+        if img.mode in ("RGBA", "LA", "PA") or (img.mode == "P" and "transparency" in img.info):
+            rgba = img.convert("RGBA")
+            white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+            img = Image.alpha_composite(white, rgba).convert("RGB")
+        else:
+            img = img.convert("RGB")
+    except Exception:
+        raise ImageError("Image could not be decoded.")
+    return img
+
+
+def nms(boxes: np.ndarray, scores: np.ndarray, iou: float) -> np.ndarray:
+    order = np.argsort(-scores, kind="stable")
+    keep = []
+    areas = np.maximum(0, boxes[:, 2] - boxes[:, 0]) * np.maximum(0, boxes[:, 3] - boxes[:, 1])
+    while order.size > 0:
+        i = order[0]
+        keep.append(i)
+        rest = order[1:]
+        ix = np.maximum(0, np.minimum(boxes[i, 2], boxes[rest, 2]) - np.maximum(boxes[i, 0], boxes[rest, 0]))
+        iy = np.maximum(0, np.minimum(boxes[i, 3], boxes[rest, 3]) - np.maximum(boxes[i, 1], boxes[rest, 1]))
+        inter = ix * iy
+        union = areas[i] + areas[rest] - inter
+        overlap = np.where(union > 0, inter / np.where(union > 0, union, 1), 0)
+        order = rest[overlap <= iou]
+    return np.asarray(keep, dtype=np.int64)
+
+
+def calibrate(raw: float) -> float:
+    knots = DET["calibration"]
+    value = raw
+    if knots:
+        knots = sorted(knots)
+        if raw <= knots[0][0]:
+            value = knots[0][1]
+        elif raw >= knots[-1][0]:
+            value = knots[-1][1]
+        else:
+            value = float(np.interp(raw, [k[0] for k in knots], [k[1] for k in knots]))
+    return min(1.0, max(0.0, value))
+
+
+def detect(img: Image.Image) -> Optional[tuple[list[float], float]]:
+    """Best cat over the manifest's views: ([x1, y1, x2, y2] in source pixels, raw score)."""
+    pp = DET["preprocess"]
+    W, H = pp["width"], pp["height"]
+    w, h = img.size
+    s = min(W / w, H / h)
+    resized: dict[tuple[int, int], np.ndarray] = {}
+    best: Optional[tuple[list[float], float]] = None
+    for view in DET["views"]:
+        half = view in ("half", "half_flip")
+        flip = view in ("flip", "half_flip")
+        factor = 0.5 if half else 1.0
+        pw = min(max(lround(w * s * factor), 1), W)
+        ph = min(max(lround(h * s * factor), 1), H)
+        if (pw, ph) not in resized:
+            resized[(pw, ph)] = np.asarray(img.resize((pw, ph), Image.Resampling.BILINEAR))
+        content = resized[(pw, ph)]
+        if flip:
+            content = content[:, ::-1]
+        centre = half or pp["anchor"] == "center"
+        ox, oy = ((W - pw) // 2, (H - ph) // 2) if centre else (0, 0)
+        canvas = np.full((H, W, 3), pp["padValue"], np.uint8)
+        canvas[oy:oy + ph, ox:ox + pw] = content
+        rows = detector.run(None, {DET_INPUT: normalise(canvas, pp)})[0][0]
+        scores = rows[:, 4] * rows[:, 5 + DET["output"]["catClassIndex"]]
+        keep = scores >= DET["scoreFloor"]
+        if not keep.any():
+            continue
+        r, st = rows[keep], GRID_S[keep]
+        cx = (r[:, 0] + GRID_X[keep]) * st
+        cy = (r[:, 1] + GRID_Y[keep]) * st
+        bw = np.exp(r[:, 2]) * st
+        bh = np.exp(r[:, 3]) * st
+        boxes = np.stack([cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2], axis=1)
+        kept = nms(boxes, scores[keep], DET["nmsIou"])
+        top = kept[0]
+        x1, y1, x2, y2 = (float(v) for v in boxes[top])
+        sx, sy = pw / w, ph / h
+        to_x = (lambda u: (pw - (u - ox)) / sx) if flip else (lambda u: (u - ox) / sx)
+        xa, xb = to_x(x1), to_x(x2)
+        score = float(scores[keep][top])
+        if best is None or score > best[1]:
+            best = ([min(xa, xb), (y1 - oy) / sy, max(xa, xb), (y2 - oy) / sy], score)
+    return best
+
+
+def classify(img: Image.Image, box: list[int]) -> float:
+    pp = CLS["preprocess"]
+    w, h = img.size
+    bw, bh = box[2] - box[0], box[3] - box[1]
+    m = CLS["cropMargin"]
+    x1 = min(max(math.floor(box[0] - bw * m), 0), w - 1)
+    y1 = min(max(math.floor(box[1] - bh * m), 0), h - 1)
+    x2 = min(max(math.ceil(box[2] + bw * m), x1 + 1), w)
+    y2 = min(max(math.ceil(box[3] + bh * m), y1 + 1), h)
+    crop = img.resize((pp["width"], pp["height"]), Image.Resampling.BILINEAR, box=(x1, y1, x2, y2))
+    out = classifier.run(None, {CLS_INPUT: normalise(np.asarray(crop), pp)})[0]
+    p = float(out.reshape(-1)[CLS["outputIndex"]])
+    return min(1.0, max(0.0, p))
+
+
+# ---- HTTP
+
+app = FastAPI(title="Cat Comfort API v2 (FastAPI peer)")
+REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+
+def request_id(request: Request) -> str:
+    rid = request.headers.get("x-request-id")
+    if rid is None or not REQUEST_ID.match(rid):
+        rid = str(uuid.uuid4())
+    request.state.request_id = rid
+    return rid
+
+
+def error(request: Request, status: int, code: str, message: str, details: Optional[dict] = None,
+          headers: Optional[dict] = None) -> JSONResponse:
+    rid = getattr(request.state, "request_id", None) or request_id(request)
+    return JSONResponse(
+        status_code=status,
+        content={"request_id": rid, "error": {"code": code, "message": message, "details": details or {}}},
+        headers={"X-Request-ID": rid, **(headers or {})},
+    )
+
+
+class Unauthorized(Exception):
+    pass
+
+
+def require_key(request: Request) -> None:
+    request_id(request)
+    key = request.headers.get("api-key", "")
+    if not any(hmac.compare_digest(key.encode(), k.encode()) for k in API_KEYS):
+        raise Unauthorized()
+
+
+@app.exception_handler(Unauthorized)
+async def on_unauthorized(request: Request, _exc: Unauthorized) -> JSONResponse:
+    return error(request, 401, "unauthorized", "Missing or invalid API key.")
+
+
+@app.exception_handler(ImageError)
+async def on_image_error(request: Request, exc: ImageError) -> JSONResponse:
+    return error(request, 400, "invalid_image", exc.message)
+
+
+@app.exception_handler(RequestValidationError)
+async def on_validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = []
+    for e in exc.errors():
+        loc = [str(p) for p in e.get("loc", ()) if p != "body"]
+        errors.append({"field": ".".join(loc) or "body", "message": e.get("msg", "")})
+    return error(request, 422, "invalid_request", "Request validation failed.", {"errors": errors})
+
+
+class PredictRequest(BaseModel):
+    image: str = Field(min_length=1)
+    threshold: Optional[float] = Field(default=None, ge=0, le=1)
+
+
+def round6(x: float) -> float:
+    return round(x, 6)
+
+
+@app.post("/v2/predict", dependencies=[Depends(require_key)])
+def predict(body: PredictRequest, request: Request) -> JSONResponse:
+    rid = request.state.request_id
+    threshold = body.threshold if body.threshold is not None else MANIFEST["defaultThreshold"]
+    img = decode_image(body.image)
+    w, h = img.size
+    found = detect(img)
+    detection, cat, prediction = "not_detected", None, None
+    if found is not None:
+        (bx1, by1, bx2, by2), raw = found
+        box = [lround(min(max(bx1, 0), w)), lround(min(max(by1, 0), h)),
+               lround(min(max(bx2, 0), w)), lround(min(max(by2, 0), h))]
+        confidence = round6(calibrate(raw))
+        if confidence >= CUTOFFS["detected"]:
+            detection = "detected"
+        elif confidence >= CUTOFFS["lowConfidence"]:
+            detection = "low_confidence"
+        if detection != "not_detected":
+            cat = {"bounding_box": {"x_min": box[0], "y_min": box[1], "x_max": box[2], "y_max": box[3]},
+                   "detection_confidence": confidence}
+        if detection == "detected":
+            score = round6(classify(img, box))
+            prediction = {"label": "discomfort" if score > threshold else "comfort", "score": score,
+                          "threshold": threshold}
+    return JSONResponse(
+        content={
+            "request_id": rid,
+            "model": {"id": MANIFEST["id"], "version": SERVICE_VERSION},
+            "detection": detection,
+            "prediction": prediction,
+            "cat": cat,
+            "image": {"width": w, "height": h},
+        },
+        headers={"X-Request-ID": rid},
+    )

@@ -1,0 +1,426 @@
+// `npm run bench`: micro-benchmarks, in-process pipeline throughput, then our HTTP service, the
+// FastAPI peer and the Fastify peer in turn on this machine (127.0.0.1 only), each under the
+// same HTTP load. Writes bench/results/latest.md, latest.svg and latest.json.
+// Options (env): BENCH_ONLY, BENCH_DURATION_S, BENCH_WARMUP_S, BENCH_CONCURRENCY,
+// BENCH_QUEUE_MAX, BENCH_REQUEST_TIMEOUT_MS, BENCH_PEER_WORKERS, BENCH_INPROCESS_CONCURRENCY,
+// BENCH_MICRO_TIME_MS, BENCH_READY_TIMEOUT_S, BENCH_PYTHON; see bench/README.md.
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../src/config';
+import {
+  benchDir,
+  benchOptions,
+  fixturePhotos,
+  fmt,
+  freePort,
+  installCleanup,
+  killAllChildrenSync,
+  log,
+  machineInfo,
+  repoRoot,
+  resultsDir,
+  runCommand,
+  SERVER_NAMES,
+  sleep,
+  spawnTracked,
+  stopChild,
+  tmpDir,
+  type BenchOptions,
+  type ServerName,
+} from './common';
+import type { InprocessResult } from './inprocess';
+import { runLoad, type LoadLevel } from './load';
+import { microMarkdown, type MicroResult } from './micro';
+import { renderChart } from './chart';
+
+const SERVER_LABELS: Record<ServerName, string> = {
+  us: 'us (uWS + native addon)',
+  fastapi: 'FastAPI peer',
+  fastify: 'Fastify peer',
+};
+
+interface Answer {
+  detection: string;
+  label: string | null;
+  score: number | null;
+}
+
+interface ServerRun {
+  name: ServerName;
+  description: string;
+  levels: LoadLevel[];
+  /** One request per photo before the load: the answer per photo file. */
+  answers: Record<string, Answer>;
+  error?: string;
+}
+
+interface Report {
+  date: string;
+  machine: ReturnType<typeof machineInfo> & { python?: string };
+  options: Omit<BenchOptions, 'only'> & { only: string[] };
+  ourSettings: Record<string, string>;
+  micro?: MicroResult;
+  microError?: string;
+  inprocess?: InprocessResult;
+  inprocessError?: string;
+  servers: ServerRun[];
+}
+
+const API_KEY = `bench-${randomBytes(12).toString('hex')}`;
+
+function sha256File(file: string): string {
+  return createHash('sha256').update(readFileSync(file)).digest('hex');
+}
+
+// ---- Peer installation (first use only; stamps remember what was installed).
+
+async function ensureFastapiVenv(options: { python: string }): Promise<string> {
+  const venv = path.join(benchDir, '.venv');
+  const python = path.join(venv, 'bin', 'python');
+  const requirements = path.join(benchDir, 'peers/fastapi/requirements.txt');
+  const stamp = path.join(venv, '.requirements.sha256');
+  const want = sha256File(requirements);
+  if (existsSync(python) && existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === want) return python;
+  log(`creating ${path.relative(repoRoot, venv)} and installing ${path.relative(repoRoot, requirements)} (first use)`);
+  if (!existsSync(python)) await runCommand(options.python, ['-m', 'venv', venv], { label: 'python3 -m venv' });
+  // PIP_RETRIES=0: with only a local wheel store reachable, pip must not spend minutes retrying
+  // an unreachable default index before it looks at the others.
+  await runCommand(python, ['-m', 'pip', 'install', '--disable-pip-version-check', '-q', '-r', requirements], {
+    label: 'pip install',
+    env: { ...process.env, PIP_RETRIES: process.env.PIP_RETRIES ?? '0' },
+  });
+  writeFileSync(stamp, `${want}\n`);
+  return python;
+}
+
+async function ensureFastifyModules(): Promise<void> {
+  const dir = path.join(benchDir, 'peers/fastify');
+  const stamp = path.join(dir, 'node_modules/.bench-lock.sha256');
+  const want = sha256File(path.join(dir, 'package-lock.json'));
+  if (existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === want) return;
+  log('installing the Fastify peer: npm ci --prefix bench/peers/fastify (first use)');
+  // onnxruntime-node's install script would download GPU binaries; the CPU binary ships in the package.
+  // npm_* variables come from `npm run bench` and carry the root project's settings (e.g.
+  // build-from-source); the peer is its own project, so its npm reads its own configuration.
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k)));
+  await runCommand('npm', ['ci', '--prefix', dir, '--no-audit', '--no-fund'], {
+    label: 'npm ci (fastify peer)',
+    env: { ...env, ONNXRUNTIME_NODE_INSTALL: 'skip' },
+  });
+  writeFileSync(stamp, `${want}\n`);
+}
+
+// ---- Servers
+
+interface Started {
+  child: ChildProcess;
+  url: string;
+  description: string;
+  output: () => string;
+}
+
+async function startServer(name: ServerName, o: BenchOptions, settings: Record<string, string>, python: string | null): Promise<Started> {
+  const port = await freePort();
+  const cores = os.availableParallelism();
+  const peerIntraOp = process.env.BENCH_PEER_INTRA_OP_THREADS ?? String(Math.max(1, Math.floor(cores / o.peerWorkers)));
+  let command: string;
+  let args: string[];
+  let env: NodeJS.ProcessEnv;
+  let description: string;
+  if (name === 'us') {
+    command = process.execPath;
+    args = [path.join(repoRoot, 'dist/src/main.js')];
+    env = { ...process.env, ...settings, CATCOMFORT_HOST: '127.0.0.1', CATCOMFORT_PORT: String(port), CATCOMFORT_API_KEYS: API_KEY };
+    description = `1 process; ${Object.entries(settings).map(([k, v]) => `${k}=${v}`).join(', ')}`;
+  } else {
+    const peerEnv = { PEER_API_KEYS: API_KEY, PEER_INTRA_OP_THREADS: peerIntraOp, PEER_SERVICE_VERSION: '1.0.0' };
+    if (name === 'fastapi') {
+      command = python!;
+      args = ['-m', 'uvicorn', 'app:app', '--app-dir', path.join(benchDir, 'peers/fastapi'), '--host', '127.0.0.1', '--port', String(port), '--workers', String(o.peerWorkers), '--log-level', 'warning', '--no-access-log'];
+      env = { ...process.env, ...peerEnv };
+      description = `uvicorn --workers ${o.peerWorkers} (uvloop, httptools), sync endpoint, ORT intra-op threads ${peerIntraOp} per worker`;
+    } else {
+      command = process.execPath;
+      args = [path.join(benchDir, 'peers/fastify/server.js')];
+      env = { ...process.env, ...peerEnv, PEER_HOST: '127.0.0.1', PEER_PORT: String(port), PEER_WORKERS: String(o.peerWorkers) };
+      description = `node:cluster of ${o.peerWorkers} workers, sharp + onnxruntime-node, ORT intra-op threads ${peerIntraOp} per worker`;
+    }
+  }
+  const child = spawnTracked(command, args, { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const collect = (chunk: Buffer) => {
+    output += chunk.toString();
+    if (output.length > 100_000) output = output.slice(-50_000);
+  };
+  child.stdout!.on('data', collect);
+  child.stderr!.on('data', collect);
+  return { child, url: `http://127.0.0.1:${port}/v2/predict`, description, output: () => output };
+}
+
+async function post(url: string, body: string): Promise<{ status: number; json: any }> {
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'api-key': API_KEY }, body });
+  const text = await response.text();
+  let json: unknown = null;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    /* not JSON */
+  }
+  return { status: response.status, json };
+}
+
+async function waitReady(server: Started, body: string, timeoutS: number): Promise<void> {
+  const deadline = Date.now() + timeoutS * 1000;
+  while (Date.now() < deadline) {
+    if (server.child.exitCode !== null || server.child.signalCode !== null) {
+      throw new Error(`server exited during start-up (${server.child.signalCode ?? server.child.exitCode}):\n${server.output().slice(-3000)}`);
+    }
+    try {
+      const r = await post(server.url, body);
+      if (r.status === 200) return;
+      if (r.status !== 503) throw new Error(`readiness request answered ${r.status}: ${JSON.stringify(r.json)}`);
+    } catch (error) {
+      if (!(error instanceof TypeError)) throw error; // TypeError: connection refused, not up yet
+    }
+    await sleep(250);
+  }
+  throw new Error(`server not ready within ${timeoutS}s:\n${server.output().slice(-3000)}`);
+}
+
+async function answersFor(url: string, bodies: Array<{ file: string; body: string }>): Promise<Record<string, Answer>> {
+  const answers: Record<string, Answer> = {};
+  for (const { file, body } of bodies) {
+    const r = await post(url, body);
+    if (r.status !== 200) throw new Error(`${file}: HTTP ${r.status} ${JSON.stringify(r.json)}`);
+    answers[file] = { detection: r.json.detection, label: r.json.prediction?.label ?? null, score: r.json.prediction?.score ?? null };
+  }
+  return answers;
+}
+
+// ---- Report
+
+function levelOf(run: ServerRun | undefined, c: number): LoadLevel | undefined {
+  return run?.levels.find((l) => l.concurrency === c);
+}
+
+function ratio(a: number | undefined, b: number | undefined, digits = 2): string {
+  if (a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0) return '–';
+  return `${(a / b).toFixed(digits)}x`;
+}
+
+function markdown(report: Report): string {
+  const o = report.options;
+  const m = report.machine;
+  const lines: string[] = [];
+  lines.push('# Benchmark results', '');
+  lines.push(`- Date: ${report.date}`);
+  lines.push(`- Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB; ${m.platform}; Node ${m.node}${m.python ? `; ${m.python}` : ''}`);
+  lines.push(`- Load: autocannon in a separate process on the same machine, 127.0.0.1; ${fixturePhotos().length} fixture photos (cat and no-cat) rotated across requests; ` +
+    `${o.warmupS} s warm-up + ${o.durationS} s measured per concurrency level; latency of 2xx responses.`);
+  lines.push(`- Our service: ${Object.entries(report.ourSettings).map(([k, v]) => `\`${k}=${v}\``).join(', ')}`);
+  for (const s of report.servers) lines.push(`- ${SERVER_LABELS[s.name]}: ${s.description}`);
+  lines.push('');
+
+  const servers = report.servers.filter((s) => s.levels.length > 0);
+  if (servers.length > 0) {
+    lines.push('## HTTP load: POST /v2/predict', '');
+    lines.push('| server | concurrency | req/s | p50 ms | p90 ms | p99 ms | non-2xx | of which 429 | errors/timeouts |');
+    lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+    for (const s of servers) {
+      for (const l of s.levels) {
+        lines.push(`| ${SERVER_LABELS[s.name]} | ${l.concurrency} | ${fmt(l.rps)} | ${fmt(l.p50Ms)} | ${fmt(l.p90Ms)} | ${fmt(l.p99Ms)} | ${l.non2xx} | ${l.status429} | ${l.errors}/${l.timeouts} |`);
+      }
+    }
+    lines.push('');
+    const us = report.servers.find((s) => s.name === 'us' && s.levels.length > 0);
+    const peers = servers.filter((s) => s.name !== 'us');
+    if (us && peers.length > 0) {
+      lines.push('### Us versus the peers', '');
+      lines.push('Throughput ratio = our req/s ÷ peer req/s (above 1: we serve more); p50/p99 ratio = peer latency ÷ our latency (above 1: we answer faster).', '');
+      lines.push(`| concurrency | ${peers.map((p) => `throughput vs ${p.name} | p50 vs ${p.name} | p99 vs ${p.name}`).join(' | ')} |`);
+      lines.push(`|---:|${peers.map(() => '---:|---:|---:').join('|')}|`);
+      for (const c of o.concurrency) {
+        const ours = levelOf(us, c);
+        lines.push(`| ${c} | ${peers.map((p) => { const l = levelOf(p, c); return `${ratio(ours?.rps, l?.rps)} | ${ratio(l?.p50Ms, ours?.p50Ms)} | ${ratio(l?.p99Ms, ours?.p99Ms)}`; }).join(' | ')} |`);
+      }
+      lines.push('');
+    }
+  } else if (report.servers.length === 0) {
+    lines.push('_No HTTP load run (BENCH_ONLY)._', '');
+  }
+  for (const s of report.servers.filter((x) => x.error)) lines.push(`**${SERVER_LABELS[s.name]} failed:** ${s.error}`, '');
+
+  if (report.inprocess) {
+    const ip = report.inprocess;
+    lines.push('## In-process pipeline (ModelRegistry / Model.analyze, micro-batcher, no HTTP)', '');
+    lines.push(`Batching: max batch ${ip.batching.maxBatchSize}, max delay ${ip.batching.maxQueueDelayUs} µs, in flight ${ip.batching.maxInFlight}, queue ${ip.batching.maxQueue}; pool threads ${ip.poolThreads}, intra-op threads ${ip.intraOpThreads}; base64 strings of the ${ip.photos} photos.`, '');
+    lines.push('| concurrency | req/s | p50 ms | p90 ms | p99 ms | failed | batch sizes (size:count) |');
+    lines.push('|---:|---:|---:|---:|---:|---:|---|');
+    for (const l of ip.levels) {
+      const sizes = l.batchSizes.map((n, i) => (i > 0 && n > 0 ? `${i}:${n}` : '')).filter(Boolean).join(' ');
+      lines.push(`| ${l.concurrency} | ${fmt(l.rps)} | ${fmt(l.p50Ms)} | ${fmt(l.p90Ms)} | ${fmt(l.p99Ms)} | ${l.failed} | ${sizes} |`);
+    }
+    lines.push('');
+    const us = report.servers.find((s) => s.name === 'us' && s.levels.length > 0);
+    if (us) {
+      const http32 = levelOf(us, 32);
+      const ip32 = ip.levels.find((l) => l.concurrency === 32);
+      const http1 = levelOf(us, 1);
+      const ip1 = ip.levels.find((l) => l.concurrency === 1);
+      lines.push(`- HTTP / in-process throughput at c=32: ${ratio(http32?.rps, ip32?.rps)} (${fmt(http32?.rps)} vs ${fmt(ip32?.rps)} req/s)`);
+      lines.push(
+        `- Added latency of HTTP at c=1 (our HTTP p50 − in-process p50): ${http1 && ip1 ? `${fmt(http1.p50Ms - ip1.p50Ms, 2)} ms (${fmt(http1.p50Ms, 2)} − ${fmt(ip1.p50Ms, 2)})` : '–'}`,
+      );
+      lines.push('');
+    }
+  } else if (report.inprocessError) lines.push(`**In-process benchmark failed:** ${report.inprocessError}`, '');
+
+  const withAnswers = report.servers.filter((s) => Object.keys(s.answers).length > 0);
+  const usAnswers = withAnswers.find((s) => s.name === 'us')?.answers;
+  if (usAnswers && withAnswers.length > 1) {
+    lines.push('## Same answers?', '');
+    lines.push('Each photo sent once to each server before its load run, compared with our answer (resizing kernels differ slightly, so scores differ in the 3rd decimal).', '');
+    lines.push('| peer | same detection state | same label | max abs score difference |', '|---|---:|---:|---:|');
+    for (const s of withAnswers.filter((x) => x.name !== 'us')) {
+      let sameDetection = 0;
+      let sameLabel = 0;
+      let maxDiff = 0;
+      const files = Object.keys(usAnswers);
+      for (const f of files) {
+        const a = usAnswers[f]!;
+        const b = s.answers[f];
+        if (!b) continue;
+        if (a.detection === b.detection) sameDetection++;
+        if (a.label === b.label) sameLabel++;
+        if (a.score !== null && b.score !== null) maxDiff = Math.max(maxDiff, Math.abs(a.score - b.score));
+      }
+      lines.push(`| ${SERVER_LABELS[s.name]} | ${sameDetection}/${files.length} | ${sameLabel}/${files.length} | ${maxDiff.toFixed(4)} |`);
+    }
+    lines.push('');
+  }
+
+  if (report.micro) lines.push('## Micro-benchmarks (in-process, native addon, tinybench)', '', microMarkdown(report.micro), '');
+  else if (report.microError) lines.push(`**Micro-benchmarks failed:** ${report.microError}`, '');
+  lines.push('![throughput and p99 latency versus concurrency](latest.svg)', '');
+  return lines.join('\n');
+}
+
+// ---- Main
+
+async function runChildScript(script: string, outFile: string, label: string): Promise<void> {
+  await runCommand(process.execPath, [path.join(__dirname, script), outFile], { label, echo: true, cwd: repoRoot });
+}
+
+async function main(): Promise<void> {
+  installCleanup();
+  const o = benchOptions();
+  mkdirSync(tmpDir, { recursive: true });
+  const machine: Report['machine'] = machineInfo();
+  const ourConfig = loadConfig({
+    ...process.env,
+    CATCOMFORT_QUEUE_MAX: process.env.CATCOMFORT_QUEUE_MAX ?? String(o.queueMax),
+    CATCOMFORT_REQUEST_TIMEOUT_MS: process.env.CATCOMFORT_REQUEST_TIMEOUT_MS ?? String(o.requestTimeoutMs),
+  });
+  const ourSettings: Record<string, string> = {
+    CATCOMFORT_EXECUTION_PROVIDERS: ourConfig.providers.join(','),
+    CATCOMFORT_POOL_THREADS: String(ourConfig.poolThreads),
+    CATCOMFORT_INTRA_OP_THREADS: String(ourConfig.intraOpThreads),
+    CATCOMFORT_BATCH_MAX_SIZE: String(ourConfig.batching.maxBatchSize),
+    CATCOMFORT_BATCH_MAX_DELAY_US: String(ourConfig.batching.maxQueueDelayUs),
+    CATCOMFORT_BATCH_IN_FLIGHT: String(ourConfig.batching.maxInFlight),
+    CATCOMFORT_QUEUE_MAX: String(ourConfig.batching.maxQueue),
+    CATCOMFORT_REQUEST_TIMEOUT_MS: String(ourConfig.requestTimeoutMs),
+    CATCOMFORT_LOG_LEVEL: 'warn',
+  };
+  const report: Report = {
+    date: new Date().toISOString(),
+    machine,
+    options: { ...o, only: [...o.only] },
+    ourSettings,
+    servers: [],
+  };
+  log(`machine: ${machine.cpu}, ${machine.cores} cores, Node ${machine.node}; running: ${[...o.only].join(', ')}`);
+
+  if (o.only.has('micro')) {
+    log('micro-benchmarks (tinybench, in-process)');
+    const out = path.join(tmpDir, 'micro.json');
+    try {
+      await runChildScript('micro.js', out, 'micro-benchmarks');
+      report.micro = JSON.parse(readFileSync(out, 'utf8')) as MicroResult;
+    } catch (error) {
+      report.microError = (error as Error).message.split('\n')[0];
+      log(`micro-benchmarks failed: ${(error as Error).message}`);
+    }
+  }
+  if (o.only.has('inprocess')) {
+    log(`in-process pipeline throughput at concurrency ${o.inprocessConcurrency.join(', ')}`);
+    const out = path.join(tmpDir, 'inprocess.json');
+    try {
+      await runChildScript('inprocess.js', out, 'in-process benchmark');
+      report.inprocess = JSON.parse(readFileSync(out, 'utf8')) as InprocessResult;
+    } catch (error) {
+      report.inprocessError = (error as Error).message.split('\n')[0];
+      log(`in-process benchmark failed: ${(error as Error).message}`);
+    }
+  }
+
+  const photos = fixturePhotos();
+  const bodies = photos.map((p) => ({ file: p.file, body: JSON.stringify({ image: readFileSync(p.path).toString('base64') }) }));
+  const readyTimeoutS = Number(process.env.BENCH_READY_TIMEOUT_S ?? 600);
+  for (const name of SERVER_NAMES) {
+    if (!o.only.has(name)) continue;
+    const run: ServerRun = { name, description: '', levels: [], answers: {} };
+    report.servers.push(run);
+    let server: Started | null = null;
+    try {
+      let python: string | null = null;
+      if (name === 'fastapi') {
+        python = await ensureFastapiVenv({ python: process.env.BENCH_PYTHON ?? 'python3' });
+        machine.python = (await runCommand(python, ['--version'])).trim();
+      }
+      if (name === 'fastify') await ensureFastifyModules();
+      log(`${SERVER_LABELS[name]}: starting`);
+      server = await startServer(name, o, ourSettings, python);
+      run.description = server.description;
+      await waitReady(server, bodies[0]!.body, readyTimeoutS);
+      log(`${SERVER_LABELS[name]}: ready at ${server.url}; one request per photo`);
+      run.answers = await answersFor(server.url, bodies);
+      log(`${SERVER_LABELS[name]}: load at concurrency ${o.concurrency.join(', ')}`);
+      run.levels = await runLoad({ url: server.url, apiKey: API_KEY, concurrency: o.concurrency, durationS: o.durationS, warmupS: o.warmupS });
+    } catch (error) {
+      run.error = (error as Error).message.split('\n').slice(0, 3).join(' ');
+      log(`${SERVER_LABELS[name]} failed: ${(error as Error).message}`);
+    } finally {
+      if (server) {
+        await stopChild(server.child);
+        log(`${SERVER_LABELS[name]}: stopped`);
+      }
+    }
+  }
+
+  mkdirSync(resultsDir, { recursive: true });
+  writeFileSync(path.join(resultsDir, 'latest.json'), `${JSON.stringify(report, null, 2)}\n`);
+  writeFileSync(path.join(resultsDir, 'latest.md'), markdown(report));
+  writeFileSync(
+    path.join(resultsDir, 'latest.svg'),
+    renderChart(
+      report.servers.filter((s) => s.levels.length > 0).map((s) => ({ name: SERVER_LABELS[s.name], levels: s.levels })),
+      `${machine.cpu}, ${machine.cores} cores · ${report.date.slice(0, 10)}`,
+    ),
+  );
+  log(`wrote ${path.relative(repoRoot, path.join(resultsDir, 'latest.md'))}, latest.svg, latest.json`);
+  const failed = report.microError || report.inprocessError || report.servers.some((s) => s.error);
+  if (failed) throw new Error('some benchmarks failed (see above and latest.md)');
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    process.stderr.write(`bench: ${(error as Error)?.message ?? String(error)}\n`);
+    killAllChildrenSync();
+    process.exit(1);
+  },
+);
