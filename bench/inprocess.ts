@@ -4,8 +4,7 @@
 // Run alone: `node dist/bench/inprocess.js [out.json]`.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { loadConfig } from '../src/config';
-import { ModelRegistry } from '../src/models/registry';
-import { loadAddon } from '../src/native/addon';
+import { loadModels } from '../src/models/runtime';
 import { benchOptions, fixturePhotos, fmt, log, percentile } from './common';
 
 export interface InprocessLevel {
@@ -33,16 +32,7 @@ export async function runInprocess(): Promise<InprocessResult> {
   const options = benchOptions();
   const env = { ...process.env, CATCOMFORT_QUEUE_MAX: process.env.CATCOMFORT_QUEUE_MAX ?? String(options.queueMax) };
   const config = loadConfig(env);
-  const addon = loadAddon();
-  addon.configure({
-    providers: config.providers,
-    deviceId: config.deviceId,
-    trtCacheDir: config.trtCacheDir,
-    trtFp16: config.trtFp16,
-    poolThreads: config.poolThreads,
-    intraOpThreads: config.intraOpThreads,
-  });
-  const registry = await ModelRegistry.load(addon, { modelsDir: config.modelsDir, maxPixels: config.maxPixels, batching: config.batching });
+  const { registry } = await loadModels(config);
   const model = registry.get(config.defaultModel);
   if (!model) throw new Error(`model ${config.defaultModel} not loaded`);
   const photos = fixturePhotos().map((p) => readFileSync(p.path).toString('base64'));

@@ -13,7 +13,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../src/config';
 import { loadPack } from '../src/models/pack';
-import { loadAddon, type AnalyzeItem, type NativeAddon, type NativePipeline } from '../src/native/addon';
+import { configureAddon, sessionBatchFor } from '../src/models/runtime';
+import type { AnalyzeItem, NativeAddon, NativePipeline } from '../src/native/addon';
 import { defaultFfmpegPath } from '../src/v1/frames';
 import { benchOptions, fmt, log, photosDir, runCommand, SIZE_SOURCE_PHOTO } from './common';
 
@@ -91,16 +92,8 @@ export async function runMicro(): Promise<MicroResult> {
   const options = benchOptions();
   const { Bench } = await import('tinybench');
   const config = loadConfig();
-  const addon: NativeAddon = loadAddon();
-  const info = addon.configure({
-    providers: config.providers,
-    deviceId: config.deviceId,
-    trtCacheDir: config.trtCacheDir,
-    trtFp16: config.trtFp16,
-    poolThreads: config.poolThreads,
-    intraOpThreads: config.intraOpThreads,
-  });
-  const pack = await loadPack(path.join(config.modelsDir, config.defaultModel), { maxPixels: config.maxPixels, batching: config.batching });
+  const { addon, info } = configureAddon(config);
+  const pack = await loadPack(path.join(config.modelsDir, config.defaultModel), { maxPixels: config.maxPixels, batching: config.batching, sessionBatch: sessionBatchFor(config, info) });
   const pipeline: NativePipeline = await addon.createPipeline(pack.spec);
   const result: MicroResult = {
     config: {

@@ -19,6 +19,8 @@ export interface Config {
   trtFp16: boolean;
   poolThreads: number;
   intraOpThreads: number;
+  /** Images per ONNX Runtime Run; null = chosen at start from the active providers. */
+  sessionBatch: number | null;
   maxBodyBytes: number;
   maxPixels: number;
   batching: BatchingConfig;
@@ -132,6 +134,7 @@ export function loadConfig(env: Env = process.env): Config {
     // comes from the pool, model parallelism from ORT.
     poolThreads: readInt(env, 'CATCOMFORT_POOL_THREADS', cores, 1, 256),
     intraOpThreads: readInt(env, 'CATCOMFORT_INTRA_OP_THREADS', 1, 1, 256),
+    sessionBatch: env.CATCOMFORT_SESSION_BATCH ? readInt(env, 'CATCOMFORT_SESSION_BATCH', 1, 1, 1024) : null,
     maxBodyBytes: readInt(env, 'CATCOMFORT_MAX_BODY_BYTES', 8 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxPixels: readInt(env, 'CATCOMFORT_MAX_PIXELS', 40_000_000, 1, 1_000_000_000),
     batching: {

@@ -7,8 +7,7 @@ import { loadDocsAssets } from './http/docs';
 import { Router } from './http/router';
 import { HttpServer } from './http/server';
 import { log } from './log';
-import { ModelRegistry } from './models/registry';
-import { loadAddon } from './native/addon';
+import { loadModels } from './models/runtime';
 import type { Service } from './service';
 import { CredentialVerifier } from './scan/auth';
 import { fetchPolicy } from './scan/fetch';
@@ -30,24 +29,11 @@ export interface RunningService {
 }
 
 export async function startService(config: Config): Promise<RunningService> {
-  const addon = loadAddon();
-  const info = addon.configure({
-    providers: config.providers,
-    deviceId: config.deviceId,
-    trtCacheDir: config.trtCacheDir,
-    trtFp16: config.trtFp16,
-    poolThreads: config.poolThreads,
-    intraOpThreads: config.intraOpThreads,
-  });
+  const { info, registry } = await loadModels(config);
   for (const p of info.providers) {
     if (p.active) log.info('execution provider active', { provider: p.name });
     else log.warn('execution provider skipped', { provider: p.name, reason: p.reason });
   }
-  const registry = await ModelRegistry.load(addon, {
-    modelsDir: config.modelsDir,
-    maxPixels: config.maxPixels,
-    batching: config.batching,
-  });
   if (!registry.get(config.defaultModel)) {
     throw new Error(`Default model "${config.defaultModel}" is not among the loaded packs in ${config.modelsDir}`);
   }

@@ -63,6 +63,8 @@ export interface LoadedPack {
 export interface PackLimits {
   maxPixels: number;
   batching: BatchingConfig;
+  /** Images per session Run; null = a whole request batch with all its views in one Run. */
+  sessionBatch: number | null;
 }
 
 export async function loadPack(dir: string, limits: PackLimits): Promise<LoadedPack> {
@@ -99,8 +101,7 @@ export async function loadPack(dir: string, limits: PackLimits): Promise<LoadedP
       // Reported confidences are rounded to 6 decimals; classify anything that may round up to the cutoff.
       classifyCutoff: Math.max(0, manifest.cutoffs.detected - 1e-6),
       maxPixels: limits.maxPixels,
-      // One request batch, all its views, in one detector run.
-      maxSessionBatch: (manifest.batching?.maxBatchSize ?? limits.batching.maxBatchSize) * d.views.length,
+      maxSessionBatch: limits.sessionBatch ?? (manifest.batching?.maxBatchSize ?? limits.batching.maxBatchSize) * d.views.length,
     },
   };
 }

@@ -52,6 +52,7 @@ export interface RegistryOptions {
   modelsDir: string;
   maxPixels: number;
   batching: BatchingConfig;
+  sessionBatch: number | null;
 }
 
 export class ModelRegistry {

@@ -32,9 +32,9 @@ async function main(): Promise<void> {
   const pack = await loadPack(path.join(repo, 'models', values.pack!), {
     maxPixels: 40_000_000,
     batching: { maxBatchSize: 1, maxQueueDelayUs: 0, maxQueue: 1, maxInFlight: 1 },
+    sessionBatch: 1,
   });
   if (values.views) pack.spec.detector.views = values.views.split(',') as DetectorView[];
-  pack.spec.maxSessionBatch = pack.spec.detector.views.length;
   const pipeline = await addon.createPipeline(pack.spec);
   const { detected, lowConfidence } = pack.manifest.cutoffs;
 
