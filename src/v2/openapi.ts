@@ -69,6 +69,20 @@ export function buildV2OpenApi(serviceVersion: string): Record<string, unknown> 
       '/v2/models/{model_id}/predict': {
         post: predictOperation('predict_with_model', 'Analyse one image with the named model', true),
       },
+      '/v2/stats': {
+        get: {
+          operationId: 'batching_stats',
+          summary: 'Micro-batcher counters per model',
+          description:
+            'Per model: `submitted`, `completed`, `batches`, `batchSizes` (index n = number of batches of size n), `queueTimeUsTotal`, `queueTimeUsMax`, `rejectedFull` (429, queue full), `expired` (429, deadline), `aborted` (client went away), `queued`, `inFlight`.',
+          security: [{ ApiKeyAuth: [] }],
+          parameters: [requestIdHeader],
+          responses: {
+            '200': { description: 'Counters since start', headers: responseHeaders, content: { 'application/json': { schema: { type: 'object' } } } },
+            '401': errorResponse('`unauthorized`'),
+          },
+        },
+      },
       '/v2/models': {
         get: {
           operationId: 'list_models',

@@ -85,6 +85,14 @@ export function registerV2(router: Router, service: Service): void {
         },
       })),
     )
+    .add(
+      'GET',
+      '/v2/stats',
+      authedGet(service, async (requestId) => ({
+        status: 200,
+        body: { request_id: requestId, models: Object.fromEntries(service.registry.list().map((m) => [m.id, m.batcher.stats()])) },
+      })),
+    )
     .add('GET', '/v2/openapi.json', staticRoute(openapi, 'application/json'))
     .add('GET', '/v2/docs', staticRoute(swaggerPage('Cat Comfort API v2', '/v2/openapi.json', '/v2/docs'), 'text/html; charset=utf-8'))
     .add('GET', '/v2/redoc', staticRoute(redocPage('Cat Comfort API v2', '/v2/openapi.json', '/v2/redoc'), 'text/html; charset=utf-8'));
