@@ -105,11 +105,13 @@ export async function startService(config: Config): Promise<RunningService> {
   return {
     port,
     service,
+    /** Stops accepting, answers what is queued or running, then releases models and the store. */
     async close() {
       server.stopListening();
       clearInterval(keyTimer);
       await workers.stop();
       await registry.closeAll();
+      await server.drain(10_000);
       await store.close();
     },
   };

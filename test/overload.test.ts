@@ -52,3 +52,14 @@ test('a request that cannot meet its deadline is refused with 429 rather than qu
     await strict.stop();
   }
 });
+
+test('SIGTERM drains: requests already queued are answered, then the process exits 0', async () => {
+  const server = await startServer();
+  const pending = Array.from({ length: 6 }, () => postJson(`${server.url}/v2/predict`, { image }));
+  await new Promise((r) => setTimeout(r, 50));
+  const exited = new Promise<number | null>((resolve) => server.child.once('exit', resolve));
+  server.child.kill('SIGTERM');
+  const results = await Promise.all(pending);
+  assert.deepEqual(results.map((r) => r.status), [200, 200, 200, 200, 200, 200]);
+  assert.equal(await exited, 0);
+});

@@ -30,6 +30,8 @@ export class Exchange {
   constructor(
     private readonly res: HttpResponse,
     req: HttpRequest,
+    /** Called once when the exchange ends: response sent or client gone. */
+    private readonly onSettled: () => void = () => undefined,
   ) {
     this.method = req.getMethod().toUpperCase();
     this.path = req.getUrl();
@@ -39,6 +41,7 @@ export class Exchange {
     this.bodyExpected = (length !== undefined && length !== '0') || this.headers.has('transfer-encoding');
     res.onAborted(() => {
       this.aborted = true;
+      if (!this.finished) this.onSettled();
       for (const listener of this.abortListeners.splice(0)) listener();
     });
   }
@@ -112,6 +115,7 @@ export class Exchange {
   send(status: number, headers: Record<string, string>, body: string | Buffer): void {
     if (this.aborted || this.finished) return;
     this.finished = true;
+    this.onSettled();
     const close = this.bodyExpected;
     this.res.cork(() => {
       this.res.writeStatus(`${status} ${STATUS_CODES[status] ?? ''}`);

@@ -46,11 +46,33 @@ function dispatch(router: Router, ex: Exchange): void {
 
 export class HttpServer {
   private listenSocket: ListenSocket | null = null;
+  private inFlight = 0;
+  private idle: Array<() => void> = [];
   readonly app: TemplatedApp;
 
   constructor(readonly router: Router) {
     this.app = uws.App();
-    this.app.any('/*', (res, req) => dispatch(router, new Exchange(res, req)));
+    this.app.any('/*', (res, req) => {
+      this.inFlight++;
+      dispatch(router, new Exchange(res, req, () => this.settled()));
+    });
+  }
+
+  private settled(): void {
+    this.inFlight--;
+    if (this.inFlight === 0) for (const resolve of this.idle.splice(0)) resolve();
+  }
+
+  /** Resolves once every request in progress has been answered (or its client left), or after timeoutMs. */
+  drain(timeoutMs: number): Promise<void> {
+    if (this.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      this.idle.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
 
   listen(host: string, port: number): Promise<number> {
