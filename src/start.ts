@@ -105,13 +105,15 @@ export async function startService(config: Config): Promise<RunningService> {
   return {
     port,
     service,
-    /** Stops accepting, answers what is queued or running, then releases models and the store. */
+    /**
+     * Stops accepting, answers every request already received (bodies still uploading included),
+     * lets scan workers finish their scan, then releases models and the store.
+     */
     async close() {
       server.stopListening();
       clearInterval(keyTimer);
-      await workers.stop();
+      await Promise.all([server.drain(10_000), workers.stop()]);
       await registry.closeAll();
-      await server.drain(10_000);
       await store.close();
     },
   };

@@ -526,6 +526,11 @@ describe('native addon', () => {
       ['Y===', 'invalid_base64'],
       ['YWJj', 'undecodable'], // valid base64 of "abc"
       ['YQ==', 'undecodable'],
+      // One bad character deep inside (the vectorised blocks) or in the last whole quad.
+      [`${b64.slice(0, 1000)}!${b64.slice(1001)}`, 'invalid_base64'],
+      [`${b64.slice(0, 1001)}\u0080${b64.slice(1002)}`, 'invalid_base64'],
+      [`${b64.slice(0, 1002)}=${b64.slice(1003)}`, 'invalid_base64'],
+      [`${b64.slice(0, b64.length - 5)}-${b64.slice(b64.length - 4)}`, 'invalid_base64'],
     ];
     const results = await addon.analyze(
       pipeline,
