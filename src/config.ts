@@ -41,6 +41,8 @@ export interface BatchingConfig {
 
 export interface VideoConfig {
   ffmpegPath: string;
+  /** ffmpeg children at once; more video requests get 429. */
+  concurrency: number;
   maxSeconds: number;
   maxFrames: number;
   wallTimeMs: number;
@@ -146,6 +148,7 @@ export function loadConfig(env: Env = process.env): Config {
     requestTimeoutMs: readInt(env, 'CATCOMFORT_REQUEST_TIMEOUT_MS', 10_000, 1, 3_600_000),
     video: {
       ffmpegPath: env.CATCOMFORT_FFMPEG ?? defaultFfmpegPath(),
+      concurrency: readInt(env, 'CATCOMFORT_VIDEO_CONCURRENCY', 2, 1, 256),
       maxSeconds: readInt(env, 'CATCOMFORT_VIDEO_MAX_SECONDS', 300, 1, 86_400),
       maxFrames: readInt(env, 'CATCOMFORT_VIDEO_MAX_FRAMES', 60, 1, 1000),
       wallTimeMs: readInt(env, 'CATCOMFORT_VIDEO_TIMEOUT_MS', 20_000, 100, 600_000),

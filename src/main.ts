@@ -15,6 +15,10 @@ async function main(): Promise<void> {
     throw error;
   }
   setLogLevel(config.logLevel);
+  // A rejection nobody handled is a bug to log, not a reason to take every request down with it.
+  process.on('unhandledRejection', (reason) => {
+    log.error('unhandled promise rejection', { error: (reason as Error)?.stack ?? String(reason) });
+  });
   const running = await startService(config);
   let stopping = false;
   const stop = (signal: string) => {

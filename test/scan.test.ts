@@ -171,6 +171,8 @@ function scanSuite(name: string, backend: () => Promise<Backend>) {
         assert.equal(res.status, 401);
         assert.equal(res.body.error.code, 'unauthorized');
       }
+      const wrongType = await request(`${server.url}/scan`, { method: 'POST', body: 'x', headers: { 'content-type': 'text/plain' }, key: null });
+      assert.equal(wrongType.status, 401, 'credentials are checked before the content type');
       cli(env, 'revoke-scan-credential', carol.keyId);
       assert.equal((await request(`${server.url}/scan`, { headers: scanHeaders(carol), key: null })).status, 401);
     });
@@ -183,6 +185,7 @@ function scanSuite(name: string, backend: () => Promise<Backend>) {
         [{ image: b64(CAT), metadata: { a: { b: { c: { d: { e: 1 } } } } } }, 422, 'invalid_request'],
         [{ image: b64(CAT), metadata: { petId: 5 } }, 422, 'invalid_request'],
         [{ image: b64(CAT), metadata: { big: 'x'.repeat(9000) } }, 422, 'invalid_request'],
+        [{ image: b64(CAT), metadata: JSON.parse('{"a":' + '['.repeat(3000) + ']'.repeat(3000) + '}') }, 422, 'invalid_request'],
       ];
       for (const [body, status, code] of cases) {
         const res = await submit(server.url, alice, body);

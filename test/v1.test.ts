@@ -152,6 +152,24 @@ describe('422 bodies as pydantic v2 writes them', () => {
     ['fractional frames_to_analyze', '/invocations/bc-legacy', JSON.stringify({ media_data: { image: 'x', frames_to_analyze: 2.5 } }),
       [{ type: 'int_from_float', loc: ['body', 'media_data', 'frames_to_analyze'], msg: 'Input should be a valid integer, got a number with a fractional part', input: 2.5 }]],
   ];
+  test('threshold nan or inf is refused as not finite', async () => {
+    for (const t of ['nan', 'inf', '-Infinity']) {
+      const res = await request(`${url}/invocations?threshold=${t}`, { method: 'POST', body: JSON.stringify({ media_data: { image: 'x' } }) });
+      assert.equal(res.status, 422);
+      assert.deepEqual(res.body, { detail: [{ type: 'finite_number', loc: ['query', 'threshold'], msg: 'Input should be a finite number', input: t }] });
+    }
+  });
+
+  test('hostile nesting depth gets a 422 and never takes the service down', async () => {
+    const deep = '['.repeat(200_000) + ']'.repeat(200_000);
+    for (const body of [deep, `{"media_data": ${deep}}`, `{"media_data": {"image": ${deep}}}`, '['.repeat(200_000)]) {
+      const res = await request(`${url}/invocations`, { method: 'POST', body });
+      assert.equal(res.status, 422);
+      assert.ok(Array.isArray(res.body.detail));
+    }
+    assert.equal((await request(`${url}/ping`)).status, 200);
+  });
+
   for (const [name, p, body, detail] of cases) {
     test(name, async () => {
       const res = await request(`${url}${p}`, { method: 'POST', body });
@@ -197,6 +215,9 @@ describe('bc-legacy (deprecated)', () => {
     const v1 = await invoke('/invocations', { media_data: { image: b64(CAT) } });
     assert.notEqual(res.body.probability, v1.body.probability, 'bc-legacy has its own classifier');
     assert.ok(server.output().includes('"msg":"deprecated model used"'));
+    const invalid = await request(`${url}/invocations/bc-legacy`, { method: 'POST', body: '{' });
+    assert.equal(invalid.status, 422);
+    assert.match(invalid.headers.get('deprecation')!, /^@\d+$/, 'error responses carry the deprecation headers too');
   });
 
   test('video: an MP4 made from fixture photos by the bundled ffmpeg gives a prediction', async () => {

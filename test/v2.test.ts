@@ -209,6 +209,24 @@ describe('errors (spec 7.1)', () => {
     assertError(res, 415, 'http_error');
   });
 
+  test('a malformed Content-Length is refused (400 or closed by the HTTP parser), never a 500', async () => {
+    for (const length of ['-5', '5x', '99999999999999999999']) {
+      const raw = await new Promise<string>((resolve) => {
+        const socket = net.connect(server.port, '127.0.0.1', () => {
+          socket.write(`POST /v2/predict HTTP/1.1\r\nHost: x\r\napi-key: test-key-0123456789abcdef\r\ncontent-type: application/json\r\ncontent-length: ${length}\r\n\r\n{}`);
+        });
+        let data = '';
+        socket.on('data', (chunk) => (data += chunk.toString()));
+        socket.on('close', () => resolve(data));
+        socket.on('error', () => resolve(data));
+        setTimeout(() => socket.destroy(), 2000);
+      });
+      const status = /^HTTP\/1\.1 (\d+)/.exec(raw)?.[1];
+      assert.ok(status === undefined || status === '400', `Content-Length ${length}: ${raw.slice(0, 120)}`);
+    }
+    assert.equal((await postJson(`${url}/v2/predict`, { image: b64(NO_CAT) })).status, 200);
+  });
+
   test('a client that disconnects mid-upload leaves the service healthy', async () => {
     await new Promise<void>((resolve, reject) => {
       const socket = net.connect(server.port, '127.0.0.1', () => {

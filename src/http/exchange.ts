@@ -1,8 +1,15 @@
 // One HTTP request/response pair over uWS. Copies what it needs from the stack-bound
 // HttpRequest up front, reads the body with a hard limit, and makes every write corked
 // and safe after the client has gone away.
+//
+// An answer given before the request body has fully arrived (401, 413, ...) waits until the
+// rest of the body has been received and discarded, so clients that upload first and read
+// later still get the answer instead of a reset; past MAX_DISCARD_BYTES it is sent at once
+// and the connection closed.
 import { STATUS_CODES } from 'node:http';
 import type { HttpRequest, HttpResponse } from './uws';
+
+export const MAX_DISCARD_BYTES = 64 * 1024 * 1024;
 
 export class BodyTooLargeError extends Error {
   constructor(readonly limit: number) {
@@ -16,6 +23,15 @@ export class ClientGoneError extends Error {
   }
 }
 
+/** A Content-Length that is not a plain decimal number. */
+export class BadContentLengthError extends Error {
+  constructor() {
+    super('Invalid Content-Length header');
+  }
+}
+
+type Sink = (chunk: ArrayBuffer, isLast: boolean) => void;
+
 export class Exchange {
   readonly method: string;
   readonly path: string;
@@ -24,13 +40,18 @@ export class Exchange {
   params: Record<string, string> = {};
   aborted = false;
   finished = false;
-  private bodyExpected: boolean;
+  private readonly declaredLength: number | null;
+  private bodyDone: boolean;
+  private received = 0;
+  private dataAttached = false;
+  private sink: Sink | null = null;
+  private pendingWrite: (() => void) | null = null;
   private abortListeners: Array<() => void> = [];
 
   constructor(
     private readonly res: HttpResponse,
     req: HttpRequest,
-    /** Called once when the exchange ends: response sent or client gone. */
+    /** Called once when the exchange ends: response written or client gone. */
     private readonly onSettled: () => void = () => undefined,
   ) {
     this.method = req.getMethod().toUpperCase();
@@ -38,10 +59,12 @@ export class Exchange {
     this.query = req.getQuery() ?? '';
     req.forEach((key, value) => this.headers.set(key, value));
     const length = this.headers.get('content-length');
-    this.bodyExpected = (length !== undefined && length !== '0') || this.headers.has('transfer-encoding');
+    this.declaredLength = length !== undefined && /^\d{1,15}$/.test(length) ? Number(length) : null;
+    this.bodyDone = this.declaredLength === 0 || (length === undefined && !this.headers.has('transfer-encoding'));
     res.onAborted(() => {
       this.aborted = true;
-      if (!this.finished) this.onSettled();
+      if (!this.finished || this.pendingWrite) this.onSettled();
+      this.pendingWrite = null;
       for (const listener of this.abortListeners.splice(0)) listener();
     });
   }
@@ -63,64 +86,104 @@ export class Exchange {
     else this.abortListeners.push(listener);
   }
 
-  /**
-   * Reads the whole body. Must be called synchronously inside the uWS handler.
-   * Rejects with BodyTooLargeError past `limit` (declared or streamed) and ClientGoneError on abort.
-   */
-  readBody(limit: number): Promise<Buffer> {
-    return new Promise((resolve, reject) => {
-      const declared = Number(this.headers.get('content-length') ?? NaN);
-      if (Number.isFinite(declared) && declared > limit) {
-        reject(new BodyTooLargeError(limit));
-        return;
+  private attachData(): void {
+    if (this.dataAttached || this.bodyDone) return;
+    this.dataAttached = true;
+    this.res.onData((chunk, isLast) => {
+      this.received += chunk.byteLength;
+      this.sink?.(chunk, isLast);
+      if (isLast) {
+        this.bodyDone = true;
+        this.flush(false);
+      } else if (this.received > MAX_DISCARD_BYTES) {
+        this.flush(true);
       }
-      // Preallocate when the length is known so each chunk is copied exactly once.
-      let buffer = Buffer.allocUnsafe(Number.isFinite(declared) ? declared : 0);
-      let received = 0;
-      let settled = false;
-      this.onAbort(() => {
-        if (!settled) {
-          settled = true;
-          reject(new ClientGoneError());
-        }
-      });
-      this.res.onData((chunk, isLast) => {
-        if (settled) return;
-        const size = chunk.byteLength;
-        if (received + size > limit) {
-          settled = true;
-          reject(new BodyTooLargeError(limit));
-          return;
-        }
-        if (received + size > buffer.length) {
-          const grown = Buffer.allocUnsafe(Math.min(limit, Math.max(buffer.length * 2, received + size, 64 * 1024)));
-          buffer.copy(grown, 0, 0, received);
-          buffer = grown;
-        }
-        buffer.set(new Uint8Array(chunk), received);
-        received += size;
-        if (isLast) {
-          settled = true;
-          this.bodyExpected = false;
-          resolve(buffer.subarray(0, received));
-        }
-      });
     });
   }
 
+  private flush(close: boolean): void {
+    const write = this.pendingWrite;
+    this.pendingWrite = null;
+    if (write && !this.aborted) {
+      if (close) this.bodyDone = true; // the connection goes; nothing more will be read
+      write();
+      if (close) this.res.close();
+    }
+  }
+
   /**
-   * Sends a complete response. The connection is closed when request body bytes may still
-   * be in flight, so they can never be read as the next request.
+   * Reads the whole body. Must be called synchronously inside the uWS handler.
+   * Rejects with BodyTooLargeError past `limit` (declared or streamed), BadContentLengthError,
+   * and ClientGoneError on abort.
    */
-  send(status: number, headers: Record<string, string>, body: string | Buffer): void {
+  readBody(limit: number): Promise<Buffer> {
+    return new Promise((resolve, reject) => {
+      const rawLength = this.headers.get('content-length');
+      if (rawLength !== undefined && this.declaredLength === null) {
+        reject(new BadContentLengthError());
+        return;
+      }
+      if (this.bodyDone) {
+        resolve(Buffer.alloc(0));
+        return;
+      }
+      let settled = false;
+      const settle = (fn: () => void) => {
+        if (!settled) {
+          settled = true;
+          fn();
+        }
+      };
+      this.onAbort(() => settle(() => reject(new ClientGoneError())));
+      if (this.declaredLength !== null && this.declaredLength > limit) {
+        settle(() => reject(new BodyTooLargeError(limit)));
+        this.attachData();
+        return;
+      }
+      // Preallocate when the length is known so each chunk is copied exactly once.
+      let buffer = Buffer.allocUnsafe(this.declaredLength ?? 0);
+      let used = 0;
+      this.sink = (chunk, isLast) => {
+        if (settled) return;
+        const size = chunk.byteLength;
+        if (used + size > limit) {
+          settle(() => reject(new BodyTooLargeError(limit)));
+          return;
+        }
+        if (used + size > buffer.length) {
+          const grown = Buffer.allocUnsafe(Math.min(limit, Math.max(buffer.length * 2, used + size, 64 * 1024)));
+          buffer.copy(grown, 0, 0, used);
+          buffer = grown;
+        }
+        buffer.set(new Uint8Array(chunk), used);
+        used += size;
+        if (isLast) settle(() => resolve(buffer.subarray(0, used)));
+      };
+      this.attachData();
+    });
+  }
+
+  /** Sends a complete response; see the note at the top about bodies still arriving. */
+  send(status: number, headers: Record<string, string>, body: string | Buffer, closeAfter = false): void {
     if (this.aborted || this.finished) return;
     this.finished = true;
-    this.onSettled();
-    const close = this.bodyExpected;
-    this.res.cork(() => {
-      this.res.writeStatus(`${status} ${STATUS_CODES[status] ?? ''}`);
-      for (const name in headers) this.res.writeHeader(name, headers[name]!);
-      this.res.end(body, close);
-    });
+    const write = (close: boolean) => {
+      this.onSettled();
+      this.res.cork(() => {
+        this.res.writeStatus(`${status} ${STATUS_CODES[status] ?? ''}`);
+        for (const name in headers) this.res.writeHeader(name, headers[name]!);
+        this.res.end(body, close);
+      });
+    };
+    const tooMuchLeft = this.declaredLength === null ? this.received > MAX_DISCARD_BYTES : this.declaredLength > MAX_DISCARD_BYTES;
+    if (this.bodyDone) write(closeAfter);
+    else if (tooMuchLeft || closeAfter) {
+      this.bodyDone = true;
+      write(true);
+    } else {
+      this.sink = null;
+      this.pendingWrite = () => write(false);
+      this.attachData();
+    }
   }
 }

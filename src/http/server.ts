@@ -13,8 +13,18 @@ function isV2(path: string): boolean {
   return path === '/v2' || path.startsWith('/v2/') || path === '/scan' || path.startsWith('/scan/');
 }
 
-function sendDetail(ex: Exchange, status: number, detail: string, headers: Record<string, string> = {}): void {
-  ex.send(status, { 'Content-Type': 'application/json', ...headers }, JSON.stringify({ detail }));
+function sendDetail(ex: Exchange, status: number, detail: string, headers: Record<string, string> = {}, closeAfter = false): void {
+  ex.send(status, { 'Content-Type': 'application/json', ...headers }, JSON.stringify({ detail }), closeAfter);
+}
+
+/** While shutting down: requests arriving on kept-alive connections get 503 and the connection closes. */
+function refuse(ex: Exchange): void {
+  const headers = { 'Retry-After': '1' };
+  if (isV2(ex.path)) {
+    sendError(ex, requestIdFrom(ex.header('x-request-id')), new ApiError('unavailable', 'The service is shutting down.', {}, headers), true);
+  } else {
+    sendDetail(ex, 503, 'Service Unavailable', headers, true);
+  }
 }
 
 function dispatch(router: Router, ex: Exchange): void {
@@ -46,6 +56,7 @@ function dispatch(router: Router, ex: Exchange): void {
 
 export class HttpServer {
   private listenSocket: ListenSocket | null = null;
+  private closing = false;
   private inFlight = 0;
   private idle: Array<() => void> = [];
   readonly app: TemplatedApp;
@@ -54,7 +65,9 @@ export class HttpServer {
     this.app = uws.App();
     this.app.any('/*', (res, req) => {
       this.inFlight++;
-      dispatch(router, new Exchange(res, req, () => this.settled()));
+      const ex = new Exchange(res, req, () => this.settled());
+      if (this.closing) refuse(ex);
+      else dispatch(router, ex);
     });
   }
 
@@ -88,8 +101,9 @@ export class HttpServer {
     });
   }
 
-  /** Stops accepting connections; open connections finish their requests. */
+  /** Stops accepting connections; requests in progress finish, new ones on open connections get 503. */
   stopListening(): void {
+    this.closing = true;
     if (this.listenSocket) {
       uws.us_listen_socket_close(this.listenSocket);
       this.listenSocket = null;

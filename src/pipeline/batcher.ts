@@ -209,6 +209,11 @@ export class MicroBatcher<I, R> {
     settled
       .then(
         (results) => {
+          if (!Array.isArray(results) || results.length !== batch.length) {
+            const error = new Error(`batch run returned ${Array.isArray(results) ? results.length : typeof results} results for ${batch.length} items`);
+            for (const pending of batch) pending.reject(error);
+            return;
+          }
           batch.forEach((pending, i) => pending.resolve(results[i]!));
         },
         (error: Error) => {

@@ -33,13 +33,14 @@ type Handler = (ex: Exchange, requestId: string, ownerId: string) => Promise<{ s
 function authed(ctx: ScanContext, readsBody: boolean, handler: (ex: Exchange, requestId: string, ownerId: string, body: Promise<Buffer> | null) => ReturnType<Handler>) {
   return (ex: Exchange): void => {
     const requestId = requestIdFrom(ex.header('x-request-id'));
-    if (readsBody && !isJsonContentType(ex.header('content-type'))) return sendError(ex, requestId, new ApiError('unsupported_media_type'));
+    // uWS needs the body read started now; it is only used once the caller is authenticated.
     const body = readsBody ? ex.readBody(ctx.service.config.maxBodyBytes) : null;
     body?.catch(() => undefined); // rejections are handled where the body is awaited
     ctx.verifier
       .verify(ex.header('api-key'), ex.header('api-secret'))
       .then(async (ownerId) => {
         if (ownerId === null) throw new ApiError('unauthorized', 'Missing or invalid api-key / api-secret.');
+        if (readsBody && !isJsonContentType(ex.header('content-type'))) throw new ApiError('unsupported_media_type');
         return handler(ex, requestId, ownerId, body);
       })
       .then(

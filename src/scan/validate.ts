@@ -1,5 +1,6 @@
 // Validation of scan submissions and listing queries, with v2's error conventions.
 import { validationError, type FieldError } from '../v2/errors';
+import { checkUrl, FetchRefusedError } from './fetch';
 import { METADATA_LIMITS } from './schemas';
 
 export interface Submission {
@@ -38,18 +39,26 @@ export function validateSubmission(body: Record<string, unknown>): Submission {
   if (present(image) && typeof image !== 'string') errors.push({ field: 'image', message: 'Input should be a valid string' });
   else if (image === '') errors.push({ field: 'image', message: 'String should have at least 1 character' });
   if (present(imageUrl) && typeof imageUrl !== 'string') errors.push({ field: 'imageUrl', message: 'Input should be a valid string' });
-  else if (typeof imageUrl === 'string' && (imageUrl.length === 0 || imageUrl.length > 4096)) {
-    errors.push({ field: 'imageUrl', message: 'String should have 1 to 4096 characters' });
+  else if (typeof imageUrl === 'string') {
+    // Scheme, credentials and syntax are refused now; addresses are checked when fetching.
+    try {
+      checkUrl(imageUrl);
+    } catch (error) {
+      const text = error instanceof FetchRefusedError ? error.message : 'the image URL is invalid';
+      errors.push({ field: 'imageUrl', message: text.charAt(0).toUpperCase() + text.slice(1) });
+    }
   }
   if (!present(image) && !present(imageUrl)) errors.push({ field: 'body', message: 'Exactly one of image and imageUrl is required' });
   if (present(image) && present(imageUrl)) errors.push({ field: 'body', message: 'Send either image or imageUrl, not both' });
   if (present(metadata)) {
     if (!isObject(metadata)) errors.push({ field: 'metadata', message: 'Input should be a valid dictionary' });
     else {
+      // Shape first: it stops at the depth limit, so the size check never serialises a deep value.
       const problem =
-        Buffer.byteLength(JSON.stringify(metadata)) > METADATA_LIMITS.maxBytes
+        metadataProblem(metadata, 1) ??
+        (Buffer.byteLength(JSON.stringify(metadata)) > METADATA_LIMITS.maxBytes
           ? `Metadata may be at most ${METADATA_LIMITS.maxBytes} bytes as JSON`
-          : metadataProblem(metadata, 1);
+          : null);
       if (problem) errors.push({ field: 'metadata', message: problem });
       for (const key of ['petId', 'customerId']) {
         if (present(metadata[key]) && typeof metadata[key] !== 'string') {

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { log } from '../log';
 import type { Model } from '../models/registry';
 import { ImageError } from '../pipeline/analysis';
+import { QueueFullError } from '../pipeline/batcher';
 import { fetchImage, isFetchRefusedError, type FetchPolicy } from './fetch';
 import type { StoredResult } from './present';
 import type { ClaimedScan, ScanStore } from './store';
@@ -62,11 +63,13 @@ export class ScanWorkers {
 
   private idle(): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(done, this.options.idlePollMs);
-      function done() {
+      const done = () => {
         clearTimeout(timer);
+        const index = this.wakeups.indexOf(done);
+        if (index >= 0) this.wakeups.splice(index, 1);
         resolve();
-      }
+      };
+      const timer = setTimeout(done, this.options.idlePollMs);
       this.wakeups.push(done);
     });
   }
@@ -83,10 +86,32 @@ export class ScanWorkers {
         await this.idle();
         continue;
       }
-      await this.process(workerId, claimed).catch((error: unknown) => {
-        // Left PROCESSING: the lease expires and another attempt follows (up to maxAttempts).
-        log.error('scan processing failed; it will be retried after its lease', { scan: claimed!.id, error: String(error) });
-      });
+      // The lease is renewed while the scan is worked on, so a slow fetch or a busy model never
+      // hands a live scan to a second worker.
+      const scan = claimed;
+      const heartbeat = setInterval(() => {
+        this.store.extendLease(scan.id, workerId, this.options.leaseMs).catch((error: unknown) => {
+          log.warn('scan lease renewal failed', { scan: scan.id, error: String(error) });
+        });
+      }, Math.max(50, Math.floor(this.options.leaseMs / 3)));
+      await this.process(workerId, scan)
+        .catch((error: unknown) => {
+          // Left PROCESSING: the lease expires and another attempt follows (up to maxAttempts).
+          log.error('scan processing failed; it will be retried after its lease', { scan: scan.id, error: String(error) });
+        })
+        .finally(() => clearInterval(heartbeat));
+    }
+  }
+
+  /** Scans share the model's queue with /v2: when it is full, wait and retry instead of failing. */
+  private async analyzeWhenAdmitted(bytes: Buffer) {
+    for (let delayMs = 100; ; delayMs = Math.min(delayMs * 2, 2000)) {
+      try {
+        return await this.model.analyze({ data: bytes, encoding: 'bytes' });
+      } catch (error) {
+        if (!(error instanceof QueueFullError) || !this.running) throw error;
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
+      }
     }
   }
 
@@ -106,7 +131,7 @@ export class ScanWorkers {
       }
     }
     try {
-      const analysis = await this.model.analyze({ data: bytes!, encoding: 'bytes' });
+      const analysis = await this.analyzeWhenAdmitted(bytes!);
       const result: StoredResult = {
         detection: analysis.detection,
         width: analysis.width,

@@ -29,11 +29,16 @@ interface RunResult {
   stderr: string;
 }
 
-function runFfmpeg(limits: FrameLimits, args: string[]): Promise<RunResult> {
+function runFfmpeg(limits: FrameLimits, args: string[], signal?: AbortSignal): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    // ulimit -v caps the child's address space; exec keeps the pid so the kill reaches ffmpeg.
-    const script = `ulimit -v ${Math.floor(limits.memoryBytes / 1024)} && exec "$0" "$@"`;
-    const child = spawn('/bin/sh', ['-c', script, limits.ffmpegPath, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+    // ulimit -v caps the child's address space and -t its CPU seconds (so it dies even if this
+    // process is gone); exec keeps the pid so the kill reaches ffmpeg.
+    const cpuSeconds = Math.ceil(limits.wallTimeMs / 1000) + 1;
+    const script = `ulimit -v ${Math.floor(limits.memoryBytes / 1024)} && ulimit -t ${cpuSeconds} && exec "$0" "$@"`;
+    const child = spawn('/bin/sh', ['-c', script, limits.ffmpegPath, ...args], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      ...(signal ? { signal, killSignal: 'SIGKILL' as const } : {}),
+    });
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => {
       if (stderr.length < 64 * 1024) stderr += chunk.toString();
@@ -41,7 +46,8 @@ function runFfmpeg(limits: FrameLimits, args: string[]): Promise<RunResult> {
     const timer = setTimeout(() => child.kill('SIGKILL'), limits.wallTimeMs);
     child.on('error', (error) => {
       clearTimeout(timer);
-      reject(new VideoError(`ffmpeg could not be started: ${error.message}`));
+      if (error.name === 'AbortError') reject(error);
+      else reject(new VideoError(`ffmpeg could not be started: ${error.message}`));
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
@@ -60,12 +66,12 @@ function parseDuration(stderr: string): number | null {
 const COMMON = ['-hide_banner', '-nostdin', '-threads', '1', '-protocol_whitelist', 'file', '-f', 'mov'];
 
 /** Extracts up to `count` frames spread evenly over the clip, as JPEG bytes in time order. */
-export async function extractFrames(video: Buffer, count: number, limits: FrameLimits): Promise<Buffer[]> {
+export async function extractFrames(video: Buffer, count: number, limits: FrameLimits, signal?: AbortSignal): Promise<Buffer[]> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'catcomfort-video-'));
   try {
     const input = path.join(dir, 'input.mp4');
     await writeFile(input, video);
-    const probe = await runFfmpeg(limits, [...COMMON, '-i', input]);
+    const probe = await runFfmpeg(limits, [...COMMON, '-i', input], signal);
     const duration = parseDuration(probe.stderr);
     if (duration === null || !/Stream #.*Video:/.test(probe.stderr)) throw new VideoError('Video could not be decoded.');
     if (duration > limits.maxSeconds) throw new VideoError(`Video is too long; at most ${limits.maxSeconds} seconds.`);
@@ -75,7 +81,7 @@ export async function extractFrames(video: Buffer, count: number, limits: FrameL
       ...COMMON, '-i', input, '-an', '-sn',
       '-vf', `fps=${rate.toFixed(6)}:round=down,scale='min(1920,iw)':-2`,
       '-frames:v', String(frames), '-q:v', '3', path.join(dir, 'frame-%04d.jpg'),
-    ]);
+    ], signal);
     const names = (await readdir(dir)).filter((n) => n.startsWith('frame-')).sort();
     if (result.code !== 0 && names.length === 0) throw new VideoError('Video could not be decoded.');
     if (names.length === 0) throw new VideoError('Video has no frames.');

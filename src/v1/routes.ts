@@ -3,12 +3,13 @@
 import { createHash } from 'node:crypto';
 import { isJsonContentType } from '../http/content-type';
 import { swaggerPage } from '../http/docs';
-import { BodyTooLargeError, ClientGoneError, type Exchange } from '../http/exchange';
+import { BadContentLengthError, BodyTooLargeError, ClientGoneError, type Exchange } from '../http/exchange';
 import type { Router } from '../http/router';
 import { log } from '../log';
 import type { Model } from '../models/registry';
 import { ImageError } from '../pipeline/analysis';
 import { AbortedError, ClosedError, DeadlineError, QueueFullError } from '../pipeline/batcher';
+import { BusyError, Semaphore } from '../pipeline/semaphore';
 import type { Service } from '../service';
 import { buildV1OpenApi } from './openapi';
 import { failure, fromAnalysis, V1_MESSAGES, type V1Response } from './respond';
@@ -38,17 +39,29 @@ function queryParam(query: string, name: string): string | null {
   return null;
 }
 
-/** Errors that end a v1 request outside the 200 success:false family. */
-function sendFailure(ex: Exchange, error: unknown): void {
-  if (error instanceof ClientGoneError || error instanceof AbortedError) return;
-  if (error instanceof V1ValidationError) return json(ex, 422, { detail: error.detail });
-  if (error instanceof BodyTooLargeError) return json(ex, 413, { detail: `Request body exceeds ${error.limit} bytes` });
-  if (error instanceof QueueFullError || error instanceof DeadlineError) {
-    return json(ex, 429, { detail: 'Too many requests; retry later' }, { 'Retry-After': String(error.retryAfterSeconds) });
+/** 422 body; echoed inputs too deep to serialise are replaced by null rather than failing. */
+function validationBody(detail: V1Detail[]): string {
+  try {
+    return JSON.stringify({ detail });
+  } catch {
+    return JSON.stringify({ detail: detail.map((d) => ({ ...d, input: null })) });
   }
-  if (error instanceof ClosedError) return json(ex, 503, { detail: 'Service unavailable' });
+}
+
+/** Errors that end a v1 request outside the 200 success:false family. Never throws. */
+function sendFailure(ex: Exchange, error: unknown, headers: Record<string, string>): void {
+  if (ex.aborted || error instanceof ClientGoneError || error instanceof AbortedError) return;
+  if (error instanceof V1ValidationError) {
+    return ex.send(422, { 'Content-Type': 'application/json', ...headers }, validationBody(error.detail));
+  }
+  if (error instanceof BodyTooLargeError) return json(ex, 413, { detail: `Request body exceeds ${error.limit} bytes` }, headers);
+  if (error instanceof BadContentLengthError) return json(ex, 400, { detail: 'Invalid Content-Length header' }, headers);
+  if (error instanceof QueueFullError || error instanceof DeadlineError || error instanceof BusyError) {
+    return json(ex, 429, { detail: 'Too many requests; retry later' }, { ...headers, 'Retry-After': String(error.retryAfterSeconds) });
+  }
+  if (error instanceof ClosedError) return json(ex, 503, { detail: 'Service unavailable' }, headers);
   log.error('v1 request failed', { path: ex.path, error: (error as Error)?.stack ?? String(error) });
-  ex.send(500, { 'Content-Type': 'text/plain; charset=utf-8' }, 'Internal Server Error');
+  ex.send(500, { 'Content-Type': 'text/plain; charset=utf-8', ...headers }, 'Internal Server Error');
 }
 
 interface Variant {
@@ -58,6 +71,7 @@ interface Variant {
 
 export interface V1Context {
   service: Service;
+  ffmpegSlots: Semaphore;
   buildNumber: string;
   deprecationHeaders: Record<string, string>;
 }
@@ -103,11 +117,11 @@ function invocation(ctx: V1Context, variant: Variant) {
         if (errors.length > 0 || request === null) throw new V1ValidationError(errors);
         if (request.mediaType === 'video') {
           if (!variant.legacy) return json(ex, 400, { detail: VIDEO_ON_IMAGE_ENDPOINT }, headers);
-          return json(ex, 200, await analyzeVideo(service, variant.model, request, ex, deadline), headers);
+          return json(ex, 200, await analyzeVideo(service, variant.model, request, ex, deadline, ctx.ffmpegSlots), headers);
         }
         json(ex, 200, await analyzeImage(ctx, variant, request, threshold, ex, deadline), headers);
       })
-      .catch((error: unknown) => sendFailure(ex, error));
+      .catch((error: unknown) => sendFailure(ex, error, headers));
   };
 }
 
@@ -130,6 +144,7 @@ export function registerV1(router: Router, service: Service): void {
   if (!bcV1 || !legacy || !defaultModel) throw new Error('v1 needs the bc-v1 and bc-legacy packs');
   const ctx: V1Context = {
     service,
+    ffmpegSlots: new Semaphore(service.config.video.concurrency),
     buildNumber: service.config.buildNumber,
     deprecationHeaders: deprecationHeaders(service.config.legacy),
   };

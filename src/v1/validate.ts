@@ -37,7 +37,14 @@ export function parseV1Body(raw: Buffer): unknown {
   try {
     return JSON.parse(text);
   } catch {
-    const { pos, msg } = locateJsonError(text);
+    // The locator recurses; a hostile nesting depth that overflows it still gets a 422.
+    let located: { pos: number; msg: string };
+    try {
+      located = locateJsonError(text);
+    } catch {
+      located = { pos: 0, msg: 'Expecting value' };
+    }
+    const { pos, msg } = located;
     throw new V1ValidationError([{ type: 'json_invalid', loc: ['body', pos], msg: 'JSON decode error', input: {}, ctx: { error: msg } }]);
   }
 }
@@ -92,6 +99,10 @@ export function validateThreshold(raw: string | null, errors: V1Detail[]): numbe
       msg: 'Input should be a valid number, unable to parse string as a number',
       input: raw,
     });
+  } else if (!Number.isFinite(value)) {
+    // pydantic would let nan/inf through and make every label constant; we refuse them.
+    errors.push({ type: 'finite_number', loc: ['query', 'threshold'], msg: 'Input should be a finite number', input: raw });
+    return null;
   }
   return value;
 }

@@ -7,6 +7,7 @@
 import type { Exchange } from '../http/exchange';
 import type { Model } from '../models/registry';
 import { ImageError, type Analysis } from '../pipeline/analysis';
+import type { Semaphore } from '../pipeline/semaphore';
 import type { Service } from '../service';
 import { extractFrames, VideoError } from './frames';
 import { boxOf, failure, moodOf, seconds, V1_FORMAT_VERSION, V1_MESSAGES, type V1Response } from './respond';
@@ -25,19 +26,20 @@ export async function analyzeVideo(
   request: V1Request,
   ex: Exchange,
   deadline: number,
+  ffmpegSlots: Semaphore,
 ): Promise<V1VideoResponse> {
   const limits = service.config.video;
   if (request.video === null || request.video === '') return withoutThreshold(failure('Error loading video from base64 string', null));
   const wanted = Math.max(1, Math.min(request.framesToAnalyze ?? 20, limits.maxFrames));
   const started = performance.now();
+  const signal = ex.signal();
   let frames: Buffer[];
   try {
-    frames = await extractFrames(Buffer.from(request.video, 'base64'), wanted, limits);
+    frames = await ffmpegSlots.run(() => extractFrames(Buffer.from(request.video!, 'base64'), wanted, limits, signal));
   } catch (error) {
     if (error instanceof VideoError) return withoutThreshold(failure(`Error: ${error.message}`, null));
     throw error;
   }
-  const signal = ex.signal();
   const analyses = await Promise.all(
     frames.map((frame) =>
       model.analyze({ data: frame, encoding: 'bytes' }, { deadline, signal }).catch((error: unknown) => {
@@ -48,6 +50,7 @@ export async function analyzeVideo(
   );
   const wallMs = performance.now() - started;
   const usable = analyses.filter((a): a is Analysis => a !== null);
+  if (usable.length === 0) return withoutThreshold(failure('Error: Video could not be decoded.', null));
   const detected = usable.filter((a) => a.detection === 'detected').sort((a, b) => b.cat!.confidence - a.cat!.confidence);
   if (detected.length === 0) {
     const best = usable.filter((a) => a.cat !== null).sort((a, b) => b.cat!.confidence - a.cat!.confidence)[0];
@@ -70,7 +73,7 @@ export async function analyzeVideo(
     cat_quality: mean(top.map((a) => a.cat!.confidence)),
     cat_detected: true,
     additional_data: {
-      frames_extracted: frames.length,
+      frames_extracted: usable.length,
       top_n_predictions: topN,
       input_dimensions: `${best.width}x${best.height}`,
       detected_cat_dimensions: `${box.x2 - box.x1}x${box.y2 - box.y1}`,

@@ -8,6 +8,7 @@ export const errorTable = {
   not_found: { code: 'not_found', status: 404, message: 'Not found.' },
   method_not_allowed: { code: 'method_not_allowed', status: 405, message: 'Method not allowed.' },
   idempotency_conflict: { code: 'idempotency_conflict', status: 409, message: 'Idempotency-Key reused with a different request.' },
+  bad_request: { code: 'http_error', status: 400, message: 'Malformed request.' },
   payload_too_large: { code: 'http_error', status: 413, message: 'Request body is too large.' },
   unsupported_media_type: { code: 'http_error', status: 415, message: 'Content-Type must be application/json.' },
   invalid_request: { code: 'invalid_request', status: 422, message: 'Request validation failed.' },

@@ -59,7 +59,8 @@ function predictRoute(service: Service, modelFrom: (ex: Exchange) => string) {
 }
 
 function staticRoute(body: string | Buffer, contentType: string) {
-  return (ex: Exchange): void => ex.send(200, { 'Content-Type': contentType, 'Cache-Control': 'public, max-age=3600' }, body);
+  return (ex: Exchange): void =>
+    ex.send(200, { 'Content-Type': contentType, 'Cache-Control': 'public, max-age=3600', 'X-Request-ID': requestIdFrom(ex.header('x-request-id')) }, body);
 }
 
 export function registerV2(router: Router, service: Service): void {

@@ -2,5 +2,5 @@
 // deliberately not re-exported here.
 export { FetchRefusedError, isFetchRefusedError, type FetchErrorCode } from './errors';
 export { DEFAULT_FETCH_POLICY, fetchPolicy, type FetchPolicy, type ResolvedAddress } from './policy';
-export { fetchImage, MAX_URL_LENGTH, USER_AGENT, type FetchedImage } from './fetcher';
+export { checkUrl, fetchImage, MAX_URL_LENGTH, USER_AGENT, type FetchedImage } from './fetcher';
 export { classifyAddress, type AddressVerdict } from './ip';
