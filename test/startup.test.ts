@@ -8,6 +8,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { request } from './helpers/http';
 import { repoRoot } from './helpers/paths';
+import { cli, storeEnv } from './helpers/scan';
 import { startServer } from './helpers/server';
 
 test('without CATCOMFORT_API_KEYS one random key is generated, printed once, and works', async () => {
@@ -60,4 +61,20 @@ test('an invalid manifest stops start-up with the offending path', () => {
   const result = startWithModels(dir);
   assert.equal(result.status, 1);
   assert.match(result.stderr, /Invalid model manifest .*manifest\.json/);
+});
+
+test('v1/v2 keys issued with the CLI (stored hashed) work beside CATCOMFORT_API_KEYS', async () => {
+  const env = storeEnv(mkdtempSync(path.join(os.tmpdir(), 'cc-keys-')), null);
+  const out = cli(env, 'create-api-key', '--name', 'partner');
+  const key = /(cc_\S+)/.exec(out)?.[1];
+  assert.ok(key, out);
+  const server = await startServer(env);
+  try {
+    assert.equal((await request(`${server.url}/ping`, { key })).status, 200);
+    assert.equal((await request(`${server.url}/v2/models`, { key })).status, 200);
+    assert.equal((await request(`${server.url}/v2/models`)).status, 200, 'the configured key still works');
+    assert.equal((await request(`${server.url}/v2/models`, { key: `${key}x` })).status, 401);
+  } finally {
+    await server.stop();
+  }
 });
