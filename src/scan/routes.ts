@@ -27,10 +27,15 @@ export interface ScanContext {
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
-type Handler = (ex: Exchange, requestId: string, ownerId: string) => Promise<{ status: number; body: unknown; headers?: Record<string, string> }>;
+type Handler = (
+  ex: Exchange,
+  requestId: string,
+  ownerId: string,
+  body: Promise<Buffer> | null,
+) => Promise<{ status: number; body: unknown; headers?: Record<string, string> }>;
 
 /** Authenticates synchronously-started requests; the body (if any) must be read before any await. */
-function authed(ctx: ScanContext, readsBody: boolean, handler: (ex: Exchange, requestId: string, ownerId: string, body: Promise<Buffer> | null) => ReturnType<Handler>) {
+function authed(ctx: ScanContext, readsBody: boolean, handler: Handler) {
   return (ex: Exchange): void => {
     const requestId = requestIdFrom(ex.header('x-request-id'));
     // uWS needs the body read started now; it is only used once the caller is authenticated.

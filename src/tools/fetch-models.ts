@@ -2,7 +2,7 @@
 // manifest names but the repository does not hold into its pack folder, from the folder named
 // by CATCOMFORT_MODEL_MIRROR when set, else from the manifest's published URL, and checks the sha256.
 import { existsSync } from 'node:fs';
-import { copyFile, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { readManifest, sha256 } from '../models/pack';
 
