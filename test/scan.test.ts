@@ -22,12 +22,16 @@ const b64 = (file: string) => readFileSync(photo(file)).toString('base64');
 async function photoServer(): Promise<{ url: string; close: () => Promise<void> }> {
   const server = http.createServer((req, res) => {
     const name = path.basename(req.url ?? '');
-    try {
-      const data = readFileSync(photo(name));
-      res.writeHead(200, { 'content-type': name.endsWith('.png') ? 'image/png' : 'image/jpeg' }).end(data);
-    } catch {
-      res.writeHead(404).end();
-    }
+    // /slow/<photo> answers after 2 s, to keep a scan in PROCESSING past short leases.
+    const delay = req.url?.startsWith('/slow/') ? 2000 : 0;
+    setTimeout(() => {
+      try {
+        const data = readFileSync(photo(name));
+        res.writeHead(200, { 'content-type': name.endsWith('.png') ? 'image/png' : 'image/jpeg' }).end(data);
+      } catch {
+        res.writeHead(404).end();
+      }
+    }, delay);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((r) => server.close(() => r())) };
@@ -237,6 +241,23 @@ describe('durability and sharing', () => {
       }
     } finally {
       await server.stop();
+    }
+  });
+
+  nodeTest('a slow scan keeps its lease: worked once, never handed to a second worker', async () => {
+    const env = storeEnv(mkdtempSync(path.join(os.tmpdir(), 'cc-lease-')), null);
+    const server = await startServer({ ...env, CATCOMFORT_FETCH_ALLOW_PRIVATE: 'true', CATCOMFORT_SCAN_LEASE_MS: '400', CATCOMFORT_SCAN_WORKERS: '2' });
+    const photos = await photoServer();
+    try {
+      const cred = createCredential(env, 'lease');
+      const res = await submit(server.url, cred, { imageUrl: `${photos.url}/slow/${CAT}` });
+      const scan = await waitForScan(server.url, res.body.scanId, cred);
+      assert.equal(scan.status, 'COMPLETED');
+      assert.equal(scan.logs.filter((l: any) => l.event === 'claimed').length, 1, JSON.stringify(scan.logs));
+      assert.ok(!scan.logs.some((l: any) => l.event === 'lease_expired_requeued'));
+    } finally {
+      await server.stop();
+      await photos.close();
     }
   });
 
