@@ -24,7 +24,7 @@ function predictOperation(operationId: string, summary: string, withModel: boole
   const responses: Record<string, unknown> = {
     '200': { description: 'Analysis result', headers: responseHeaders, content: jsonContent('PredictResponse') },
     '400': errorResponse(
-      '`invalid_image`: `Image is not valid base64.`, `Image is empty.`, `Image could not be decoded.`, `Unsupported pixel format; send an 8-bit image.`, or `Image is too large; at most N pixels.`',
+      '`invalid_image`: `Image is not valid base64.`, `Image is empty.`, `Image could not be decoded.`, `Unsupported pixel format; send an 8-bit image.`, or `Image is too large; at most N pixels.`; `http_error`: malformed `Content-Length`',
     ),
     '401': errorResponse('`unauthorized`: missing or invalid `api-key`'),
     '413': errorResponse('`http_error`: request body larger than `CATCOMFORT_MAX_BODY_BYTES`'),
@@ -34,6 +34,7 @@ function predictOperation(operationId: string, summary: string, withModel: boole
     ),
     '429': errorResponse('`overloaded`: the queue is full or the deadline cannot be met; see `Retry-After`'),
     '500': errorResponse('`internal_error`: unexpected failure; nothing internal is disclosed'),
+    '503': errorResponse('`unavailable`: the service is shutting down; see `Retry-After`'),
   };
   if (withModel) responses['404'] = errorResponse('`model_not_found`: unknown `model_id`; `details.model_id` names it');
   return {
