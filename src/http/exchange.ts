@@ -43,7 +43,6 @@ export class Exchange {
   private readonly declaredLength: number | null;
   private bodyDone: boolean;
   private received = 0;
-  private dataAttached = false;
   private sink: Sink | null = null;
   private pendingWrite: (() => void) | null = null;
   private abortListeners: Array<() => void> = [];
@@ -67,6 +66,9 @@ export class Exchange {
       this.pendingWrite = null;
       for (const listener of this.abortListeners.splice(0)) listener();
     });
+    // Attached now, while uWS allows it: a body nobody reads is received and discarded, so an
+    // answer sent later still finds the request complete.
+    this.attachData();
   }
 
   header(name: string): string | undefined {
@@ -87,8 +89,7 @@ export class Exchange {
   }
 
   private attachData(): void {
-    if (this.dataAttached || this.bodyDone) return;
-    this.dataAttached = true;
+    if (this.bodyDone) return;
     this.res.onData((chunk, isLast) => {
       this.received += chunk.byteLength;
       this.sink?.(chunk, isLast);
@@ -112,7 +113,7 @@ export class Exchange {
   }
 
   /**
-   * Reads the whole body. Must be called synchronously inside the uWS handler.
+   * Reads the whole body. Must be called synchronously inside the uWS handler (before any chunk).
    * Rejects with BodyTooLargeError past `limit` (declared or streamed), BadContentLengthError,
    * and ClientGoneError on abort.
    */
@@ -137,7 +138,6 @@ export class Exchange {
       this.onAbort(() => settle(() => reject(new ClientGoneError())));
       if (this.declaredLength !== null && this.declaredLength > limit) {
         settle(() => reject(new BodyTooLargeError(limit)));
-        this.attachData();
         return;
       }
       // Preallocate when the length is known so each chunk is copied exactly once.
@@ -159,7 +159,6 @@ export class Exchange {
         used += size;
         if (isLast) settle(() => resolve(buffer.subarray(0, used)));
       };
-      this.attachData();
     });
   }
 
@@ -183,7 +182,6 @@ export class Exchange {
     } else {
       this.sink = null;
       this.pendingWrite = () => write(false);
-      this.attachData();
     }
   }
 }
