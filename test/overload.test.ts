@@ -56,7 +56,12 @@ test('a request that cannot meet its deadline is refused with 429 rather than qu
 test('SIGTERM drains: requests already queued are answered, then the process exits 0', async () => {
   const server = await startServer();
   const pending = Array.from({ length: 6 }, () => postJson(`${server.url}/v2/predict`, { image }));
-  await new Promise((r) => setTimeout(r, 50));
+  // SIGTERM only once all six have reached the model's queue (bounded wait).
+  for (let i = 0; i < 500; i++) {
+    const stats = (await request(`${server.url}/v2/stats`)).body.models['bc-v1'];
+    if (stats.submitted >= 6) break;
+    await new Promise((r) => setTimeout(r, 10));
+  }
   const exited = new Promise<number | null>((resolve) => server.child.once('exit', resolve));
   server.child.kill('SIGTERM');
   const results = await Promise.all(pending);
