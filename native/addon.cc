@@ -6,6 +6,7 @@
 // are converted on the JS thread. C++ exceptions become JS errors (code 'native_error') in one
 // place: NativeError(), reached from the Sync/Async boundaries and from Deliver().
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -175,78 +176,47 @@ Napi::Value AsyncBoundary(const Napi::CallbackInfo& info, Fn&& fn) {
   return Napi::Value(env, promise);
 }
 
-class CreateCall : public Call {
+// One asynchronous call: `work` runs on the pool with no N-API use, `settle` turns its result
+// into a JS value on the JS thread. The work (with the pipeline and inputs it captured) is
+// dropped as soon as it has run.
+template <typename Result>
+class TaskCall : public Call {
  public:
-  CreateCall(napi_deferred d, PipelineSpec spec, Runtime& runtime)
-      : Call(d), spec_(std::move(spec)), runtime_(runtime) {}
-  void Work() override { pipeline_ = Pipeline::Create(std::move(spec_), runtime_); }
-  Napi::Value Settle(Napi::Env env) override {
-    auto* handle = new PipelineHandle();
-    handle->pipeline = std::move(pipeline_);
-    auto external = Napi::External<PipelineHandle>::New(env, handle, [](Napi::Env, PipelineHandle* h) { delete h; });
-    external.TypeTag(&kPipelineTag);
-    return external;
-  }
-
- private:
-  PipelineSpec spec_;
-  Runtime& runtime_;
-  std::shared_ptr<const Pipeline> pipeline_;
-};
-
-class AnalyzeCall : public Call {
- public:
-  AnalyzeCall(napi_deferred d, std::shared_ptr<const Pipeline> pipeline, std::vector<ItemInput> items, Runtime& runtime)
-      : Call(d), pipeline_(std::move(pipeline)), items_(std::move(items)), runtime_(runtime) {}
+  using Settler = Napi::Value (*)(Napi::Env, Result&);
+  TaskCall(napi_deferred d, std::function<Result()> work, Settler settle)
+      : Call(d), work_(std::move(work)), settle_(settle) {}
   void Work() override {
-    results_ = pipeline_->Analyze(items_, *runtime_.pool);
-    pipeline_.reset();
-    items_.clear();
+    result_ = work_();
+    work_ = nullptr;
   }
-  Napi::Value Settle(Napi::Env env) override { return ResultsToJs(env, results_); }
+  Napi::Value Settle(Napi::Env env) override { return settle_(env, result_); }
 
  private:
-  std::shared_ptr<const Pipeline> pipeline_;
-  std::vector<ItemInput> items_;
-  Runtime& runtime_;
-  std::vector<ItemResult> results_;
+  std::function<Result()> work_;
+  Settler settle_;
+  Result result_{};
 };
 
-class BenchDecodeCall : public Call {
- public:
-  BenchDecodeCall(napi_deferred d, std::shared_ptr<const Pipeline> pipeline, std::vector<ItemInput> items,
-                  Runtime& runtime)
-      : Call(d), pipeline_(std::move(pipeline)), items_(std::move(items)), runtime_(runtime) {}
-  void Work() override {
-    timings_ = pipeline_->BenchDecode(items_, *runtime_.pool);
-    pipeline_.reset();
-    items_.clear();
-  }
-  Napi::Value Settle(Napi::Env env) override { return DecodeTimingsToJs(env, timings_); }
+Napi::Value PipelineToJs(Napi::Env env, std::shared_ptr<const Pipeline>& pipeline) {
+  auto* handle = new PipelineHandle();
+  handle->pipeline = std::move(pipeline);
+  auto external = Napi::External<PipelineHandle>::New(env, handle, [](Napi::Env, PipelineHandle* h) { delete h; });
+  external.TypeTag(&kPipelineTag);
+  return external;
+}
 
- private:
-  std::shared_ptr<const Pipeline> pipeline_;
-  std::vector<ItemInput> items_;
-  Runtime& runtime_;
-  std::vector<DecodeTiming> timings_;
-};
+Napi::Value ItemResultsToJs(Napi::Env env, std::vector<ItemResult>& results) { return ResultsToJs(env, results); }
+Napi::Value TimingsToJs(Napi::Env env, std::vector<DecodeTiming>& timings) { return DecodeTimingsToJs(env, timings); }
+Napi::Value MsToJs(Napi::Env env, double& ms) { return Napi::Number::New(env, ms); }
 
-class BenchSessionCall : public Call {
- public:
-  BenchSessionCall(napi_deferred d, std::shared_ptr<const Pipeline> pipeline, SessionStage stage, int64_t batch)
-      : Call(d), pipeline_(std::move(pipeline)), stage_(stage), batch_(batch) {}
-  void Work() override {
-    ms_ = pipeline_->BenchSession(stage_, batch_);
-    pipeline_.reset();
-  }
-  Napi::Value Settle(Napi::Env env) override { return Napi::Number::New(env, ms_); }
-
- private:
-  std::shared_ptr<const Pipeline> pipeline_;
-  SessionStage stage_;
-  int64_t batch_;
-  double ms_ = 0;
-};
+template <typename Result>
+void ScheduleTask(Napi::Env env, napi_deferred deferred, std::vector<napi_ref>& refs, std::function<Result()> work,
+                  typename TaskCall<Result>::Settler settle) {
+  auto call = std::make_unique<TaskCall<Result>>(deferred, std::move(work), settle);
+  call->refs_ = refs;
+  Schedule(env, std::move(call));
+  refs.clear();  // now owned by the call
+}
 
 // analyze() and benchDecode() take the same arguments: a live pipeline and an item array.
 std::shared_ptr<const Pipeline> LivePipeline(const Napi::Value& value) {
@@ -276,10 +246,11 @@ Napi::Value JsConfigure(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value JsCreatePipeline(const Napi::CallbackInfo& info) {
-  return AsyncBoundary(info, [&](Napi::Env env, napi_deferred deferred, std::vector<napi_ref>&) {
+  return AsyncBoundary(info, [&](Napi::Env env, napi_deferred deferred, std::vector<napi_ref>& refs) {
     Runtime& runtime = RequireRuntime();
-    PipelineSpec spec = PipelineSpecFromJs(info[0]);
-    Schedule(env, std::make_unique<CreateCall>(deferred, std::move(spec), runtime));
+    auto spec = std::make_shared<PipelineSpec>(PipelineSpecFromJs(info[0]));
+    ScheduleTask<std::shared_ptr<const Pipeline>>(
+        env, deferred, refs, [spec, &runtime] { return Pipeline::Create(std::move(*spec), runtime); }, PipelineToJs);
   });
 }
 
@@ -287,11 +258,10 @@ Napi::Value JsAnalyze(const Napi::CallbackInfo& info) {
   return AsyncBoundary(info, [&](Napi::Env env, napi_deferred deferred, std::vector<napi_ref>& refs) {
     Runtime& runtime = RequireRuntime();
     std::shared_ptr<const Pipeline> pipeline = LivePipeline(info[0]);
-    std::vector<ItemInput> items = ItemsFromJs(info[1], refs);
-    auto call = std::make_unique<AnalyzeCall>(deferred, std::move(pipeline), std::move(items), runtime);
-    call->refs_ = refs;
-    Schedule(env, std::move(call));
-    refs.clear();  // now owned by the call
+    auto items = std::make_shared<std::vector<ItemInput>>(ItemsFromJs(info[1], refs));
+    ScheduleTask<std::vector<ItemResult>>(
+        env, deferred, refs, [pipeline, items, &runtime] { return pipeline->Analyze(*items, *runtime.pool); },
+        ItemResultsToJs);
   });
 }
 
@@ -299,21 +269,21 @@ Napi::Value JsBenchDecode(const Napi::CallbackInfo& info) {
   return AsyncBoundary(info, [&](Napi::Env env, napi_deferred deferred, std::vector<napi_ref>& refs) {
     Runtime& runtime = RequireRuntime();
     std::shared_ptr<const Pipeline> pipeline = LivePipeline(info[0]);
-    std::vector<ItemInput> items = ItemsFromJs(info[1], refs);
-    auto call = std::make_unique<BenchDecodeCall>(deferred, std::move(pipeline), std::move(items), runtime);
-    call->refs_ = refs;
-    Schedule(env, std::move(call));
-    refs.clear();  // now owned by the call
+    auto items = std::make_shared<std::vector<ItemInput>>(ItemsFromJs(info[1], refs));
+    ScheduleTask<std::vector<DecodeTiming>>(
+        env, deferred, refs, [pipeline, items, &runtime] { return pipeline->BenchDecode(*items, *runtime.pool); },
+        TimingsToJs);
   });
 }
 
 Napi::Value JsBenchSession(const Napi::CallbackInfo& info) {
-  return AsyncBoundary(info, [&](Napi::Env env, napi_deferred deferred, std::vector<napi_ref>&) {
+  return AsyncBoundary(info, [&](Napi::Env env, napi_deferred deferred, std::vector<napi_ref>& refs) {
     RequireRuntime();
     std::shared_ptr<const Pipeline> pipeline = LivePipeline(info[0]);
     SessionStage stage = SessionStageFromJs(info[1]);
     int64_t batch = BatchFromJs(info[2]);
-    Schedule(env, std::make_unique<BenchSessionCall>(deferred, std::move(pipeline), stage, batch));
+    ScheduleTask<double>(
+        env, deferred, refs, [pipeline, stage, batch] { return pipeline->BenchSession(stage, batch); }, MsToJs);
   });
 }
 
