@@ -6,6 +6,8 @@ import pg from 'pg';
 import { KeyRing } from '../../http/auth';
 import {
   PROCESSING_FAILED,
+  assembleRecords,
+  rowError,
   checkLease,
   checkListQuery,
   checkName,
@@ -134,27 +136,23 @@ export class PostgresScanStore implements ScanStore {
       'SELECT scan_id, at, event, message FROM scan_logs WHERE scan_id = ANY($1::uuid[]) ORDER BY seq',
       [rows.map((r) => r.id)],
     );
-    const byScan = new Map<string, ScanRecord['logs']>();
-    for (const log of logs) {
-      let list = byScan.get(log.scan_id);
-      if (list === undefined) byScan.set(log.scan_id, (list = []));
-      list.push({ at: log.at.toISOString(), event: log.event, message: log.message });
-    }
-    return rows.map((row) => ({
-      id: row.id,
-      ownerId: row.owner_id,
-      status: row.status,
-      source: row.source,
-      imageUrl: row.image_url,
-      metadata: row.metadata,
-      createdAt: row.created_at.toISOString(),
-      updatedAt: row.updated_at.toISOString(),
-      completedAt: isoOrNull(row.completed_at),
-      attempts: row.attempts,
-      result: row.result,
-      error: row.error_code === null ? null : { code: row.error_code, message: row.error_message ?? '' },
-      logs: byScan.get(row.id) ?? [],
-    }));
+    return assembleRecords(
+      rows.map((row) => ({
+        id: row.id,
+        ownerId: row.owner_id,
+        status: row.status,
+        source: row.source,
+        imageUrl: row.image_url,
+        metadata: row.metadata,
+        createdAt: row.created_at.toISOString(),
+        updatedAt: row.updated_at.toISOString(),
+        completedAt: isoOrNull(row.completed_at),
+        attempts: row.attempts,
+        result: row.result,
+        error: rowError(row.error_code, row.error_message),
+      })),
+      logs.map((log) => ({ scanId: log.scan_id, at: log.at.toISOString(), event: log.event, message: log.message })),
+    );
   }
 
   async create(scan: NewScan): Promise<CreateResult> {

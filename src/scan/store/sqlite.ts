@@ -8,6 +8,8 @@ import Database from 'better-sqlite3';
 import { KeyRing } from '../../http/auth';
 import {
   PROCESSING_FAILED,
+  assembleRecords,
+  rowError,
   checkLease,
   checkListQuery,
   checkName,
@@ -118,27 +120,23 @@ export class SqliteScanStore implements ScanStore {
     const logs = this.db
       .prepare(`SELECT scan_id, at, event, message FROM scan_logs WHERE scan_id IN (${placeholders}) ORDER BY seq`)
       .all(...rows.map((r) => r.id)) as LogRow[];
-    const byScan = new Map<string, ScanRecord['logs']>();
-    for (const log of logs) {
-      let list = byScan.get(log.scan_id);
-      if (list === undefined) byScan.set(log.scan_id, (list = []));
-      list.push({ at: iso(log.at), event: log.event, message: log.message });
-    }
-    return rows.map((row) => ({
-      id: row.id,
-      ownerId: row.owner_id,
-      status: row.status,
-      source: row.source,
-      imageUrl: row.image_url,
-      metadata: JSON.parse(row.metadata) as Record<string, unknown>,
-      createdAt: iso(row.created_at),
-      updatedAt: iso(row.updated_at),
-      completedAt: isoOrNull(row.completed_at),
-      attempts: row.attempts,
-      result: row.result === null ? null : (JSON.parse(row.result) as ScanResult),
-      error: row.error_code === null ? null : { code: row.error_code, message: row.error_message ?? '' },
-      logs: byScan.get(row.id) ?? [],
-    }));
+    return assembleRecords(
+      rows.map((row) => ({
+        id: row.id,
+        ownerId: row.owner_id,
+        status: row.status,
+        source: row.source,
+        imageUrl: row.image_url,
+        metadata: JSON.parse(row.metadata) as Record<string, unknown>,
+        createdAt: iso(row.created_at),
+        updatedAt: iso(row.updated_at),
+        completedAt: isoOrNull(row.completed_at),
+        attempts: row.attempts,
+        result: row.result === null ? null : (JSON.parse(row.result) as ScanResult),
+        error: rowError(row.error_code, row.error_message),
+      })),
+      logs.map((log) => ({ scanId: log.scan_id, at: iso(log.at), event: log.event, message: log.message })),
+    );
   }
 
   private row(id: string): ScanRow | undefined {
