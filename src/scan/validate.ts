@@ -13,9 +13,13 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** Depth and key-count limits of metadata; returns a message or null. */
+/**
+ * Depth and key-count limits of metadata; returns a message or null. `depth` counts containers
+ * (objects and arrays): the metadata object itself is level 1, `{a: {b: {c: {d: 1}}}}` has 4.
+ */
 function metadataProblem(value: unknown, depth: number): string | null {
-  if (depth > METADATA_LIMITS.maxDepth) return `Metadata may nest at most ${METADATA_LIMITS.maxDepth} levels`;
+  const container = Array.isArray(value) || isObject(value);
+  if (container && depth > METADATA_LIMITS.maxDepth) return `Metadata may nest at most ${METADATA_LIMITS.maxDepth} levels`;
   if (Array.isArray(value)) {
     if (value.length > METADATA_LIMITS.maxKeys) return `Metadata arrays may hold at most ${METADATA_LIMITS.maxKeys} items`;
     for (const item of value) {
