@@ -1,18 +1,14 @@
 // The legacy v1 interface end to end, against the real service and real photos.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { readdirSync, readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { defaultFfmpegPath } from '../src/v1/frames';
 import { postJson, request } from './helpers/http';
 import { photo, photosDir } from './helpers/paths';
 import { startServer, type TestServer } from './helpers/server';
+import { catVideo } from './helpers/video';
 
 const b64 = (file: string) => readFileSync(photo(file)).toString('base64');
 const CAT = '000_skimage_chelsea.png';
-const NO_CAT = '111_skimage_coffee.png';
 const photos = readdirSync(photosDir).filter((f) => /\.(jpe?g|png)$/.test(f)).sort();
 
 let server: TestServer;
@@ -221,14 +217,7 @@ describe('bc-legacy (deprecated)', () => {
   });
 
   test('video: an MP4 made from fixture photos by the bundled ffmpeg gives a prediction', async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'cc-video-'));
-    const mp4 = path.join(dir, 'cat.mp4');
-    execFileSync(defaultFfmpegPath(), [
-      '-v', 'error', '-y', '-loop', '1', '-t', '2', '-i', photo(CAT), '-loop', '1', '-t', '2', '-i', photo(NO_CAT),
-      '-filter_complex', '[0]scale=450:300,setsar=1[a];[1]scale=450:300,setsar=1[b];[a][b]concat=n=2:v=1[v]',
-      '-map', '[v]', '-r', '5', '-pix_fmt', 'yuv420p', '-c:v', 'libx264', mp4,
-    ]);
-    const video = readFileSync(mp4).toString('base64');
+    const video = catVideo().toString('base64');
     const res = await invoke('/invocations/bc-legacy', { media_type: 'video', media_data: { video, frames_to_analyze: 8, top_n_predictions: 3 } });
     assert.equal(res.status, 200);
     const body = res.body;

@@ -85,7 +85,8 @@ export async function extractFrames(video: Buffer, count: number, limits: FrameL
     const names = (await readdir(dir)).filter((n) => n.startsWith('frame-')).sort();
     if (result.code !== 0 && names.length === 0) throw new VideoError('Video could not be decoded.');
     if (names.length === 0) throw new VideoError('Video has no frames.');
-    return Promise.all(names.map((n) => readFile(path.join(dir, n))));
+    // Awaited here, inside the try: the folder is removed only after every frame has been read.
+    return await Promise.all(names.map((n) => readFile(path.join(dir, n))));
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
