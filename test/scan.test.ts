@@ -266,7 +266,7 @@ describe('durability and sharing', () => {
           return scan.status === 'PROCESSING' && events(scan, 'fetching_url') === 1;
         });
       }
-      await waitFor('both held photos requested', () => photos.heldRequests() === 2);
+      await waitFor('both held photos requested', () => photos.heldRequests() >= 2);
       const ids = [...held];
       for (let i = 0; i < 12; i++) ids.push((await submit(server.url, cred, { image: b64(i % 2 ? CAT : NO_CAT) })).body.scanId);
       server.child.kill('SIGKILL');
@@ -274,7 +274,7 @@ describe('durability and sharing', () => {
       server = await startServer(settings);
       // The new instance takes the held scans again once the killed attempt's lease has run out:
       // their second fetches arrive. Only then are the photos released.
-      await waitFor('the held scans fetched again', () => photos.heldRequests() === 4);
+      await waitFor('the held scans fetched again', () => photos.heldRequests() >= 4);
       photos.release();
       for (const id of ids) {
         const scan = await waitForScan(server.url, id, cred);
@@ -303,7 +303,7 @@ describe('durability and sharing', () => {
     try {
       const cred = createCredential(env, 'lease');
       const id: string = (await submit(server.url, cred, { imageUrl: `${photos.url}/held/${CAT}` })).body.scanId;
-      await waitFor('the worker fetching the photo', () => photos.heldRequests() === 1);
+      await waitFor('the worker fetching the photo', () => photos.heldRequests() >= 1);
       const row = () =>
         db.prepare('SELECT status, attempts, worker_id, lease_until FROM scans WHERE id = ?').get(id) as {
           status: string;
@@ -359,7 +359,7 @@ describe('durability and sharing', () => {
       // scans submitted on one instance are claimed one by each.
       const held: string[] = [];
       for (let i = 0; i < 2; i++) held.push((await submit(a.url, cred, { imageUrl: `${photos.url}/held/${CAT}` })).body.scanId);
-      await waitFor('both held photos requested', () => photos.heldRequests() === 2);
+      await waitFor('both held photos requested', () => photos.heldRequests() >= 2);
       photos.release();
       const pids = new Set<string>();
       for (const id of held) {
