@@ -1,8 +1,40 @@
-// The micro-batcher, deterministically: a controllable run function, long delays where a
-// batch must NOT close by time, and no sleeps that a slow machine could lose.
+// The micro-batcher, deterministically: a controllable run function, a manual clock where time
+// matters, long delays where a batch must NOT close by time, and no sleeps that a slow machine
+// could lose.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { AbortedError, ClosedError, DeadlineError, MicroBatcher, QueueFullError } from '../src/pipeline/batcher';
+import { AbortedError, ClosedError, DeadlineError, MicroBatcher, QueueFullError, type BatcherClock } from '../src/pipeline/batcher';
+
+/** A clock that moves only when the test calls advance(), firing due timers in order. */
+function manualClock() {
+  let now = 0;
+  let nextId = 1;
+  const timers = new Map<number, { at: number; callback: () => void }>();
+  const clock: BatcherClock & { advance(ms: number): void } = {
+    now: () => now,
+    setTimeout(callback, ms) {
+      const id = nextId++;
+      timers.set(id, { at: now + ms, callback });
+      return id;
+    },
+    clearTimeout(handle) {
+      timers.delete(handle as number);
+    },
+    advance(ms) {
+      const target = now + ms;
+      for (;;) {
+        let next: [number, { at: number; callback: () => void }] | undefined;
+        for (const entry of timers) if (entry[1].at <= target && (next === undefined || entry[1].at < next[1].at)) next = entry;
+        if (next === undefined) break;
+        timers.delete(next[0]);
+        now = next[1].at;
+        next[1].callback();
+      }
+      now = target;
+    },
+  };
+  return clock;
+}
 
 /** A run function whose batches complete only when the test says so. */
 function gatedRun() {
@@ -32,19 +64,25 @@ test('a batch closes at maxBatchSize without waiting for the delay', async () =>
   await b.close();
 });
 
-test('a partial batch closes after maxQueueDelayUs', async () => {
+test('a partial batch closes when its oldest request has waited maxQueueDelayUs', async () => {
   const gate = gatedRun();
-  const b = new MicroBatcher({ maxBatchSize: 8, maxQueueDelayUs: 20_000, maxQueue: 100, maxInFlight: 1 }, gate.run);
-  const started = performance.now();
-  const results = [1, 2, 3].map((x) => b.submit(x));
-  const call = await gate.nextCall(0);
-  assert.ok(performance.now() - started >= 19, 'did not wait for the delay');
+  const clock = manualClock();
+  const b = new MicroBatcher({ maxBatchSize: 8, maxQueueDelayUs: 20_000, maxQueue: 100, maxInFlight: 1 }, gate.run, clock);
+  const results = [b.submit(1), b.submit(2)];
+  clock.advance(15);
+  results.push(b.submit(3));
+  clock.advance(4);
+  assert.equal(gate.calls.length, 0, 'closed before the delay');
+  clock.advance(1);
+  assert.equal(gate.calls.length, 1, 'not closed at the delay of the oldest request');
+  const call = gate.calls[0]!;
   assert.deepEqual(call.items, [1, 2, 3]);
   call.finish();
   assert.deepEqual(await Promise.all(results), [10, 20, 30]);
   const stats = b.stats();
   assert.equal(stats.batchSizes[3], 1);
-  assert.ok(stats.queueTimeUsMax >= 19_000);
+  assert.equal(stats.queueTimeUsMax, 20_000);
+  assert.equal(stats.queueTimeUsTotal, 20_000 + 20_000 + 5_000);
   await b.close();
 });
 
@@ -64,11 +102,17 @@ test('requests queued behind a running batch form the next batch', async () => {
 
 test('a queued request past its deadline is rejected and never runs', async () => {
   const gate = gatedRun();
-  const b = new MicroBatcher({ maxBatchSize: 1, maxQueueDelayUs: 0, maxQueue: 100, maxInFlight: 1 }, gate.run);
+  const clock = manualClock();
+  const b = new MicroBatcher({ maxBatchSize: 1, maxQueueDelayUs: 0, maxQueue: 100, maxInFlight: 1 }, gate.run, clock);
   const first = b.submit(1);
   const blocked = await gate.nextCall(0);
-  const late = b.submit(2, { deadline: performance.now() + 30 });
-  await assert.rejects(late, DeadlineError);
+  const late = b.submit(2, { deadline: clock.now() + 30 });
+  const rejected = assert.rejects(late, DeadlineError);
+  clock.advance(29);
+  assert.equal(b.stats().queued, 1, 'dropped before its deadline');
+  clock.advance(1);
+  await rejected;
+  assert.equal(b.stats().queued, 0);
   blocked.finish();
   assert.equal(await first, 10);
   await b.close();

@@ -6,6 +6,7 @@ import { after, before, test } from 'node:test';
 import { postJson, request } from './helpers/http';
 import { photo } from './helpers/paths';
 import { startServer, type TestServer } from './helpers/server';
+import { waitFor } from './helpers/wait';
 
 const image = readFileSync(photo('000_skimage_chelsea.png')).toString('base64');
 let server: TestServer;
@@ -56,12 +57,12 @@ test('a request that cannot meet its deadline is refused with 429 rather than qu
 test('SIGTERM drains: requests already queued are answered, then the process exits 0', async () => {
   const server = await startServer();
   const pending = Array.from({ length: 6 }, () => postJson(`${server.url}/v2/predict`, { image }));
-  // SIGTERM only once all six have reached the model's queue (bounded wait).
-  for (let i = 0; i < 500; i++) {
-    const stats = (await request(`${server.url}/v2/stats`)).body.models['bc-v1'];
-    if (stats.submitted >= 6) break;
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  // SIGTERM only once all six have reached the model's queue.
+  await waitFor(
+    'six requests submitted to the model',
+    async () => (await request(`${server.url}/v2/stats`)).body.models['bc-v1'].submitted >= 6,
+    { intervalMs: 10 },
+  );
   const exited = new Promise<number | null>((resolve) => server.child.once('exit', resolve));
   server.child.kill('SIGTERM');
   const results = await Promise.all(pending);

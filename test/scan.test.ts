@@ -8,34 +8,59 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test as nodeTest } from 'node:test';
+import Database from 'better-sqlite3';
+import { SQLITE_FILE } from '../src/scan/store';
 import { postJson, request } from './helpers/http';
 import { photo } from './helpers/paths';
 import { startTestPostgres, type TestPostgres } from './helpers/postgres';
-import { cli, createCredential, scanHeaders, storeEnv, waitForScan, type Credential } from './helpers/scan';
+import { cli, createCredential, getScan, scanHeaders, storeEnv, waitForScan, type Credential } from './helpers/scan';
 import { startServer, type TestServer } from './helpers/server';
+import { waitFor } from './helpers/wait';
 
 const CAT = '000_skimage_chelsea.png';
 const NO_CAT = '111_skimage_coffee.png';
 const b64 = (file: string) => readFileSync(photo(file)).toString('base64');
 
-/** A local photo server on 127.0.0.1 (reachable only with CATCOMFORT_FETCH_ALLOW_PRIVATE). */
-async function photoServer(): Promise<{ url: string; close: () => Promise<void> }> {
+/**
+ * A local photo server on 127.0.0.1 (reachable only with CATCOMFORT_FETCH_ALLOW_PRIVATE).
+ * /held/<photo> is answered only once the test calls release(), so a scan fetching it stays
+ * PROCESSING for as long as the test needs; heldRequests counts the requests for it.
+ */
+async function photoServer() {
+  let released = false;
+  let heldRequests = 0;
+  const held: Array<() => void> = [];
   const server = http.createServer((req, res) => {
     const name = path.basename(req.url ?? '');
-    // /slow/<photo> answers after 2 s, to keep a scan in PROCESSING past short leases.
-    const delay = req.url?.startsWith('/slow/') ? 2000 : 0;
-    setTimeout(() => {
+    const answer = () => {
       try {
         const data = readFileSync(photo(name));
         res.writeHead(200, { 'content-type': name.endsWith('.png') ? 'image/png' : 'image/jpeg' }).end(data);
       } catch {
         res.writeHead(404).end();
       }
-    }, delay);
+    };
+    if (!req.url?.startsWith('/held/')) return answer();
+    heldRequests++;
+    if (released) answer();
+    else held.push(answer);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((r) => server.close(() => r())) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    heldRequests: () => heldRequests,
+    release() {
+      released = true;
+      for (const answer of held.splice(0)) answer();
+    },
+    close(): Promise<void> {
+      server.closeAllConnections();
+      return new Promise((r) => server.close(() => r()));
+    },
+  };
 }
+
+const events = (scan: any, event: string): number => scan.logs.filter((l: any) => l.event === event).length;
 
 function submit(url: string, c: Credential, body: unknown, headers: Record<string, string> = {}) {
   return postJson(`${url}/scan`, body, { ...scanHeaders(c), ...headers }, null);
@@ -224,65 +249,131 @@ scanSuite('PostgreSQL', async () =>
 );
 
 describe('durability and sharing', () => {
-  nodeTest('SIGKILL with scans in flight: after a restart every scan completes', async () => {
+  nodeTest('SIGKILL with scans in flight: the interrupted ones are taken again after their lease; every scan completes once', async () => {
     const env = storeEnv(mkdtempSync(path.join(os.tmpdir(), 'cc-crash-')), null);
-    const settings = { ...env, CATCOMFORT_SCAN_LEASE_MS: '1500', CATCOMFORT_SCAN_WORKERS: '1' };
+    const settings = { ...env, CATCOMFORT_FETCH_ALLOW_PRIVATE: 'true', CATCOMFORT_SCAN_LEASE_MS: '3000', CATCOMFORT_SCAN_WORKERS: '3' };
+    const photos = await photoServer();
     let server = await startServer(settings);
-    const cred = createCredential(env, 'crash');
-    const ids: string[] = [];
-    for (let i = 0; i < 12; i++) ids.push((await submit(server.url, cred, { image: b64(i % 2 ? CAT : NO_CAT) })).body.scanId);
-    server.child.kill('SIGKILL');
-    await new Promise((r) => server.child.once('exit', r));
-    server = await startServer(settings);
     try {
+      const cred = createCredential(env, 'crash');
+      // Two URL scans whose photo is held cannot finish before release(): two workers are
+      // mid-scan when the kill lands, while the third works on the base64 scans.
+      const held: string[] = [];
+      for (let i = 0; i < 2; i++) held.push((await submit(server.url, cred, { imageUrl: `${photos.url}/held/${CAT}` })).body.scanId);
+      for (const id of held) {
+        await waitFor(`scan ${id} fetching its URL`, async () => {
+          const scan = await getScan(server.url, id, cred);
+          return scan.status === 'PROCESSING' && events(scan, 'fetching_url') === 1;
+        });
+      }
+      await waitFor('both held photos requested', () => photos.heldRequests() >= 2);
+      const ids = [...held];
+      for (let i = 0; i < 12; i++) ids.push((await submit(server.url, cred, { image: b64(i % 2 ? CAT : NO_CAT) })).body.scanId);
+      server.child.kill('SIGKILL');
+      await new Promise((r) => server.child.once('exit', r));
+      server = await startServer(settings);
+      // The new instance takes the held scans again once the killed attempt's lease has run out:
+      // their second fetches arrive. Only then are the photos released.
+      await waitFor('the held scans fetched again', () => photos.heldRequests() >= 4);
+      photos.release();
       for (const id of ids) {
         const scan = await waitForScan(server.url, id, cred);
         assert.equal(scan.status, 'COMPLETED', JSON.stringify(scan.error));
+        assert.equal(events(scan, 'completed'), 1, `${id} completed once: ${JSON.stringify(scan.logs)}`);
+      }
+      for (const id of held) {
+        const scan = await getScan(server.url, id, cred);
+        assert.equal(events(scan, 'lease_expired_requeued'), 1, JSON.stringify(scan.logs));
+        assert.equal(events(scan, 'claimed'), 2, JSON.stringify(scan.logs));
+        assert.equal(events(scan, 'fetching_url'), 2, JSON.stringify(scan.logs));
       }
     } finally {
+      await photos.close(); // first: a fetch still held fails at once instead of delaying the stop
       await server.stop();
     }
   });
 
-  nodeTest('a slow scan keeps its lease: worked once, never handed to a second worker', async () => {
-    const env = storeEnv(mkdtempSync(path.join(os.tmpdir(), 'cc-lease-')), null);
-    const server = await startServer({ ...env, CATCOMFORT_FETCH_ALLOW_PRIVATE: 'true', CATCOMFORT_SCAN_LEASE_MS: '400', CATCOMFORT_SCAN_WORKERS: '2' });
+  nodeTest('a slow scan keeps its lease: renewed past its first expiry, worked once, never handed to a second worker', async () => {
+    const leaseMs = 3000;
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cc-lease-'));
+    const env = storeEnv(dataDir, null);
+    const server = await startServer({ ...env, CATCOMFORT_FETCH_ALLOW_PRIVATE: 'true', CATCOMFORT_SCAN_LEASE_MS: String(leaseMs), CATCOMFORT_SCAN_WORKERS: '2' });
     const photos = await photoServer();
+    const db = new Database(path.join(dataDir, SQLITE_FILE), { readonly: true, fileMustExist: true });
     try {
       const cred = createCredential(env, 'lease');
-      const res = await submit(server.url, cred, { imageUrl: `${photos.url}/slow/${CAT}` });
-      const scan = await waitForScan(server.url, res.body.scanId, cred);
+      const id: string = (await submit(server.url, cred, { imageUrl: `${photos.url}/held/${CAT}` })).body.scanId;
+      await waitFor('the worker fetching the photo', () => photos.heldRequests() >= 1);
+      const row = () =>
+        db.prepare('SELECT status, attempts, worker_id, lease_until FROM scans WHERE id = ?').get(id) as {
+          status: string;
+          attempts: number;
+          worker_id: string;
+          lease_until: number;
+        };
+      const claimedAt = (db.prepare("SELECT at FROM scan_logs WHERE scan_id = ? AND event = 'claimed'").get(id) as { at: number }).at;
+      const holder = row().worker_id;
+      // A renewal made after the first lease ran out (claimedAt + leaseMs) sets lease_until past
+      // claimedAt + 2 * leaseMs. Two such renewals while the other worker polls: the lease held.
+      const renewals = new Set<number>();
+      await waitFor('two lease renewals after the first expiry', () => {
+        const now = row();
+        assert.deepEqual([now.status, now.attempts, now.worker_id], ['PROCESSING', 1, holder], 'the scan changed hands');
+        if (now.lease_until > claimedAt + 2 * leaseMs) renewals.add(now.lease_until);
+        return renewals.size >= 2;
+      });
+      photos.release();
+      const scan = await waitForScan(server.url, id, cred);
       assert.equal(scan.status, 'COMPLETED');
-      assert.equal(scan.logs.filter((l: any) => l.event === 'claimed').length, 1, JSON.stringify(scan.logs));
-      assert.ok(!scan.logs.some((l: any) => l.event === 'lease_expired_requeued'));
+      assert.equal(events(scan, 'claimed'), 1, JSON.stringify(scan.logs));
+      assert.equal(events(scan, 'lease_expired_requeued'), 0);
+      assert.equal(events(scan, 'completed'), 1);
     } finally {
-      await server.stop();
+      db.close();
       await photos.close();
+      await server.stop();
     }
   });
 
   nodeTest('two instances on one PostgreSQL: submit on one, read on the other, both work the queue', async (t) => {
     if (!postgres) return t.skip(`PostgreSQL not available: ${postgresReason}`);
     const env = storeEnv(mkdtempSync(path.join(os.tmpdir(), 'cc-pg2-')), await postgres.createDatabase());
-    const a = await startServer({ ...env, CATCOMFORT_SCAN_WORKERS: '1' });
-    const b = await startServer({ ...env, CATCOMFORT_SCAN_WORKERS: '1' });
+    const cred = createCredential(env, 'shared');
+    // An instance without the unsafe switch, alone on the queue, refuses a private address.
+    const guard = await startServer({ ...env, CATCOMFORT_SCAN_WORKERS: '1' });
+    let blockedId: string;
     try {
-      const cred = createCredential(env, 'shared');
-      const ids: string[] = [];
-      for (let i = 0; i < 16; i++) ids.push((await submit(a.url, cred, { image: b64(i % 2 ? CAT : NO_CAT) })).body.scanId);
+      blockedId = (await submit(guard.url, cred, { imageUrl: 'http://127.0.0.1:9/cat.jpg' })).body.scanId;
+      await waitForScan(guard.url, blockedId, cred);
+    } finally {
+      await guard.stop();
+    }
+    const photos = await photoServer();
+    const shared = { ...env, CATCOMFORT_FETCH_ALLOW_PRIVATE: 'true', CATCOMFORT_SCAN_WORKERS: '1' };
+    const [a, b] = await Promise.all([startServer(shared), startServer(shared)]);
+    try {
+      const refused = await getScan(a.url, blockedId, cred);
+      assert.equal(refused.status, 'FAILED');
+      assert.equal(refused.error.code, 'fetch_address_blocked');
+      // One worker per instance, and a worker fetching a held photo takes no other scan: two held
+      // scans submitted on one instance are claimed one by each.
+      const held: string[] = [];
+      for (let i = 0; i < 2; i++) held.push((await submit(a.url, cred, { imageUrl: `${photos.url}/held/${CAT}` })).body.scanId);
+      await waitFor('both held photos requested', () => photos.heldRequests() >= 2);
+      photos.release();
       const pids = new Set<string>();
-      for (const id of ids) {
+      for (const id of held) {
         const scan = await waitForScan(b.url, id, cred);
         assert.equal(scan.status, 'COMPLETED');
         const worker = scan.logs.find((l: any) => l.event === 'worker');
         pids.add(/pid (\d+)/.exec(worker.message)![1]!);
       }
       assert.deepEqual([...pids].sort(), [String(a.child.pid), String(b.child.pid)].sort(), 'both instances processed scans');
-      const blocked = await submit(b.url, cred, { imageUrl: 'http://127.0.0.1:9/cat.jpg' });
-      const refused = await waitForScan(a.url, blocked.body.scanId, cred);
-      assert.equal(refused.status, 'FAILED');
-      assert.equal(refused.error.code, 'fetch_address_blocked');
+      const ids: string[] = [];
+      for (let i = 0; i < 8; i++) ids.push((await submit(a.url, cred, { image: b64(i % 2 ? CAT : NO_CAT) })).body.scanId);
+      for (const id of ids) assert.equal((await waitForScan(b.url, id, cred)).status, 'COMPLETED');
     } finally {
+      await photos.close();
       await Promise.all([a.stop(), b.stop()]);
     }
   });

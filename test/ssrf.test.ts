@@ -19,6 +19,7 @@ import {
 import { fetchImageWithSeams, type FetchSeams } from '../src/scan/fetch/fetcher';
 import { addressKey } from '../src/scan/fetch/ip';
 import { photo } from './helpers/paths';
+import { waitFor } from './helpers/wait';
 
 const PNG = readFileSync(photo('000_skimage_chelsea.png'));
 const JPEG = readFileSync(photo('004_oxford_Persian_163.jpg'));
@@ -32,12 +33,14 @@ interface ImageServer {
   port: number;
   connections: number;
   requests: Array<{ url: string; method: string; headers: http.IncomingHttpHeaders }>;
+  /** The last /endless response: bytes written, and whether it ended complete or was cut off. */
+  endless: { sent: number; state: 'sending' | 'complete' | 'cut' } | null;
   reset(): void;
   close(): Promise<void>;
 }
 
 async function startImageServer(): Promise<ImageServer> {
-  const state = { connections: 0, requests: [] as ImageServer['requests'] };
+  const state = { connections: 0, requests: [] as ImageServer['requests'], endless: null as ImageServer['endless'] };
   const server = http.createServer((req, res) => {
     state.requests.push({ url: req.url ?? '', method: req.method ?? '', headers: req.headers });
     const u = new URL(req.url ?? '/', 'http://x');
@@ -79,18 +82,18 @@ async function startImageServer(): Promise<ImageServer> {
       // Chunked, no Content-Length, up to 64 MB unless the client goes away.
       res.writeHead(200, { 'content-type': 'image/png' });
       const chunk = Buffer.alloc(64 * 1024, 0x42);
-      let sent = 0;
-      let closed = false;
-      res.on('close', () => (closed = true));
+      const endless: NonNullable<ImageServer['endless']> = { sent: 0, state: 'sending' };
+      state.endless = endless;
+      res.on('close', () => (endless.state = res.writableFinished ? 'complete' : 'cut'));
       const pump = () => {
-        while (!closed && sent < 64 * 1024 * 1024) {
-          sent += chunk.length;
+        while (endless.state === 'sending' && endless.sent < 64 * 1024 * 1024) {
+          endless.sent += chunk.length;
           if (!res.write(chunk)) {
             res.once('drain', pump);
             return;
           }
         }
-        if (!closed) res.end();
+        if (endless.state === 'sending') res.end();
       };
       pump();
     } else if (path === '/drip') {
@@ -102,8 +105,8 @@ async function startImageServer(): Promise<ImageServer> {
       // Never answers.
     } else if (path === '/truncated') {
       res.writeHead(200, { 'content-type': 'image/png', 'content-length': '1000' });
-      res.write(Buffer.alloc(10));
-      setTimeout(() => res.socket?.destroy(), 10);
+      // Cut once the headers and 10 bytes are on their way.
+      res.write(Buffer.alloc(10), () => res.socket?.destroy());
     } else if (path === '/type') {
       const type = q('t');
       res.writeHead(200, type === null ? {} : { 'content-type': type });
@@ -132,9 +135,13 @@ async function startImageServer(): Promise<ImageServer> {
     get requests() {
       return state.requests;
     },
+    get endless() {
+      return state.endless;
+    },
     reset() {
       state.connections = 0;
       state.requests = [];
+      state.endless = null;
     },
     close() {
       server.closeAllConnections();
@@ -383,10 +390,8 @@ describe('literal addresses are refused at check time, before any request', () =
     test(`address_blocked: ${host} (${why})`, async () => {
       const { calls, resolve, seams } = unreachable();
       const url = `http://${host}:${srv.port}/chelsea.png`;
-      const started = Date.now();
       const e = await expectRefusal(fetchImageWithSeams(url, fetchPolicy({ resolve }), seams), 'address_blocked');
-      assert.ok(Date.now() - started < 100, 'refused at check time');
-      assert.deepEqual(calls, { resolve: 0, request: 0 });
+      assert.deepEqual(calls, { resolve: 0, request: 0 }, 'refused at check time');
       assert.equal(srv.connections, 0);
       assert.doesNotMatch(e.message, /\d+\.\d+\.\d+\.\d+|::/, 'the message names no address');
     });
@@ -453,11 +458,13 @@ describe('names are checked at connect time, every answer', () => {
   });
 
   test('connect_timeout: resolution + connect must finish within connectTimeoutMs', async () => {
+    // The resolver never answers: only the 100 ms connect timer can end this with connect_timeout
+    // (the total timer would give timeout, after 10 s).
     const resolve = () => new Promise<ResolvedAddress[]>(() => {});
     const started = Date.now();
     await expectRefusal(fetchImage(named('slow-dns.test', '/x.png'), fetchPolicy({ resolve, connectTimeoutMs: 100 })), 'connect_timeout');
     const took = Date.now() - started;
-    assert.ok(took >= 90 && took < 1000, `took ${took} ms`);
+    assert.ok(took >= 90, `took ${took} ms`);
   });
 });
 
@@ -539,9 +546,8 @@ describe('redirects (first hop allowed via the test network, allowPrivate=false)
 
 describe('size limits', () => {
   test('too_large: Content-Length over maxBytes is refused before reading the body', async () => {
-    const started = Date.now();
+    // The body never comes: waiting for it would end in timeout, not too_large.
     await expectRefusal(fetchImage(local('/huge-declared'), direct({ totalTimeoutMs: 5000 })), 'too_large');
-    assert.ok(Date.now() - started < 1000, 'did not wait for the (never sent) body');
   });
 
   test('too_large: Content-Length of maxBytes + 1', async () => {
@@ -553,9 +559,10 @@ describe('size limits', () => {
   });
 
   test('too_large: an endless chunked body is cut while streaming', async () => {
-    const started = Date.now();
     await expectRefusal(fetchImage(local('/endless'), direct({ maxBytes: 256 * 1024 })), 'too_large');
-    assert.ok(Date.now() - started < 1000);
+    const endless = await waitFor('the /endless response to end', () => srv.endless?.state !== 'sending' && srv.endless);
+    assert.equal(endless.state, 'cut', 'the client went away before the end of the body');
+    assert.ok(endless.sent < 64 * 1024 * 1024, `${endless.sent} bytes sent`);
   });
 
   test('too_large: the real photo with maxBytes below its size', async () => {
@@ -568,13 +575,14 @@ describe('timeouts', () => {
     const started = Date.now();
     await expectRefusal(fetchImage(local('/drip'), direct({ totalTimeoutMs: 300 })), 'timeout');
     const took = Date.now() - started;
-    assert.ok(took >= 290 && took < 1500, `took ${took} ms`);
+    assert.ok(took >= 290, `took ${took} ms`);
   });
 
   test('timeout: a server that never answers', async () => {
     const started = Date.now();
     await expectRefusal(fetchImage(local('/hang'), direct({ totalTimeoutMs: 300 })), 'timeout');
-    assert.ok(Date.now() - started < 1500);
+    const took = Date.now() - started;
+    assert.ok(took >= 290, `took ${took} ms`);
   });
 });
 

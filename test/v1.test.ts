@@ -6,6 +6,7 @@ import { postJson, request } from './helpers/http';
 import { photo, photosDir } from './helpers/paths';
 import { startServer, type TestServer } from './helpers/server';
 import { catVideo } from './helpers/video';
+import { waitFor } from './helpers/wait';
 
 const b64 = (file: string) => readFileSync(photo(file)).toString('base64');
 const CAT = '000_skimage_chelsea.png';
@@ -210,7 +211,8 @@ describe('bc-legacy (deprecated)', () => {
     assert.equal(res.headers.get('sunset'), 'Wed, 30 Jun 2027 00:00:00 GMT');
     const v1 = await invoke('/invocations', { media_data: { image: b64(CAT) } });
     assert.notEqual(res.body.probability, v1.body.probability, 'bc-legacy has its own classifier');
-    assert.ok(server.output().includes('"msg":"deprecated model used"'));
+    // The log line comes on a pipe, the answer on a socket: either may be read first.
+    await waitFor('the deprecated-use log line', () => server.output().includes('"msg":"deprecated model used"'));
     const invalid = await request(`${url}/invocations/bc-legacy`, { method: 'POST', body: '{' });
     assert.equal(invalid.status, 422);
     assert.match(invalid.headers.get('deprecation')!, /^@\d+$/, 'error responses carry the deprecation headers too');

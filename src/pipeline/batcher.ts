@@ -1,7 +1,8 @@
 // A dynamic micro-batcher in the manner of Triton's: a batch closes when it reaches
 // maxBatchSize or when its oldest request has waited maxQueueDelayUs. The queue is bounded
 // (QueueFullError past maxQueue), every request keeps its own deadline (DeadlineError when it
-// expires or cannot be met), aborted requests leave the queue, and close() drains.
+// expires or cannot be met), aborted requests leave the queue, and close() drains. Time and
+// timers come from a BatcherClock (the real ones unless a test passes its own).
 
 export class QueueFullError extends Error {
   constructor(readonly retryAfterSeconds: number) {
@@ -36,8 +37,23 @@ export interface BatcherOptions {
   maxInFlight: number;
 }
 
+/** Where a batcher reads the time and schedules its timers. */
+export interface BatcherClock {
+  /** Milliseconds; deadlines are on the same scale. */
+  now(): number;
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+/** performance.now() and the event loop's timers. */
+const realClock: BatcherClock = {
+  now: () => performance.now(),
+  setTimeout: (callback, ms) => setTimeout(callback, ms),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
 export interface SubmitOptions {
-  /** Absolute time (performance.now() ms) after which the request is rejected. */
+  /** Absolute time (clock.now() ms; performance.now() by default) after which the request is rejected. */
   deadline?: number;
   signal?: AbortSignal;
 }
@@ -63,7 +79,7 @@ interface Pending<I, R> {
   deadline: number;
   resolve: (value: R) => void;
   reject: (error: Error) => void;
-  timer?: NodeJS.Timeout;
+  timer?: unknown;
   signal?: AbortSignal;
   onAbort?: () => void;
 }
@@ -71,7 +87,7 @@ interface Pending<I, R> {
 export class MicroBatcher<I, R> {
   private queue: Array<Pending<I, R>> = [];
   private inFlight = 0;
-  private timer: NodeJS.Timeout | null = null;
+  private timer: unknown = null;
   private immediate: NodeJS.Immediate | null = null;
   private closed = false;
   private drained: Array<() => void> = [];
@@ -82,6 +98,7 @@ export class MicroBatcher<I, R> {
   constructor(
     readonly options: BatcherOptions,
     private readonly run: (items: I[]) => Promise<R[]>,
+    private readonly clock: BatcherClock = realClock,
   ) {
     this.counters = {
       submitted: 0,
@@ -115,7 +132,7 @@ export class MicroBatcher<I, R> {
       this.counters.rejectedFull++;
       return Promise.reject(new QueueFullError(this.retryAfter()));
     }
-    const now = performance.now();
+    const now = this.clock.now();
     const deadline = options.deadline ?? Infinity;
     const batchesAhead = Math.floor(this.queue.length / this.options.maxBatchSize) + (this.inFlight >= this.options.maxInFlight ? 1 : 0);
     if (now + (batchesAhead + 1) * this.batchMsAverage > deadline) {
@@ -126,7 +143,7 @@ export class MicroBatcher<I, R> {
     return new Promise<R>((resolve, reject) => {
       const pending: Pending<I, R> = { item, enqueuedAt: now, deadline, resolve, reject };
       if (Number.isFinite(deadline)) {
-        pending.timer = setTimeout(() => this.drop(pending, new DeadlineError(this.retryAfter()), 'expired'), deadline - now);
+        pending.timer = this.clock.setTimeout(() => this.drop(pending, new DeadlineError(this.retryAfter()), 'expired'), deadline - now);
       }
       if (options.signal) {
         pending.signal = options.signal;
@@ -157,7 +174,7 @@ export class MicroBatcher<I, R> {
   }
 
   private release(pending: Pending<I, R>): void {
-    if (pending.timer) clearTimeout(pending.timer);
+    if (pending.timer !== undefined) this.clock.clearTimeout(pending.timer);
     if (pending.signal && pending.onAbort) pending.signal.removeEventListener('abort', pending.onAbort);
   }
 
@@ -167,8 +184,8 @@ export class MicroBatcher<I, R> {
       this.dispatch();
       return;
     }
-    if (this.timer || this.immediate) return;
-    const waited = (performance.now() - this.queue[0]!.enqueuedAt) * 1000;
+    if (this.timer !== null || this.immediate) return;
+    const waited = (this.clock.now() - this.queue[0]!.enqueuedAt) * 1000;
     const remainingUs = this.options.maxQueueDelayUs - waited;
     if (remainingUs < 1000) {
       this.immediate = setImmediate(() => {
@@ -176,7 +193,7 @@ export class MicroBatcher<I, R> {
         this.dispatch();
       });
     } else {
-      this.timer = setTimeout(() => {
+      this.timer = this.clock.setTimeout(() => {
         this.timer = null;
         this.dispatch();
       }, remainingUs / 1000);
@@ -184,13 +201,13 @@ export class MicroBatcher<I, R> {
   }
 
   private dispatch(): void {
-    if (this.timer) clearTimeout(this.timer);
+    if (this.timer !== null) this.clock.clearTimeout(this.timer);
     if (this.immediate) clearImmediate(this.immediate);
     this.timer = null;
     this.immediate = null;
     if (this.queue.length === 0 || this.inFlight >= this.options.maxInFlight) return;
     const batch = this.queue.splice(0, this.options.maxBatchSize);
-    const started = performance.now();
+    const started = this.clock.now();
     for (const pending of batch) {
       this.release(pending);
       const queuedUs = (started - pending.enqueuedAt) * 1000;
@@ -221,7 +238,7 @@ export class MicroBatcher<I, R> {
         },
       )
       .finally(() => {
-        const ms = performance.now() - started;
+        const ms = this.clock.now() - started;
         this.batchMsAverage = this.batchMsAverage === 0 ? ms : this.batchMsAverage * 0.8 + ms * 0.2;
         this.counters.completed += batch.length;
         this.inFlight--;

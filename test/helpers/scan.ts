@@ -2,6 +2,7 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { repoRoot } from './paths';
+import { waitFor } from './wait';
 
 export interface Credential {
   keyId: string;
@@ -32,14 +33,20 @@ export function scanHeaders(c: Credential): Record<string, string> {
   return { 'api-key': c.keyId, 'api-secret': c.secret };
 }
 
+/** GET /scan/{id} as its JSON body. */
+export async function getScan(url: string, id: string, c: Credential): Promise<any> {
+  const res = await fetch(`${url}/scan/${id}`, { headers: scanHeaders(c) });
+  return res.json();
+}
+
 /** Polls GET /scan/{id} until the scan is COMPLETED or FAILED (bounded). */
-export async function waitForScan(url: string, id: string, c: Credential, timeoutMs = 30_000): Promise<any> {
-  const started = Date.now();
-  for (;;) {
-    const res = await fetch(`${url}/scan/${id}`, { headers: scanHeaders(c) });
-    const body = (await res.json()) as any;
-    if (body.status === 'COMPLETED' || body.status === 'FAILED') return body;
-    if (Date.now() - started > timeoutMs) throw new Error(`scan ${id} still ${body.status} after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+export function waitForScan(url: string, id: string, c: Credential, timeoutMs = 120_000): Promise<any> {
+  return waitFor(
+    `scan ${id} to finish`,
+    async () => {
+      const body = await getScan(url, id, c);
+      return (body.status === 'COMPLETED' || body.status === 'FAILED') && body;
+    },
+    { timeoutMs, intervalMs: 100 },
+  );
 }

@@ -1,5 +1,7 @@
 // Starts the real service (`node dist/src/main.js`) on 127.0.0.1 with an ephemeral port
-// and a known key, waits for its "listening" log line, and stops it afterwards.
+// and a known key, waits for its "listening" log line, and stops it afterwards. stdout and stderr
+// are separate pipes, so a line on one may arrive after a later line on the other: output() is
+// complete only once stop() has returned.
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { repoRoot } from './paths';
@@ -11,6 +13,7 @@ export interface TestServer {
   port: number;
   child: ChildProcess;
   output: () => string;
+  /** SIGTERM (unless it has exited), then waits until it has exited and its output is read to the end. */
   stop(): Promise<void>;
 }
 
@@ -27,6 +30,7 @@ export async function startServer(env: Record<string, string> = {}): Promise<Tes
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 60_000);
     const onData = (chunk: Buffer) => {
@@ -50,10 +54,8 @@ export async function startServer(env: Record<string, string> = {}): Promise<Tes
     child,
     output: () => output,
     async stop() {
-      if (child.exitCode !== null) return;
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await closed;
     },
   };
 }
