@@ -1,13 +1,13 @@
 // The uWS application: one catch-all route feeding our router, with 404/405 answered
 // in the format of the interface the path belongs to (v2 ErrorResponse or v1 {detail}).
 // uWS listens on a private unix socket; the public port belongs to the HTTP front (front.ts).
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { Exchange } from './exchange';
 import { HttpFront } from './front';
 import { requestIdFrom } from './request-id';
 import { Router } from './router';
+import { createSocketDir, SOCKET_NAME } from './socket-dir';
 import { uws, type ListenSocket, type TemplatedApp } from './uws';
 import { errorAnswer, isV2, methodNotAllowedAnswer, notFoundAnswer, type Answer } from './error-answers';
 import { ApiError } from '../v2/errors';
@@ -50,14 +50,6 @@ export interface HttpServerOptions {
   maxBodyBytes: number;
   /** Idle limit of client connections (uWS closes idle connections after about 10 s too). */
   idleTimeoutMs?: number;
-}
-
-/** A private folder (mode 0700) for uWS's unix socket; short enough for the 108-byte socket path limit. */
-function privateSocketDir(): string {
-  const base = os.tmpdir().length <= 80 ? os.tmpdir() : '/tmp';
-  const dir = mkdtempSync(path.join(base, 'catcomfort-http-'));
-  chmodSync(dir, 0o700);
-  return dir;
 }
 
 export class HttpServer {
@@ -111,9 +103,9 @@ export class HttpServer {
    * Resolves with the port; rejects with ListenError when the port cannot be opened.
    */
   async listen(host: string, port: number): Promise<number> {
-    this.socketDir = privateSocketDir();
+    this.socketDir = await createSocketDir();
     process.once('exit', this.removeSocketDir);
-    const socketPath = path.join(this.socketDir, 'uws.sock');
+    const socketPath = path.join(this.socketDir, SOCKET_NAME);
     try {
       this.listenSocket = await new Promise<ListenSocket>((resolve, reject) => {
         this.app.listen_unix((socket) => {
