@@ -1,5 +1,6 @@
 // Entry point: `npm start`.
 import { ConfigError, loadConfig } from './config';
+import { ListenError } from './http/listen-error';
 import { log, setLogLevel } from './log';
 import { startService } from './start';
 
@@ -38,6 +39,11 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
+  if (error instanceof ListenError) {
+    // The port is busy or not ours to use: a setting to change, like a configuration error.
+    process.stderr.write(`Start-up failed: ${error.message}\n`);
+    process.exit(2);
+  }
   process.stderr.write(`Start-up failed: ${(error as Error)?.message ?? String(error)}\n`);
   process.exit(1);
 });

@@ -90,9 +90,9 @@ export async function startService(config: Config): Promise<RunningService> {
   registerV2(router, service);
   registerV1(router, service);
   registerScan(router, { service, store, workers, verifier: new CredentialVerifier(store), maxImageBytes: 4 * 1024 * 1024 });
-  workers.start();
-  const server = new HttpServer(router);
+  const server = new HttpServer(router, { maxBodyBytes: config.maxBodyBytes });
   const port = await server.listen(config.host, config.port);
+  workers.start();
   log.info('listening', {
     host: config.host,
     port,
@@ -113,6 +113,7 @@ export async function startService(config: Config): Promise<RunningService> {
       server.stopListening();
       clearInterval(keyTimer);
       await Promise.all([server.drain(10_000), workers.stop()]);
+      server.close();
       await registry.closeAll();
       await store.close();
     },

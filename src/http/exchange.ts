@@ -7,6 +7,7 @@
 // later still get the answer instead of a reset; past MAX_DISCARD_BYTES it is sent at once
 // and the connection closed.
 import { STATUS_CODES } from 'node:http';
+import { PEER_ADDRESS_HEADER } from './front-head';
 import type { HttpRequest, HttpResponse } from './uws';
 
 export const MAX_DISCARD_BYTES = 64 * 1024 * 1024;
@@ -37,6 +38,8 @@ export class Exchange {
   readonly path: string;
   readonly query: string;
   readonly headers = new Map<string, string>();
+  /** The client's IP address, as the HTTP front saw it (its peer-address field, not in `headers`). */
+  readonly peerAddress: string;
   params: Record<string, string> = {};
   aborted = false;
   finished = false;
@@ -56,7 +59,12 @@ export class Exchange {
     this.method = req.getMethod().toUpperCase();
     this.path = req.getUrl();
     this.query = req.getQuery() ?? '';
-    req.forEach((key, value) => this.headers.set(key, value));
+    let peer = '';
+    req.forEach((key, value) => {
+      if (key === PEER_ADDRESS_HEADER) peer = value;
+      else this.headers.set(key, value);
+    });
+    this.peerAddress = peer;
     const length = this.headers.get('content-length');
     this.declaredLength = length !== undefined && /^\d{1,15}$/.test(length) ? Number(length) : null;
     this.bodyDone = this.declaredLength === 0 || (length === undefined && !this.headers.has('transfer-encoding'));

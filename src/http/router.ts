@@ -39,6 +39,12 @@ export class Router {
     }
     return { kind: 'not_found' };
   }
+
+  /** The methods of the first route matching `path` (sorted); empty when no route matches. */
+  allowedMethods(path: string): string[] {
+    const match = this.match('', path);
+    return match.kind === 'method_not_allowed' ? match.allow : [];
+  }
 }
 
 function matchSegments(pattern: string[], parts: string[]): Record<string, string> | null {

@@ -1,30 +1,30 @@
 // The uWS application: one catch-all route feeding our router, with 404/405 answered
 // in the format of the interface the path belongs to (v2 ErrorResponse or v1 {detail}).
+// uWS listens on a private unix socket; the public port belongs to the HTTP front (front.ts).
+import { rmSync } from 'node:fs';
+import path from 'node:path';
 import { Exchange } from './exchange';
+import { HttpFront } from './front';
 import { requestIdFrom } from './request-id';
 import { Router } from './router';
+import { createSocketDir, SOCKET_NAME } from './socket-dir';
 import { uws, type ListenSocket, type TemplatedApp } from './uws';
+import { errorAnswer, isV2, methodNotAllowedAnswer, notFoundAnswer, type Answer } from './error-answers';
 import { ApiError } from '../v2/errors';
 import { sendError } from '../v2/respond';
 import { log } from '../log';
 
-/** Paths answered with the v2 ErrorResponse (v2 itself and the scan interface); others get v1's {detail}. */
-function isV2(path: string): boolean {
-  return path === '/v2' || path.startsWith('/v2/') || path === '/scan' || path.startsWith('/scan/');
-}
-
-function sendDetail(ex: Exchange, status: number, detail: string, headers: Record<string, string> = {}, closeAfter = false): void {
-  ex.send(status, { 'Content-Type': 'application/json', ...headers }, JSON.stringify({ detail }), closeAfter);
+function reply(ex: Exchange, answer: Answer, closeAfter = false): void {
+  ex.send(answer.status, answer.headers, answer.body, closeAfter);
 }
 
 /** While shutting down: requests arriving on kept-alive connections get 503 and the connection closes. */
 function refuse(ex: Exchange): void {
-  const headers = { 'Retry-After': '1' };
-  if (isV2(ex.path)) {
-    sendError(ex, requestIdFrom(ex.header('x-request-id')), new ApiError('unavailable', 'The service is shutting down.', {}, headers), true);
-  } else {
-    sendDetail(ex, 503, 'Service Unavailable', headers, true);
-  }
+  const answer = errorAnswer(ex.path, ex.header('x-request-id'), 'unavailable', {
+    message: 'The service is shutting down.',
+    headers: { 'Retry-After': '1' },
+  });
+  reply(ex, answer, true);
 }
 
 function dispatch(router: Router, ex: Exchange): void {
@@ -40,28 +40,32 @@ function dispatch(router: Router, ex: Exchange): void {
     }
     return;
   }
-  if (isV2(ex.path)) {
-    const requestId = requestIdFrom(ex.header('x-request-id'));
-    if (match.kind === 'method_not_allowed') {
-      const allow = match.allow.join(', ');
-      sendError(ex, requestId, new ApiError('method_not_allowed', `Method ${ex.method} is not allowed here; use ${allow}.`, {}, { Allow: allow }));
-    } else {
-      sendError(ex, requestId, new ApiError('not_found'));
-    }
-    return;
-  }
-  if (match.kind === 'method_not_allowed') sendDetail(ex, 405, 'Method Not Allowed', { Allow: match.allow.join(', ') });
-  else sendDetail(ex, 404, 'Not Found');
+  const requestId = ex.header('x-request-id');
+  if (match.kind === 'method_not_allowed') reply(ex, methodNotAllowedAnswer(ex.path, requestId, ex.method, match.allow));
+  else reply(ex, notFoundAnswer(ex.path, requestId));
+}
+
+export interface HttpServerOptions {
+  /** The body limit, for the front's early 413 to `Expect: 100-continue`. */
+  maxBodyBytes: number;
+  /** Idle limit of client connections (uWS closes idle connections after about 10 s too). */
+  idleTimeoutMs?: number;
 }
 
 export class HttpServer {
   private listenSocket: ListenSocket | null = null;
+  private front: HttpFront | null = null;
+  private socketDir: string | null = null;
+  private readonly removeSocketDir = () => this.releaseSocketDir();
   private closing = false;
   private inFlight = 0;
   private idle: Array<() => void> = [];
   readonly app: TemplatedApp;
 
-  constructor(readonly router: Router) {
+  constructor(
+    readonly router: Router,
+    private readonly options: HttpServerOptions,
+  ) {
     this.app = uws.App();
     this.app.any('/*', (res, req) => {
       this.inFlight++;
@@ -76,37 +80,71 @@ export class HttpServer {
     if (this.inFlight === 0) for (const resolve of this.idle.splice(0)) resolve();
   }
 
-  /** Resolves once every request in progress has been answered (or its client left), or after timeoutMs. */
-  drain(timeoutMs: number): Promise<void> {
-    if (this.inFlight === 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, timeoutMs);
-      this.idle.push(() => {
-        clearTimeout(timer);
-        resolve();
+  /**
+   * Resolves once every request in progress has been answered (or its client left) and the answers
+   * have left through the front, or after timeoutMs. Idle client connections are then ended.
+   */
+  async drain(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    if (this.inFlight > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, timeoutMs);
+        this.idle.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
       });
-    });
+    }
+    await this.front?.drain(Math.max(0, deadline - Date.now()));
   }
 
-  listen(host: string, port: number): Promise<number> {
-    return new Promise((resolve, reject) => {
-      this.app.listen(host, port, (socket) => {
-        if (!socket) {
-          reject(new Error(`Cannot listen on ${host}:${port}`));
-          return;
-        }
-        this.listenSocket = socket;
-        resolve(uws.us_socket_local_port(socket as never));
+  /**
+   * Starts uWS on a private unix socket, then the front on host:port (0 = any free port).
+   * Resolves with the port; rejects with ListenError when the port cannot be opened.
+   */
+  async listen(host: string, port: number): Promise<number> {
+    this.socketDir = await createSocketDir();
+    process.once('exit', this.removeSocketDir);
+    const socketPath = path.join(this.socketDir, SOCKET_NAME);
+    try {
+      this.listenSocket = await new Promise<ListenSocket>((resolve, reject) => {
+        this.app.listen_unix((socket) => {
+          if (socket) resolve(socket);
+          else reject(new Error(`uWS cannot listen on its private socket ${socketPath}`));
+        }, socketPath);
       });
-    });
+      this.front = new HttpFront({
+        upstreamPath: socketPath,
+        maxBodyBytes: this.options.maxBodyBytes,
+        idleTimeoutMs: this.options.idleTimeoutMs ?? 10_000,
+        allowedMethods: (p) => this.router.allowedMethods(p),
+      });
+      return await this.front.listen(host, port);
+    } catch (error) {
+      this.close();
+      throw error;
+    }
   }
 
   /** Stops accepting connections; requests in progress finish, new ones on open connections get 503. */
   stopListening(): void {
     this.closing = true;
+    this.front?.close();
+  }
+
+  /** Closes uWS's private socket and removes its folder (after stopListening and drain). */
+  close(): void {
+    this.stopListening();
     if (this.listenSocket) {
       uws.us_listen_socket_close(this.listenSocket);
       this.listenSocket = null;
     }
+    this.releaseSocketDir();
+  }
+
+  private releaseSocketDir(): void {
+    process.off('exit', this.removeSocketDir);
+    if (this.socketDir) rmSync(this.socketDir, { recursive: true, force: true });
+    this.socketDir = null;
   }
 }

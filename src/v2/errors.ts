@@ -9,12 +9,17 @@ export const errorTable = {
   method_not_allowed: { code: 'method_not_allowed', status: 405, message: 'Method not allowed.' },
   idempotency_conflict: { code: 'idempotency_conflict', status: 409, message: 'Idempotency-Key reused with a different request.' },
   bad_request: { code: 'http_error', status: 400, message: 'Malformed request.' },
+  request_timeout: { code: 'http_error', status: 408, message: 'The request was not received in time.' },
   payload_too_large: { code: 'http_error', status: 413, message: 'Request body is too large.' },
+  uri_too_long: { code: 'http_error', status: 414, message: 'Request target is too long.' },
   unsupported_media_type: { code: 'http_error', status: 415, message: 'Content-Type must be application/json.' },
   invalid_request: { code: 'invalid_request', status: 422, message: 'Request validation failed.' },
   overloaded: { code: 'overloaded', status: 429, message: 'The service is overloaded; retry later.' },
+  header_too_large: { code: 'http_error', status: 431, message: 'Request header is too large.' },
   internal_error: { code: 'internal_error', status: 500, message: 'Internal server error.' },
+  not_implemented: { code: 'not_implemented', status: 501, message: 'Request method is not implemented.' },
   unavailable: { code: 'unavailable', status: 503, message: 'The service is not ready or is shutting down.' },
+  http_version_not_supported: { code: 'http_version_not_supported', status: 505, message: 'Only HTTP/1.1 is supported.' },
 } as const;
 
 export type ErrorKind = keyof typeof errorTable;

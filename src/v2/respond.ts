@@ -25,12 +25,15 @@ export function sendError(ex: Exchange, requestId: string, error: unknown, close
     log.error('unhandled error', { request_id: requestId, error: (error as Error)?.stack ?? String(error) });
     apiError = new ApiError('internal_error');
   }
-  sendJson(
-    ex,
-    requestId,
-    apiError.status,
-    { request_id: requestId, error: { code: apiError.code, message: apiError.message, details: apiError.details } },
-    apiError.headers,
-    closeAfter,
-  );
+  const answer = errorResponse(requestId, apiError);
+  ex.send(answer.status, answer.headers, answer.body, closeAfter);
+}
+
+/** An ErrorResponse as status, headers and JSON body; also used by the HTTP front for its own refusals. */
+export function errorResponse(requestId: string, error: ApiError): { status: number; headers: Record<string, string>; body: string } {
+  return {
+    status: error.status,
+    headers: { 'Content-Type': 'application/json', 'X-Request-ID': requestId, ...error.headers },
+    body: JSON.stringify({ request_id: requestId, error: { code: error.code, message: error.message, details: error.details } }),
+  };
 }

@@ -1,0 +1,508 @@
+// One client connection of the HTTP front (see front.ts): reads request heads, refuses what uWS
+// would mishandle, forwards valid requests one at a time over its own connection to uWS, and passes
+// the answers back. Bodies are forwarded as the Buffers that arrive; no per-byte work in JS.
+//
+// Order: the next request is read only once the previous answer has been passed on completely, so
+// the front's own answers are always in order. A refusal that leaves the connection's framing in
+// doubt is sent with `Connection: close`, and the connection closes after it.
+import { STATUS_CODES } from 'node:http';
+import net from 'node:net';
+import { errorAnswer, methodNotAllowedAnswer, type Answer } from './error-answers';
+import { MAX_DISCARD_BYTES } from './exchange';
+import { ChunkedError, ChunkedReader } from './front-chunked';
+import {
+  MAX_HEAD_BYTES,
+  STANDARD_METHODS,
+  dechunkedHead,
+  forwardedHead,
+  parseHead,
+  pathHint,
+  peerTrailer,
+  type HeadRefusal,
+  type RequestHead,
+} from './front-head';
+import { ResponseError, ResponseReader } from './front-response';
+import { log } from '../log';
+
+const CRLFCRLF = Buffer.from('\r\n\r\n', 'latin1');
+const CONTINUE = Buffer.from('HTTP/1.1 100 Continue\r\n\r\n', 'latin1');
+/** Bytes of pipelined requests held while an answer is awaited, before reading from the client pauses. */
+const HOLD_LIMIT = 64 * 1024;
+/** After a closing refusal: how long the client may go on sending (read and dropped) before the socket is destroyed. */
+const LINGER_MS = 5_000;
+
+export interface FrontSettings {
+  /** uWS's private unix socket. */
+  upstreamPath: string;
+  maxBodyBytes: number;
+  /** Idle limit of a client connection between requests and while a head or chunked body arrives. */
+  idleTimeoutMs: number;
+  /** The methods the service routes for a path; empty when no route matches it. */
+  allowedMethods(path: string): string[];
+}
+
+export interface ConnectionEvents {
+  /** The connection has no request in progress any more (answered, refused or closed). */
+  idle(connection: FrontConnection): void;
+  closed(connection: FrontConnection): void;
+}
+
+const enum In {
+  /** Waiting for a request head. */
+  Head,
+  /** Forwarding the current request's Content-Length body. */
+  Body,
+  /** Reading a chunked body whole before forwarding it. */
+  Chunked,
+  /** Dropping the body of a request the front answered itself. */
+  Discard,
+  /** The request is forwarded; its answer is awaited. */
+  Wait,
+  /** The connection is ending; nothing more is read. */
+  Closing,
+}
+
+export class FrontConnection {
+  private state = In.Head;
+  private upstream: net.Socket | null = null;
+  private upstreamConnected = false;
+  private upstreamBlocked = false;
+  private corked: net.Socket | null = null;
+  private clientPaused = false;
+  /** Client bytes not read yet (pipelined requests while an answer is awaited). */
+  private readonly held: Buffer[] = [];
+  private heldOffset = 0;
+  private heldBytes = 0;
+  /** A head that has not arrived whole yet. */
+  private headBuf: Buffer | null = null;
+  private headLen = 0;
+  /** Body bytes still to forward (Body) or drop (Discard). */
+  private left = 0;
+  private request: RequestHead | null = null;
+  private chunks: ChunkedReader | null = null;
+  private chunkParts: Buffer[] = [];
+  private chunkBytes = 0;
+  /** A request has been forwarded and its final answer has not been passed on completely. */
+  private awaiting = false;
+  private readonly response = new ResponseReader();
+  private readonly trailer: Buffer;
+  private lingerTimer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly client: net.Socket,
+    private readonly settings: FrontSettings,
+    private readonly events: ConnectionEvents,
+  ) {
+    this.trailer = peerTrailer(clientAddress(client.remoteAddress));
+    client.setNoDelay(true);
+    client.setTimeout(settings.idleTimeoutMs);
+    client.on('data', (chunk: Buffer) => this.onClientData(chunk));
+    client.on('drain', () => this.upstream?.resume());
+    client.on('timeout', () => this.onTimeout());
+    client.on('error', () => undefined); // 'close' follows
+    client.on('close', () => this.onClientClose());
+  }
+
+  /** A request has been accepted and its answer has not been passed on completely. */
+  get busy(): boolean {
+    return this.awaiting || this.state === In.Chunked;
+  }
+
+  /** Ends the connection (shutdown: call when not busy). Resolves once everything written has been flushed. */
+  end(): Promise<void> {
+    if (this.client.destroyed || this.client.writableFinished) return Promise.resolve();
+    const flushed = new Promise<void>((resolve) => {
+      this.client.once('finish', resolve);
+      this.client.once('close', resolve);
+    });
+    if (this.state !== In.Closing) {
+      this.state = In.Closing;
+      this.dropUpstream();
+      this.client.end();
+      this.flow();
+    }
+    return flushed;
+  }
+
+  private onClientData(chunk: Buffer): void {
+    if (this.state === In.Closing) return;
+    this.held.push(chunk);
+    this.heldBytes += chunk.length;
+    this.pump();
+  }
+
+  /** Works through the held client bytes as far as the state allows. */
+  private pump(): void {
+    while (this.held.length > 0 && this.state !== In.Wait && this.state !== In.Closing) {
+      const chunk = this.held[0]!;
+      const at = this.step(chunk, this.heldOffset);
+      this.heldBytes -= at - this.heldOffset;
+      if (at >= chunk.length) {
+        this.held.shift();
+        this.heldOffset = 0;
+      } else {
+        this.heldOffset = at;
+      }
+    }
+    if (this.corked) {
+      // A head and the body bytes that came with it leave in one write.
+      this.corked.uncork();
+      this.corked = null;
+    }
+    this.flow();
+  }
+
+  /** Reads from `chunk` at `at` in the current state; returns where it stopped. */
+  private step(chunk: Buffer, at: number): number {
+    switch (this.state) {
+      case In.Head:
+        return this.readHead(chunk, at);
+      case In.Body:
+      case In.Discard: {
+        const n = Math.min(this.left, chunk.length - at);
+        if (this.state === In.Body) this.toUpstream(n === chunk.length ? chunk : chunk.subarray(at, at + n));
+        this.left -= n;
+        if (this.left === 0) this.state = this.state === In.Body && this.awaiting ? In.Wait : In.Head;
+        return at + n;
+      }
+      case In.Chunked:
+        return this.readChunked(chunk, at);
+      default:
+        return at;
+    }
+  }
+
+  private readHead(chunk: Buffer, at: number): number {
+    if (this.headLen === 0) {
+      // Empty lines before a request line are ignored (RFC 9112 §2.2).
+      while (at + 1 < chunk.length && chunk[at] === 13 && chunk[at + 1] === 10) at += 2;
+      if (at >= chunk.length) return at;
+      const end = chunk.indexOf(CRLFCRLF, at);
+      if (end !== -1 && end + 4 - at <= MAX_HEAD_BYTES) {
+        this.onHead(chunk.subarray(at, end + 4));
+        return end + 4;
+      }
+      if (end === -1 && chunk.length - at < MAX_HEAD_BYTES) {
+        this.headBuf = Buffer.allocUnsafe(MAX_HEAD_BYTES);
+        this.headLen = chunk.copy(this.headBuf, 0, at);
+        this.checkPartialHead(0);
+        return chunk.length;
+      }
+      this.refuseLongHead(chunk.subarray(at, at + MAX_HEAD_BYTES));
+      return chunk.length;
+    }
+    const buf = this.headBuf!;
+    const before = this.headLen;
+    const n = chunk.copy(buf, before, at);
+    this.headLen += n;
+    const end = buf.subarray(0, this.headLen).indexOf(CRLFCRLF, Math.max(0, before - 3));
+    if (end !== -1) {
+      this.headBuf = null;
+      this.headLen = 0;
+      this.onHead(buf.subarray(0, end + 4));
+      return at + (end + 4 - before);
+    }
+    if (this.headLen >= MAX_HEAD_BYTES) {
+      this.refuseLongHead(buf);
+      return chunk.length;
+    }
+    this.checkPartialHead(Math.max(0, before - 2));
+    return at + n;
+  }
+
+  /** A head sent with bare LF line ends would never end with CRLF CRLF: refuse it at once. */
+  private checkPartialHead(from: number): void {
+    const part = this.headBuf!.subarray(0, this.headLen);
+    if (part.indexOf('\n\n', from, 'latin1') !== -1 || part.indexOf('\n\r\n', from, 'latin1') !== -1) {
+      const start = part.toString('latin1', 0, Math.min(part.length, 512));
+      this.refuse({ kind: 'bad_request', message: 'Header lines must end with CRLF.', path: pathHint(start), requestId: undefined });
+    }
+  }
+
+  private refuseLongHead(part: Buffer): void {
+    const start = part.toString('latin1', 0, Math.min(part.length, 512));
+    const lineDone = part.indexOf('\r\n', 0, 'latin1') !== -1;
+    this.refuse({
+      kind: lineDone ? 'header_too_large' : 'uri_too_long',
+      message: lineDone ? `The request head exceeds ${MAX_HEAD_BYTES} bytes.` : `The request line exceeds ${MAX_HEAD_BYTES} bytes.`,
+      path: pathHint(start),
+      requestId: undefined,
+    });
+  }
+
+  private onHead(raw: Buffer): void {
+    let start = 0;
+    while (start + 1 < raw.length && raw[start] === 13 && raw[start + 1] === 10) start += 2;
+    if (raw.length - start < 4) return; // only empty lines (split across reads)
+    if (start > 0) raw = raw.subarray(start);
+    const parsed = parseHead(raw.toString('latin1'));
+    if (!parsed.ok) return this.refuse(parsed.refusal);
+    const head = parsed.head;
+    this.request = head;
+    if (!STANDARD_METHODS.has(head.method)) return this.unknownMethod(head);
+    if (head.expectContinue && head.contentLength > this.settings.maxBodyBytes) {
+      return this.refuse(tooLarge(head, this.settings.maxBodyBytes), head);
+    }
+    if (head.chunked) {
+      if (head.expectContinue) this.client.write(CONTINUE);
+      this.chunks = new ChunkedReader();
+      this.chunkParts = [];
+      this.chunkBytes = 0;
+      this.state = In.Chunked;
+      return;
+    }
+    this.forward(forwardedHead(raw, head, this.trailer), head);
+    this.left = head.contentLength;
+    this.state = this.left > 0 ? In.Body : In.Wait;
+  }
+
+  /** A method outside the nine standard ones: 405 with Allow where the path is routed, else 501. */
+  private unknownMethod(head: RequestHead): void {
+    const allow = this.settings.allowedMethods(head.path);
+    const answer =
+      allow.length > 0
+        ? methodNotAllowedAnswer(head.path, head.requestId, head.method, allow)
+        : errorAnswer(head.path, head.requestId, 'not_implemented', { message: 'Request method is not implemented.', detail: 'Request method is not implemented.' });
+    // The body is dropped and the connection kept, unless the client may be waiting for a 100
+    // Continue before sending it (then nobody knows whether it will come).
+    if (head.close || head.chunked || (head.expectContinue && head.contentLength > 0)) return this.close(answer, head);
+    this.client.write(answerBytes(answer, false, false));
+    this.left = head.contentLength;
+    this.state = this.left > 0 ? In.Discard : In.Head;
+  }
+
+  private readChunked(chunk: Buffer, at: number): number {
+    let end: number;
+    try {
+      end = this.chunks!.read(chunk, at, this.collect);
+    } catch (error) {
+      if (!(error instanceof ChunkedError)) throw error;
+      this.refuse({ kind: 'bad_request', message: 'Malformed chunked body.', path: this.request!.path, requestId: this.request!.requestId }, this.request!);
+      return chunk.length;
+    }
+    if (this.chunkBytes > MAX_DISCARD_BYTES) {
+      this.refuse(tooLarge(this.request!, this.settings.maxBodyBytes), this.request!);
+      return chunk.length;
+    }
+    if (end === -1) return chunk.length;
+    const head = this.request!;
+    const parts = this.chunkParts;
+    this.chunkParts = [];
+    this.chunks = null;
+    if (this.chunkBytes > this.settings.maxBodyBytes) {
+      // Read to its end and dropped, so the client that uploads first and reads later gets the answer.
+      const refusal = tooLarge(head, this.settings.maxBodyBytes);
+      const answer = errorAnswer(refusal.path, refusal.requestId, refusal.kind, { message: refusal.message, detail: refusal.message });
+      if (head.close) this.close(answer, head);
+      else {
+        this.client.write(answerBytes(answer, false, head.method === 'HEAD'));
+        this.state = In.Head;
+        this.events.idle(this);
+      }
+      return end;
+    }
+    this.forward(dechunkedHead(head, this.trailer, this.chunkBytes), head);
+    if (this.chunkBytes > 0) this.toUpstream(parts.length === 1 ? parts[0]! : Buffer.concat(parts, this.chunkBytes));
+    this.state = In.Wait;
+    return end;
+  }
+
+  private readonly collect = (data: Buffer): void => {
+    this.chunkBytes += data.length;
+    if (this.chunkBytes <= this.settings.maxBodyBytes) this.chunkParts.push(data);
+    else this.chunkParts = [];
+  };
+
+  /** Sends a request head to uWS (connecting first when needed) and expects its answer. */
+  private forward(headBytes: Buffer, head: RequestHead): void {
+    this.awaiting = true;
+    this.response.begin(head.method === 'HEAD');
+    this.upstream ??= this.connect();
+    this.toUpstream(headBytes);
+  }
+
+  /** Body bytes go only to the connection that got their head; if it is gone, so is the request. */
+  private toUpstream(bytes: Buffer): void {
+    const upstream = this.upstream;
+    if (!upstream) {
+      this.state = In.Closing;
+      this.client.destroy();
+      return;
+    }
+    if (this.corked !== upstream) {
+      this.corked?.uncork();
+      upstream.cork();
+      this.corked = upstream;
+    }
+    if (!upstream.write(bytes)) this.upstreamBlocked = true;
+  }
+
+  private connect(): net.Socket {
+    const upstream = net.createConnection(this.settings.upstreamPath);
+    this.upstreamConnected = false;
+    this.upstreamBlocked = false;
+    upstream.on('connect', () => {
+      if (this.upstream === upstream) this.upstreamConnected = true;
+    });
+    upstream.on('data', (chunk: Buffer) => this.onUpstreamData(upstream, chunk));
+    upstream.on('drain', () => {
+      if (this.upstream !== upstream) return;
+      this.upstreamBlocked = false;
+      this.flow();
+    });
+    upstream.on('error', () => undefined); // 'close' follows
+    upstream.on('close', () => this.onUpstreamClose(upstream));
+    return upstream;
+  }
+
+  private readonly toClient = (bytes: Buffer): void => {
+    if (!this.client.write(bytes)) this.upstream?.pause();
+  };
+
+  private onUpstreamData(upstream: net.Socket, chunk: Buffer): void {
+    if (upstream !== this.upstream) return;
+    let ended: boolean;
+    try {
+      ended = this.response.read(chunk, this.toClient);
+    } catch (error) {
+      if (!(error instanceof ResponseError)) throw error;
+      log.error('http front: unexpected bytes from the service', { reason: error.message });
+      this.client.destroy();
+      return;
+    }
+    if (ended) this.answered();
+  }
+
+  /** The final answer to the current request has been passed on. */
+  private answered(): void {
+    this.awaiting = false;
+    this.events.idle(this);
+    if (this.response.closeAfter || this.request?.close) {
+      this.state = In.Closing;
+      this.dropUpstream();
+      this.client.end();
+      return;
+    }
+    if (this.state === In.Wait) {
+      this.state = In.Head;
+      this.pump();
+    }
+  }
+
+  private onUpstreamClose(upstream: net.Socket): void {
+    if (upstream !== this.upstream) return;
+    this.upstream = null;
+    this.upstreamBlocked = false;
+    if (this.state === In.Closing) return;
+    if (!this.awaiting && this.state !== In.Body) {
+      // Closed while idle (uWS's keep-alive timeout): the next request opens a new connection.
+      this.flow();
+      return;
+    }
+    if (!this.awaiting) {
+      // Answered early and closed while the body was still arriving: the rest has nowhere to go.
+      this.state = In.Closing;
+      this.client.end();
+    } else if (this.response.endsWithClose) {
+      this.awaiting = false;
+      this.events.idle(this);
+      this.state = In.Closing;
+      this.client.end();
+    } else if (!this.upstreamConnected && this.response.passed === 0) {
+      const head = this.request!;
+      this.close(errorAnswer(head.path, head.requestId, 'unavailable', { headers: { 'Retry-After': '1' } }), head);
+    } else {
+      // The service dropped the request mid-way; the client sees the connection close, as it would from uWS.
+      this.state = In.Closing;
+      this.client.destroy();
+    }
+  }
+
+  private onTimeout(): void {
+    if (this.awaiting) return; // the service is answering; its own deadlines and uWS's timeouts apply
+    if (this.state === In.Head && this.headLen > 0) {
+      const start = this.headBuf!.toString('latin1', 0, Math.min(this.headLen, 512));
+      this.refuse({ kind: 'request_timeout', message: 'The request head did not arrive in time.', path: pathHint(start), requestId: undefined });
+      return;
+    }
+    this.client.destroy();
+  }
+
+  private onClientClose(): void {
+    this.state = In.Closing;
+    if (this.lingerTimer) clearTimeout(this.lingerTimer);
+    this.held.length = 0;
+    this.heldBytes = 0;
+    this.chunkParts = [];
+    this.awaiting = false;
+    // An upstream request in progress is aborted, so the service's onAborted fires.
+    this.dropUpstream();
+    this.events.closed(this);
+  }
+
+  private refuse(refusal: HeadRefusal, head?: RequestHead): void {
+    this.close(errorAnswer(refusal.path, refusal.requestId, refusal.kind, { message: refusal.message, detail: refusal.message }), head);
+  }
+
+  /** Sends a last answer with `Connection: close`, then reads and drops what the client still sends for a while. */
+  private close(answer: Answer, head?: RequestHead): void {
+    this.state = In.Closing;
+    this.held.length = 0;
+    this.heldBytes = 0;
+    this.headBuf = null;
+    this.headLen = 0;
+    this.awaiting = false;
+    this.dropUpstream();
+    this.client.end(answerBytes(answer, true, head?.method === 'HEAD'));
+    this.events.idle(this);
+    this.flow();
+    this.lingerTimer = setTimeout(() => this.client.destroy(), LINGER_MS);
+  }
+
+  private dropUpstream(): void {
+    const upstream = this.upstream;
+    this.upstream = null;
+    this.upstreamBlocked = false;
+    upstream?.destroy();
+  }
+
+  /** Pauses reading from the client while uWS is not taking bytes or pipelined requests pile up. */
+  private flow(): void {
+    const hold = this.state !== In.Closing && (this.upstreamBlocked || this.heldBytes > HOLD_LIMIT);
+    if (hold === this.clientPaused) return;
+    this.clientPaused = hold;
+    if (hold) this.client.pause();
+    else this.client.resume();
+  }
+}
+
+function tooLarge(head: RequestHead, limit: number): HeadRefusal {
+  return { kind: 'payload_too_large', message: `Request body exceeds the limit of ${limit} bytes.`, path: head.path, requestId: head.requestId };
+}
+
+/** The client's address as the service sees it: IPv4 clients of a dual-stack socket without the ::ffff: prefix. */
+export function clientAddress(address: string | undefined): string {
+  if (address === undefined) return '';
+  return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
+}
+
+let dateSecond = 0;
+let dateText = '';
+function httpDate(): string {
+  const now = Date.now();
+  if (now - dateSecond >= 1000) {
+    dateSecond = now - (now % 1000);
+    dateText = new Date(dateSecond).toUTCString();
+  }
+  return dateText;
+}
+
+/** An answer of the front's own on the wire. */
+export function answerBytes(answer: Answer, close: boolean, omitBody: boolean): Buffer {
+  const body = Buffer.from(answer.body, 'utf8');
+  let head = `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? ''}\r\nDate: ${httpDate()}\r\n`;
+  for (const name in answer.headers) head += `${name}: ${answer.headers[name]}\r\n`;
+  head += `Content-Length: ${body.length}\r\n`;
+  if (close) head += 'Connection: close\r\n';
+  return Buffer.concat([Buffer.from(head + '\r\n', 'latin1'), omitBody ? Buffer.alloc(0) : body]);
+}

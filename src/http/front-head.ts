@@ -1,0 +1,184 @@
+// Request heads for the HTTP front (src/http/front.ts): parsing and validation of one complete head
+// (request line, field lines, empty line) per RFC 9112, and the head forwarded to uWS. Pure
+// functions over strings; no sockets here.
+import type { ErrorKind } from '../v2/errors';
+
+/** Longest request head accepted (request line + fields + CRLFs); past it: 431 (414 for a request line alone). */
+export const MAX_HEAD_BYTES = 32 * 1024;
+/** Most header fields accepted; past it: 431. uWS 20.30 handles at most 48, and the front adds one. */
+export const MAX_HEADER_FIELDS = 40;
+/** The field carrying the client's address from the front to the service; a client-sent one is removed. */
+export const PEER_ADDRESS_HEADER = 'catcomfort-peer-address';
+/** The only methods passed on (RFC 9110 §9, case-sensitive). Others get 405 or 501 from the front. */
+export const STANDARD_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH']);
+
+export interface RequestHead {
+  method: string;
+  /** The request target without query or fragment, e.g. `/v2/predict`. */
+  path: string;
+  /** The client's X-Request-ID, for the request id of the front's own v2 errors. */
+  requestId: string | undefined;
+  /** The declared body length; 0 without Content-Length (and for chunked bodies). */
+  contentLength: number;
+  chunked: boolean;
+  expectContinue: boolean;
+  /** `Connection: close`: the connection ends after this request's answer. */
+  close: boolean;
+  /** The request line followed by the field lines, as received (latin1). */
+  lines: string[];
+  /** Whether the forwarded head must be rebuilt (a client-sent peer-address field to remove). */
+  rewrite: boolean;
+}
+
+export interface HeadRefusal {
+  kind: ErrorKind;
+  message: string;
+  /** The request path when it could be read, else `/` (it picks the error format). */
+  path: string;
+  requestId: string | undefined;
+}
+
+export type ParsedHead = { ok: true; head: RequestHead } | { ok: false; refusal: HeadRefusal };
+
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+// name ":" OWS value OWS, where the value has no control characters other than HTAB.
+const FIELD = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*([^\x00-\x08\x0a-\x1f\x7f]*?)[ \t]*$/;
+const TARGET = /^\/[\x21-\x7e]*$/;
+const HOST = /^[A-Za-z0-9._~!$&'()*+,;=:[\]%-]*$/;
+const VERSION = /^HTTP\/\d\.\d$/;
+const DECIMAL = /^\d{1,15}$/;
+
+function pathOf(target: string): string {
+  const end = target.search(/[?#]/);
+  return end === -1 ? target : target.slice(0, end);
+}
+
+/** The path of a request line that may be incomplete (for the format of a 414/431/400). */
+export function pathHint(start: string): string {
+  const space = start.indexOf(' ');
+  if (space === -1) return '/';
+  const rest = start.slice(space + 1, space + 1 + 256);
+  const target = rest.split(/[ \r\n]/)[0] ?? '';
+  return target.startsWith('/') ? pathOf(target) : '/';
+}
+
+/**
+ * Parses one head, `text` being its bytes as latin1 from the request line up to and including the
+ * final CRLF CRLF. Checks, in this order: request-line syntax (400), version HTTP/1.1 (505),
+ * origin-form target (400), field count (431), field syntax (400, obs-fold included), exactly one
+ * valid Host (400), framing: Content-Length once and decimal, not with Transfer-Encoding, and a
+ * Transfer-Encoding that is exactly `chunked` (400; 501 for other codings before `chunked`).
+ * The method is not judged here (see STANDARD_METHODS).
+ */
+export function parseHead(text: string): ParsedHead {
+  const lines = text.split('\r\n');
+  lines.length -= 2; // the empty line and what follows the final CRLF
+  const requestLine = lines[0] ?? '';
+  let path = pathHint(requestLine);
+  let requestId: string | undefined;
+  const refuse = (kind: ErrorKind, message: string): ParsedHead => ({ ok: false, refusal: { kind, message, path, requestId } });
+
+  const parts = requestLine.split(' ');
+  if (parts.length !== 3 || !TOKEN.test(parts[0]!) || !VERSION.test(parts[2]!)) return refuse('bad_request', 'Malformed request line.');
+  const [method, target, version] = parts as [string, string, string];
+  if (version !== 'HTTP/1.1') return refuse('http_version_not_supported', `Only HTTP/1.1 is supported, not ${version}.`);
+  if (!TARGET.test(target)) return refuse('bad_request', 'The request target must be a path starting with "/".');
+  path = pathOf(target);
+  if (lines.length - 1 > MAX_HEADER_FIELDS) return refuse('header_too_large', `More than ${MAX_HEADER_FIELDS} header fields.`);
+
+  let hosts = 0;
+  let host = '';
+  let lengths = 0;
+  let length = '';
+  const codings: string[] = [];
+  let expect: string | undefined;
+  let close = false;
+  let rewrite = false;
+  let malformed = false;
+  for (let i = 1; i < lines.length; i++) {
+    const match = FIELD.exec(lines[i]!);
+    if (!match) {
+      malformed = true;
+      continue;
+    }
+    const value = match[2]!;
+    switch (match[1]!.toLowerCase()) {
+      case 'host':
+        hosts++;
+        host = value;
+        break;
+      case 'content-length':
+        lengths++;
+        length = value;
+        break;
+      case 'transfer-encoding':
+        codings.push(...value.split(',').map((c) => c.trim().toLowerCase()));
+        break;
+      case 'expect':
+        expect = value.toLowerCase();
+        break;
+      case 'connection':
+        if (value.split(',').some((t) => t.trim().toLowerCase() === 'close')) close = true;
+        break;
+      case 'x-request-id':
+        requestId = value;
+        break;
+      case PEER_ADDRESS_HEADER:
+        rewrite = true;
+        break;
+    }
+  }
+  if (malformed) return refuse('bad_request', 'Malformed header field.');
+  if (hosts !== 1) return refuse('bad_request', 'Exactly one Host header is required.');
+  if (!HOST.test(host)) return refuse('bad_request', 'Invalid Host header.');
+  if (lengths > 0 && codings.length > 0) return refuse('bad_request', 'Content-Length and Transfer-Encoding must not be sent together.');
+  if (lengths > 1) return refuse('bad_request', 'More than one Content-Length header.');
+  if (lengths === 1 && !DECIMAL.test(length)) return refuse('bad_request', 'Invalid Content-Length header.');
+  let chunked = false;
+  if (codings.length > 0) {
+    const chunkedCount = codings.filter((c) => c === 'chunked').length;
+    if (codings.at(-1) !== 'chunked' || chunkedCount !== 1 || codings.includes('')) {
+      return refuse('bad_request', 'Transfer-Encoding must end with chunked, applied once.');
+    }
+    if (codings.length > 1) return refuse('not_implemented', 'Only the chunked transfer coding is supported.');
+    chunked = true;
+  }
+  return {
+    ok: true,
+    head: {
+      method,
+      path,
+      requestId,
+      contentLength: lengths === 1 ? Number(length) : 0,
+      chunked,
+      expectContinue: expect === '100-continue',
+      close,
+      lines,
+      rewrite,
+    },
+  };
+}
+
+/** `catcomfort-peer-address: <address>` CRLF CRLF: the end of every head forwarded for one client. */
+export function peerTrailer(address: string): Buffer {
+  return Buffer.from(`${PEER_ADDRESS_HEADER}: ${address}\r\n\r\n`, 'latin1');
+}
+
+/** The head written to uWS: the client's head (`raw`) with the peer-address field appended, any the client sent removed. */
+export function forwardedHead(raw: Buffer, head: RequestHead, trailer: Buffer): Buffer {
+  if (!head.rewrite) return Buffer.concat([raw.subarray(0, raw.length - 2), trailer]);
+  return rebuilt(head, new Set([PEER_ADDRESS_HEADER]), [], trailer);
+}
+
+/**
+ * The head written to uWS for a chunked request whose body the front has read whole: Content-Length
+ * instead of Transfer-Encoding, and no Expect (the front answered 100 Continue itself).
+ */
+export function dechunkedHead(head: RequestHead, trailer: Buffer, bodyLength: number): Buffer {
+  return rebuilt(head, new Set([PEER_ADDRESS_HEADER, 'transfer-encoding', 'expect']), [`Content-Length: ${bodyLength}`], trailer);
+}
+
+function rebuilt(head: RequestHead, drop: Set<string>, extra: string[], trailer: Buffer): Buffer {
+  const kept = head.lines.filter((line, i) => i === 0 || !drop.has(line.slice(0, line.indexOf(':')).toLowerCase()));
+  return Buffer.concat([Buffer.from([...kept, ...extra].join('\r\n') + '\r\n', 'latin1'), trailer]);
+}

@@ -1,0 +1,78 @@
+// The HTTP front: a strict HTTP/1.1 server on node:net that owns the public port and passes valid
+// requests to uWS, which listens only on a private unix socket. It exists because uWS 20.30 drops
+// many bad requests without an answer, or misreads them: heads over 4 KiB split across reads, more
+// than 48 header fields, unknown methods, HTTP/1.0, a missing Host, duplicate Content-Length
+// (request smuggling), Content-Length with Transfer-Encoding, chunked bodies with extensions or
+// trailers split across reads; and it sends 100 Continue to bodies it will refuse, and body bytes
+// after HEAD answers. What the front checks and answers is listed in README.md ("HTTP front").
+//
+// The port is opened without SO_REUSEPORT, so a second instance on the same port fails to start
+// (ListenError) instead of silently sharing it.
+import net, { type AddressInfo } from 'node:net';
+import { FrontConnection, type FrontSettings } from './front-connection';
+import { ListenError } from './listen-error';
+import { log } from '../log';
+
+export type { FrontSettings } from './front-connection';
+
+export class HttpFront {
+  private readonly server: net.Server;
+  private readonly connections = new Set<FrontConnection>();
+  private idleWaiters: Array<() => void> = [];
+
+  constructor(settings: FrontSettings) {
+    const events = {
+      idle: () => this.checkIdle(),
+      closed: (connection: FrontConnection) => {
+        this.connections.delete(connection);
+        this.checkIdle();
+      },
+    };
+    this.server = net.createServer({ noDelay: true }, (socket) => {
+      this.connections.add(new FrontConnection(socket, settings, events));
+    });
+  }
+
+  /** Opens host:port (0 = any free port) and resolves with the port; rejects with ListenError. */
+  listen(host: string, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const failed = (error: NodeJS.ErrnoException) => reject(ListenError.from(host, port, error));
+      this.server.once('error', failed);
+      this.server.listen({ host, port, exclusive: true }, () => {
+        this.server.off('error', failed);
+        this.server.on('error', (error) => log.error('http front: server error', { error: String(error) }));
+        resolve((this.server.address() as AddressInfo).port);
+      });
+    });
+  }
+
+  /** Stops accepting connections; open connections go on. */
+  close(): void {
+    if (this.server.listening) this.server.close();
+  }
+
+  /**
+   * Shutdown, after close(): waits until no connection has a request in progress (every answer
+   * passed on), then ends every connection once its data is flushed. Bounded by `timeoutMs`.
+   */
+  async drain(timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+    const work = (async () => {
+      while (this.busy()) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+      await Promise.all([...this.connections].map((c) => c.end()));
+    })();
+    await Promise.race([work, timeout]);
+    clearTimeout(timer);
+    for (const resolve of this.idleWaiters.splice(0)) resolve();
+  }
+
+  private busy(): boolean {
+    for (const connection of this.connections) if (connection.busy) return true;
+    return false;
+  }
+
+  private checkIdle(): void {
+    if (this.idleWaiters.length > 0 && !this.busy()) for (const resolve of this.idleWaiters.splice(0)) resolve();
+  }
+}
