@@ -57,6 +57,8 @@ export interface ScanConfig {
   leaseMs: number;
   maxAttempts: number;
   retentionMs: number;
+  /** Failed credential checks per client address and minute before its attempts get 429. */
+  authFailuresPerMinute: number;
   /** UNSAFE: lets scan URLs reach private and loopback addresses (tests, local development). */
   allowPrivateUrls: boolean;
 }
@@ -167,6 +169,7 @@ export function loadConfig(env: Env = process.env): Config {
       leaseMs: readInt(env, 'CATCOMFORT_SCAN_LEASE_MS', 30_000, 100, 3_600_000),
       maxAttempts: readInt(env, 'CATCOMFORT_SCAN_MAX_ATTEMPTS', 3, 1, 100),
       retentionMs: readInt(env, 'CATCOMFORT_SCAN_RETENTION_HOURS', 720, 1, 87_600) * 3_600_000,
+      authFailuresPerMinute: readInt(env, 'CATCOMFORT_SCAN_AUTH_FAILURES_PER_MINUTE', 20, 1, 1_000_000),
       allowPrivateUrls: readBool(env, 'CATCOMFORT_FETCH_ALLOW_PRIVATE', false),
     },
     logLevel: logLevel as Config['logLevel'],

@@ -10,6 +10,7 @@ import { log } from './log';
 import { loadModels } from './models/runtime';
 import type { Service } from './service';
 import { CredentialVerifier } from './scan/auth';
+import { FailureThrottle } from './scan/failure-throttle';
 import { fetchPolicy } from './scan/fetch';
 import { registerScan } from './scan/routes';
 import { openStore } from './scan/store';
@@ -89,7 +90,7 @@ export async function startService(config: Config): Promise<RunningService> {
   const router = new Router();
   registerV2(router, service);
   registerV1(router, service);
-  registerScan(router, { service, store, workers, verifier: new CredentialVerifier(store), maxImageBytes: 4 * 1024 * 1024 });
+  registerScan(router, { service, store, workers, verifier: new CredentialVerifier(store, new FailureThrottle(config.scan.authFailuresPerMinute)), maxImageBytes: 4 * 1024 * 1024 });
   const server = new HttpServer(router, { maxBodyBytes: config.maxBodyBytes });
   const port = await server.listen(config.host, config.port);
   workers.start();

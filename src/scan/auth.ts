@@ -1,9 +1,18 @@
 // Scan credentials: an API key id (`api-key`) plus a secret (`api-secret`). The store checks
 // them with scrypt in constant time; successful checks are cached briefly (by a SHA-256 of the
 // pair) so a busy client does not pay scrypt on every request. Revocation applies within the TTL.
+// Failed checks are limited per client address (FailureThrottle).
 import { createHash } from 'node:crypto';
 import { Semaphore } from '../pipeline/semaphore';
+import type { FailureThrottle } from './failure-throttle';
 import type { ScanStore } from './store';
+
+/** Too many failed checks from this client address; it may try again after the given seconds. */
+export class ThrottledError extends Error {
+  constructor(readonly retryAfterSeconds: number) {
+    super('too many failed credential checks from this address');
+  }
+}
 
 // The public shapes of issued credentials (src/scan/store/common.ts): anything else is refused
 // without spending scrypt on it.
@@ -19,11 +28,24 @@ export class CredentialVerifier {
 
   constructor(
     private readonly store: ScanStore,
+    private readonly throttle: FailureThrottle,
     private readonly ttlMs = 30_000,
     private readonly maxEntries = 10_000,
   ) {}
 
-  async verify(keyId: string | undefined, secret: string | undefined): Promise<string | null> {
+  /** The owner of the credential, or null when it is not valid; throws ThrottledError. */
+  async verify(keyId: string | undefined, secret: string | undefined, address: string): Promise<string | null> {
+    const wait = this.throttle.take(address);
+    if (wait > 0) throw new ThrottledError(wait);
+    const ownerId = await this.check(keyId, secret).catch((error: unknown) => {
+      this.throttle.giveBack(address); // not a failed check (the service is busy)
+      throw error;
+    });
+    if (ownerId !== null) this.throttle.giveBack(address);
+    return ownerId;
+  }
+
+  private async check(keyId: string | undefined, secret: string | undefined): Promise<string | null> {
     if (!keyId || !secret || !KEY_ID.test(keyId) || !SECRET.test(secret)) return null;
     const cacheKey = createHash('sha256').update(keyId).update('\0').update(secret).digest('hex');
     const hit = this.cache.get(cacheKey);

@@ -10,7 +10,7 @@ import type { Service } from '../service';
 import { ApiError } from '../v2/errors';
 import { sendError, sendJson } from '../v2/respond';
 import { parseJsonObject } from '../v2/validate';
-import type { CredentialVerifier } from './auth';
+import { ThrottledError, type CredentialVerifier } from './auth';
 import { buildScanOpenApi } from './openapi';
 import { presentScan } from './present';
 import { InvalidCursorError, type ScanStore } from './store';
@@ -42,7 +42,11 @@ function authed(ctx: ScanContext, readsBody: boolean, handler: Handler) {
     const body = readsBody ? ex.readBody(ctx.service.config.maxBodyBytes) : null;
     body?.catch(() => undefined); // rejections are handled where the body is awaited
     ctx.verifier
-      .verify(ex.header('api-key'), ex.header('api-secret'))
+      .verify(ex.header('api-key'), ex.header('api-secret'), ex.peerAddress)
+      .catch((error: unknown) => {
+        if (!(error instanceof ThrottledError)) throw error;
+        throw new ApiError('auth_throttled', undefined, {}, { 'Retry-After': String(error.retryAfterSeconds) });
+      })
       .then(async (ownerId) => {
         if (ownerId === null) throw new ApiError('unauthorized', 'Missing or invalid api-key / api-secret.');
         if (readsBody && !isJsonContentType(ex.header('content-type'))) throw new ApiError('unsupported_media_type');

@@ -15,6 +15,7 @@ export const errorTable = {
   unsupported_media_type: { code: 'http_error', status: 415, message: 'Content-Type must be application/json.' },
   invalid_request: { code: 'invalid_request', status: 422, message: 'Request validation failed.' },
   overloaded: { code: 'overloaded', status: 429, message: 'The service is overloaded; retry later.' },
+  auth_throttled: { code: 'too_many_failed_attempts', status: 429, message: 'Too many failed credential checks from this address; retry later.', scanOnly: true },
   header_too_large: { code: 'http_error', status: 431, message: 'Request header is too large.' },
   internal_error: { code: 'internal_error', status: 500, message: 'Internal server error.' },
   not_implemented: { code: 'not_implemented', status: 501, message: 'Request method is not implemented.' },

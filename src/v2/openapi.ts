@@ -61,6 +61,7 @@ export function buildV2OpenApi(serviceVersion: string): Record<string, unknown> 
       description: `Detects a cat in a photo and says whether it shows comfort or discomfort. Service release ${serviceVersion}. Error codes: ${Object.values(
         errorTable,
       )
+        .filter((e) => !('scanOnly' in e))
         .map((e) => `\`${e.code}\` (${e.status})`)
         .join(', ')}.`,
     },

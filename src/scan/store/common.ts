@@ -155,25 +155,16 @@ function parseHash(stored: string): ParsedHash | null {
   return { N, r, p, salt, hash };
 }
 
-let dummy: Promise<ParsedHash> | null = null;
-
-/** A hash of a random secret nobody knows, derived with the current parameters. */
-function dummyHash(): Promise<ParsedHash> {
-  dummy ??= hashSecret(randomBytes(32).toString('base64url')).then((s) => parseHash(s)!);
-  return dummy;
-}
-
 /**
- * True when `secret` matches `stored`. With `stored` null (unknown or revoked key id) the same
- * derivation runs against a dummy hash and the answer is false, so timing does not tell whether
- * the key id exists. Comparison of the derived hashes is constant-time.
+ * True when `secret` matches `stored`, compared in constant time. With `stored` null (unknown or
+ * revoked key id) the answer is false at once: key ids are public identifiers, so only a known key
+ * id costs an scrypt derivation, and failed attempts are limited per client address.
  */
 export async function verifySecret(secret: string, stored: string | null): Promise<boolean> {
   const parsed = stored === null ? null : parseHash(stored);
-  const target = parsed ?? (await dummyHash());
-  const derived = await scrypt(secret, target.salt, target.hash.length, { N: target.N, r: target.r, p: target.p });
-  const equal = timingSafeEqual(derived, target.hash);
-  return equal && parsed !== null;
+  if (parsed === null) return false;
+  const derived = await scrypt(secret, parsed.salt, parsed.hash.length, { N: parsed.N, r: parsed.r, p: parsed.p });
+  return timingSafeEqual(derived, parsed.hash);
 }
 
 /** A scan row with the backend's column types already converted (times ISO 8601, JSON parsed). */

@@ -1,0 +1,71 @@
+// Scan credential checks as a denial-of-service target: unknown key ids cost no hashing, and
+// failed attempts are limited per client address.
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { mock, test } from 'node:test';
+import { FailureThrottle } from '../src/scan/failure-throttle';
+import { openStore } from '../src/scan/store';
+import { request } from './helpers/http';
+import { createCredential, scanHeaders, storeEnv } from './helpers/scan';
+import { startServer } from './helpers/server';
+
+test('the store derives scrypt only for a known, unrevoked key id', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cc-auth-'));
+  const store = await openStore({ dataDir: dir });
+  t.after(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const good = await store.createCredential('good');
+  const revoked = await store.createCredential('revoked');
+  await store.revokeCredential(revoked.keyId);
+  const scrypt = mock.method(crypto, 'scrypt');
+  t.after(() => scrypt.mock.restore());
+
+  assert.equal(await store.verifyCredential('sk_000000000000000000000000', good.secret), null);
+  assert.equal(await store.verifyCredential(revoked.keyId, revoked.secret), null);
+  assert.equal(scrypt.mock.callCount(), 0, 'unknown and revoked key ids are refused without hashing');
+  assert.equal(await store.verifyCredential(good.keyId, `${good.secret.slice(0, -1)}x`), null);
+  assert.equal(await store.verifyCredential(good.keyId, good.secret), good.id);
+  assert.equal(scrypt.mock.callCount(), 2);
+});
+
+test('the failure throttle: a bucket per address, refilled over a minute, successes give back', () => {
+  let now = 0;
+  const throttle = new FailureThrottle(3, () => now);
+  for (let i = 0; i < 3; i++) assert.equal(throttle.take('a'), 0);
+  assert.equal(throttle.take('a'), 20, 'a token comes back every 20 s at 3 per minute');
+  assert.equal(throttle.take('b'), 0, 'other addresses are not affected');
+  now += 19_000;
+  assert.equal(throttle.take('a'), 1);
+  now += 1_000;
+  assert.equal(throttle.take('a'), 0);
+  throttle.giveBack('a');
+  assert.equal(throttle.take('a'), 0, 'a successful attempt costs nothing');
+  assert.ok(throttle.take('a') > 0);
+  now += 60_000;
+  for (let i = 0; i < 3; i++) assert.equal(throttle.take('a'), 0, 'full again after a minute');
+});
+
+test('past the limit of failed checks, an address gets 429 with Retry-After, even with a valid credential', async (t) => {
+  const env = storeEnv(mkdtempSync(path.join(os.tmpdir(), 'cc-auth-')), null);
+  const server = await startServer({ ...env, CATCOMFORT_SCAN_AUTH_FAILURES_PER_MINUTE: '3' });
+  t.after(() => server.stop());
+  const good = createCredential(env, 'good');
+  assert.equal((await request(`${server.url}/scan`, { headers: scanHeaders(good), key: null })).status, 200);
+  const wrong = { keyId: good.keyId, secret: `ss_${'A'.repeat(43)}` };
+  const unknown = { keyId: 'sk_000000000000000000000000', secret: good.secret };
+  for (const credential of [wrong, unknown, wrong]) {
+    assert.equal((await request(`${server.url}/scan`, { headers: scanHeaders(credential), key: null })).status, 401);
+  }
+  for (const credential of [unknown, good]) {
+    const refused = await request(`${server.url}/scan`, { headers: scanHeaders(credential), key: null });
+    assert.equal(refused.status, 429);
+    assert.equal(refused.body.error.code, 'too_many_failed_attempts');
+    assert.ok(Number(refused.headers.get('retry-after')) >= 1);
+  }
+  assert.equal((await request(`${server.url}/v2/models`)).status, 200, 'v2 keys are not affected');
+});
