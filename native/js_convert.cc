@@ -1,5 +1,6 @@
 #include "js_convert.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -307,6 +308,82 @@ const char* ItemErrorCodeName(ItemErrorCode code) {
     default:
       return "internal";
   }
+}
+
+RunModelRequest RunModelRequestFromJs(const Napi::Value& model, const Napi::Value& inputs) {
+  Napi::Env env = model.Env();
+  RunModelRequest request;
+  const uint8_t* data = nullptr;
+  size_t length = 0;
+  if (!BytesOf(model, &data, &length)) Bad(env, "model must be a Buffer");
+  request.model.assign(data, data + length);
+  if (!inputs.IsArray()) Bad(env, "inputs must be an array");
+  Napi::Array array = inputs.As<Napi::Array>();
+  for (uint32_t i = 0; i < array.Length(); ++i) {
+    Napi::Object o = AsObject(array.Get(i), "input");
+    FloatTensor t;
+    t.name = String(o, "name");
+    Napi::Array dims = Array(o, "dims");
+    size_t count = 1;
+    for (uint32_t d = 0; d < dims.Length(); ++d) {
+      Napi::Value v = dims.Get(d);
+      double x = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : -1;
+      if (x != std::floor(x) || x < 0 || x > 1e9) Bad(env, "dims must be non-negative integers");
+      t.dims.push_back(static_cast<int64_t>(x));
+      count *= static_cast<size_t>(x);
+    }
+    Napi::Value values = o.Get("data");
+    if (!values.IsTypedArray() || values.As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) {
+      Bad(env, "data must be a Float32Array");
+    }
+    Napi::Float32Array f = values.As<Napi::Float32Array>();
+    if (f.ElementLength() != count) Bad(env, "data length does not match dims of input " + t.name);
+    t.data.assign(f.Data(), f.Data() + f.ElementLength());
+    request.inputs.push_back(std::move(t));
+  }
+  return request;
+}
+
+namespace {
+
+Napi::Object FloatTensorToJs(Napi::Env env, const FloatTensor& t) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("name", Napi::String::New(env, t.name));
+  Napi::Array dims = Napi::Array::New(env, t.dims.size());
+  for (size_t d = 0; d < t.dims.size(); ++d) {
+    dims.Set(static_cast<uint32_t>(d), Napi::Number::New(env, static_cast<double>(t.dims[d])));
+  }
+  o.Set("dims", dims);
+  Napi::Float32Array data = Napi::Float32Array::New(env, t.data.size());
+  std::copy(t.data.begin(), t.data.end(), data.Data());
+  o.Set("data", data);
+  return o;
+}
+
+}  // namespace
+
+Napi::Array FloatTensorsToJs(Napi::Env env, const std::vector<FloatTensor>& tensors) {
+  Napi::Array out = Napi::Array::New(env, tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) out.Set(static_cast<uint32_t>(i), FloatTensorToJs(env, tensors[i]));
+  return out;
+}
+
+PreprocessRequest PreprocessRequestFromJs(const Napi::Value& image, const Napi::Value& spec) {
+  PreprocessRequest request;
+  const uint8_t* data = nullptr;
+  size_t length = 0;
+  if (!BytesOf(image, &data, &length)) Bad(image.Env(), "image must be a Buffer");
+  request.image.assign(data, data + length);
+  request.spec = PreprocessFromJs(spec);
+  return request;
+}
+
+Napi::Object PreprocessedToJs(Napi::Env env, const PreprocessedImage& image) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("width", Napi::Number::New(env, image.width));
+  o.Set("height", Napi::Number::New(env, image.height));
+  o.Set("tensor", FloatTensorToJs(env, image.tensor));
+  return o;
 }
 
 }  // namespace catcomfort

@@ -160,6 +160,31 @@ export interface NativeAddon {
    * (1..1024); resolves to its milliseconds. Rejects when the model's batch is fixed and differs.
    */
   benchSession(pipeline: NativePipeline, stage: 'detector' | 'classifier', batch: number): Promise<number>;
+  /**
+   * Tools and tests (not the request path): one Run of any ONNX model whose inputs and outputs
+   * are float32, on the addon's pool, with the configured providers; the session is created and
+   * dropped per call. Resolves to every model output, in the model's order.
+   */
+  runModel(model: Buffer, inputs: FloatTensor[]): Promise<FloatTensor[]>;
+  /**
+   * Tools and tests: decodes an image file and resolves to the tensor of its plain view under
+   * `spec`, exactly as the pipeline makes the detector input (same decode, resize and tensor fill).
+   */
+  preprocessImage(image: Buffer, spec: PreprocessSpec): Promise<PreprocessedImage>;
+}
+
+export interface PreprocessedImage {
+  /** Size of the decoded image. */
+  width: number;
+  height: number;
+  /** [1, 3, H, W] (nchw) or [1, H, W, 3] (nhwc). */
+  tensor: FloatTensor;
+}
+
+export interface FloatTensor {
+  name: string;
+  dims: number[];
+  data: Float32Array;
 }
 
 export interface BenchDecodeTiming {
