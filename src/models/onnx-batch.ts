@@ -220,6 +220,8 @@ export interface OnnxSummary {
   valueInfoCount: number;
   initializerCount: number;
   nodeCount: number;
+  /** op_type of every node, in graph order. */
+  nodeOpTypes: string[];
   int64Constants: OnnxInt64Constant[];
 }
 
@@ -248,7 +250,15 @@ function readValueInfo(buf: Buffer): OnnxValueSummary {
 export function summarizeOnnx(model: Buffer): OnnxSummary {
   const graph = firstLen(model, 7);
   if (!graph) throw new Error('ONNX: model has no graph');
-  const s: OnnxSummary = { inputs: [], outputs: [], valueInfoCount: 0, initializerCount: 0, nodeCount: 0, int64Constants: [] };
+  const s: OnnxSummary = {
+    inputs: [],
+    outputs: [],
+    valueInfoCount: 0,
+    initializerCount: 0,
+    nodeCount: 0,
+    nodeOpTypes: [],
+    int64Constants: [],
+  };
   for (const f of parseMessage(graph)) {
     if (f.wt !== WT_LEN) continue;
     const p = payload(graph, f);
@@ -258,6 +268,7 @@ export function summarizeOnnx(model: Buffer): OnnxSummary {
       if (t.int64) s.int64Constants.push({ name: t.name, source: 'initializer', values: t.int64 });
     } else if (f.no === 1) {
       s.nodeCount++;
+      s.nodeOpTypes.push(utf8(firstLen(p, 4)));
       if (utf8(firstLen(p, 4)) !== 'Constant') continue;
       const nodeFields = parseMessage(p);
       const out = utf8(nodeFields.filter((x) => x.no === 2 && x.wt === WT_LEN).map((x) => payload(p, x))[0]);
