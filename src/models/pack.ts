@@ -71,6 +71,13 @@ export async function loadPack(dir: string, limits: PackLimits): Promise<LoadedP
   const manifest = await readManifest(dir);
   const d = manifest.detector;
   const c = manifest.classifier;
+  if (d.output.format !== 'yolox') {
+    throw new PackError(
+      `Model pack ${dir}: detector output format "${d.output.format}" is not decoded by the native pipeline yet; ` +
+        'mark the pack "disabled": true until it is',
+    );
+  }
+  const output = d.output;
   let detectorModel = await readModelFile(dir, d.file, d.sha256);
   if (d.dynamicBatch) detectorModel = withDynamicBatch(detectorModel, d.dynamicBatch.reshapeFrom, d.dynamicBatch.reshapeTo);
   const classifierModel = await readModelFile(dir, c.file, c.sha256);
@@ -78,9 +85,9 @@ export async function loadPack(dir: string, limits: PackLimits): Promise<LoadedP
   const detector: DetectorSpec = {
     model: detectorModel,
     preprocess: preprocessSpec(d.preprocess),
-    strides: [...d.output.strides],
-    numClasses: d.output.numClasses,
-    catClassIndex: d.output.catClassIndex,
+    strides: [...output.strides],
+    numClasses: output.numClasses,
+    catClassIndex: output.catClassIndex,
     scoreFloor: d.scoreFloor,
     nmsIou: d.nmsIou,
     views: [...d.views],
