@@ -1,6 +1,6 @@
 // The N-API surface (src/native/addon.ts): configure, createPipeline, analyze, releasePipeline,
-// the micro-benchmark entry points benchDecode and benchSession, and runModel / preprocessImage
-// for tools and tests (native/tools.h).
+// the micro-benchmark entry points benchDecode and benchSession, and runModel / preprocessImage /
+// decodeDetections for tools and tests (native/tools.h).
 //
 // JS values are copied into plain structs here, on the JS thread; the work runs on the addon's
 // own pool with no N-API calls; results come back through a per-call thread-safe function and
@@ -212,6 +212,7 @@ Napi::Value TimingsToJs(Napi::Env env, std::vector<DecodeTiming>& timings) { ret
 Napi::Value MsToJs(Napi::Env env, double& ms) { return Napi::Number::New(env, ms); }
 Napi::Value TensorsToJs(Napi::Env env, std::vector<FloatTensor>& tensors) { return FloatTensorsToJs(env, tensors); }
 Napi::Value ImageToJs(Napi::Env env, PreprocessedImage& image) { return PreprocessedToJs(env, image); }
+Napi::Value DetectionsResultToJs(Napi::Env env, std::vector<Detection>& detections) { return DetectionsToJs(env, detections); }
 
 template <typename Result>
 void ScheduleTask(Napi::Env env, napi_deferred deferred, std::vector<napi_ref>& refs, std::function<Result()> work,
@@ -310,6 +311,15 @@ Napi::Value JsPreprocessImage(const Napi::CallbackInfo& info) {
   });
 }
 
+Napi::Value JsDecodeDetections(const Napi::CallbackInfo& info) {
+  return AsyncBoundary(info, [&](Napi::Env env, napi_deferred deferred, std::vector<napi_ref>& refs) {
+    RequireRuntime();
+    auto request = std::make_shared<DecodeRequest>(DecodeRequestFromJs(info[0], info[1]));
+    ScheduleTask<std::vector<Detection>>(
+        env, deferred, refs, [request] { return DecodeDetections(*request); }, DetectionsResultToJs);
+  });
+}
+
 Napi::Value JsReleasePipeline(const Napi::CallbackInfo& info) {
   return SyncBoundary(info, [&](Napi::Env env) -> Napi::Value {
     HandleFrom(info[0]).Release();
@@ -348,6 +358,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("benchSession", Napi::Function::New(env, JsBenchSession, "benchSession"));
   exports.Set("runModel", Napi::Function::New(env, JsRunModel, "runModel"));
   exports.Set("preprocessImage", Napi::Function::New(env, JsPreprocessImage, "preprocessImage"));
+  exports.Set("decodeDetections", Napi::Function::New(env, JsDecodeDetections, "decodeDetections"));
   return exports;
 }
 

@@ -31,6 +31,10 @@ Napi::Array FloatTensorsToJs(Napi::Env env, const std::vector<FloatTensor>& tens
 PreprocessRequest PreprocessRequestFromJs(const Napi::Value& image, const Napi::Value& spec);
 Napi::Object PreprocessedToJs(Napi::Env env, const PreprocessedImage& image);
 
+// decodeDetections() arguments: {preprocess, output, scoreFloor} and the output tensors (copied).
+DecodeRequest DecodeRequestFromJs(const Napi::Value& spec, const Napi::Value& outputs);
+Napi::Array DetectionsToJs(Napi::Env env, const std::vector<Detection>& detections);
+
 Napi::Object InfoToJs(Napi::Env env, const NativeInfo& info);
 Napi::Array ResultsToJs(Napi::Env env, const std::vector<ItemResult>& results);
 Napi::Array DecodeTimingsToJs(Napi::Env env, const std::vector<DecodeTiming>& timings);

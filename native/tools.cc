@@ -73,4 +73,21 @@ PreprocessedImage PreprocessImage(const PreprocessRequest& request) {
   return out;
 }
 
+std::vector<Detection> DecodeDetections(const DecodeRequest& request) {
+  std::unique_ptr<DetectorDecoder> decoder = MakeDecoder(request.spec);
+  if (request.outputs.size() < decoder->OutputCount()) {
+    throw std::runtime_error("decodeDetections: the decoder reads " + std::to_string(decoder->OutputCount()) + " outputs");
+  }
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<const float*> data;
+  for (size_t i = 0; i < decoder->OutputCount(); ++i) {
+    const FloatTensor& t = request.outputs[i];
+    if (t.dims.empty() || t.dims[0] != 1) throw std::runtime_error("decodeDetections: outputs must have batch dimension 1");
+    shapes.emplace_back(t.dims.begin() + 1, t.dims.end());
+    data.push_back(t.data.data());
+  }
+  decoder->CheckShapes(shapes);
+  return decoder->Decode(data);
+}
+
 }  // namespace catcomfort

@@ -112,6 +112,8 @@ const Detector = Type.Object(
     scoreFloor: Type.Number({ minimum: 0, maximum: 1 }),
     nmsIou: Type.Number({ exclusiveMinimum: 0, maximum: 1 }),
     views: Type.Array(View, { minItems: 1, uniqueItems: true }),
+    /** How the views' top scores combine: 'max' (default) = the best view, 'min' = the least sure view. */
+    viewCombine: Type.Optional(Type.Union([Type.Literal('max'), Type.Literal('min')])),
     calibration: Type.Array(Type.Tuple([Type.Number({ minimum: 0, maximum: 1 }), Type.Number({ minimum: 0, maximum: 1 })])),
   },
   { additionalProperties: false },
@@ -166,6 +168,8 @@ export type Manifest = Static<typeof ManifestSchema>;
 export type PreprocessManifest = Static<typeof Preprocess>;
 export type NpmSourceManifest = Static<typeof NpmSource>;
 export type SsdOutputManifest = Static<typeof SsdOutput>;
+export type YoloxOutputManifest = Static<typeof YoloxOutput>;
+export type DetectorOutputManifest = YoloxOutputManifest | SsdOutputManifest;
 
 const check = TypeCompiler.Compile(ManifestSchema as TSchema);
 

@@ -71,13 +71,6 @@ export async function loadPack(dir: string, limits: PackLimits): Promise<LoadedP
   const manifest = await readManifest(dir);
   const d = manifest.detector;
   const c = manifest.classifier;
-  if (d.output.format !== 'yolox') {
-    throw new PackError(
-      `Model pack ${dir}: detector output format "${d.output.format}" is not decoded by the native pipeline yet; ` +
-        'mark the pack "disabled": true until it is',
-    );
-  }
-  const output = d.output;
   let detectorModel = await readModelFile(dir, d.file, d.sha256);
   if (d.dynamicBatch) detectorModel = withDynamicBatch(detectorModel, d.dynamicBatch.reshapeFrom, d.dynamicBatch.reshapeTo);
   const classifierModel = await readModelFile(dir, c.file, c.sha256);
@@ -85,12 +78,11 @@ export async function loadPack(dir: string, limits: PackLimits): Promise<LoadedP
   const detector: DetectorSpec = {
     model: detectorModel,
     preprocess: preprocessSpec(d.preprocess),
-    strides: [...output.strides],
-    numClasses: output.numClasses,
-    catClassIndex: output.catClassIndex,
+    output: structuredClone(d.output),
     scoreFloor: d.scoreFloor,
     nmsIou: d.nmsIou,
     views: [...d.views],
+    viewCombine: d.viewCombine ?? 'max',
     calibration: d.calibration.map(([raw, cal]) => [raw, cal] as [number, number]),
   };
   const classifier: ClassifierSpec = {
