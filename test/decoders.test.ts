@@ -20,7 +20,7 @@ import { loadAddon, type DecodedDetection, type FloatTensor, type ItemSuccess, t
 import { photo, repoRoot } from './helpers/paths';
 import { encodeRgbPng } from './helpers/png';
 
-const SSD_PACK = 'bc-v1-ssd';
+const SSD_PACK = 'bc-v1';
 const YOLOX_PACK = 'bc-legacy';
 const limits = { maxPixels: 40_000_000, batching: { maxBatchSize: 1, maxQueueDelayUs: 0, maxQueue: 1, maxInFlight: 1 }, sessionBatch: 1 };
 const CHELSEA = '000_skimage_chelsea.png';

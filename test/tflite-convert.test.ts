@@ -39,8 +39,8 @@ import { loadAddon, type FloatTensor, type NativeAddon } from '../src/native/add
 import { decodeRgbPng } from './helpers/png-decode';
 import { photosDir, repoRoot } from './helpers/paths';
 
-const packDir = path.join(repoRoot, 'models/bc-v1-ssd');
-const manifest: Manifest = validateManifest(JSON.parse(readFileSync(path.join(packDir, 'manifest.json'), 'utf8')), 'bc-v1-ssd');
+const packDir = path.join(repoRoot, 'models/bc-v1');
+const manifest: Manifest = validateManifest(JSON.parse(readFileSync(path.join(packDir, 'manifest.json'), 'utf8')), 'bc-v1');
 const source = manifest.detector.source!;
 const ssd = manifest.detector.output as SsdOutputManifest;
 const haveAddon = existsSync(path.join(repoRoot, 'build/Release/catcomfort.node'));

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference outputs of the SSD detector of models/bc-v1-ssd, computed by TFLite itself.
+"""Reference outputs of the SSD detector of models/bc-v1, computed by TFLite itself.
 
 The converter (src/models/tflite) turns the .tflite into ONNX; test/tflite-convert.test.ts
 checks the ONNX model's outputs against the values this script writes to
@@ -36,7 +36,7 @@ TOP = 10
 
 
 def load_tflite():
-    manifest = json.load(open(os.path.join(REPO, "models/bc-v1-ssd/manifest.json")))
+    manifest = json.load(open(os.path.join(REPO, "models/bc-v1/manifest.json")))
     src = manifest["detector"]["source"]
     package = os.path.join(REPO, "node_modules", *src["npm"].split("/"))
     version = json.load(open(os.path.join(package, "package.json")))["version"]
@@ -110,7 +110,7 @@ def main():
         )
     text = json.dumps(
         {
-            "description": "Reference outputs of the bc-v1-ssd detector (.tflite) on simple shared input tensors; made by models/tools/ssd_reference.py",
+            "description": "Reference outputs of the bc-v1 SSD detector (.tflite) on simple shared input tensors; made by models/tools/ssd_reference.py",
             "tfliteSha256": model_sha,
             "runtime": runtime,
             "input": "PNG -> RGB, nearest-neighbour stretch to 300x300 (source floor((2i+1)*size/600)), x/127.5-1 in float64 rounded to float32, NHWC",

@@ -40,7 +40,10 @@ export interface CatCandidate {
   box: [number, number, number, number];
   /** Calibrated detector confidence in [0, 1]. */
   confidence: number;
-  /** Uncalibrated best score over the views (the format's cat probability, e.g. YOLOX objectness * class, SSD sigmoid). */
+  /**
+   * Uncalibrated score: the views' top scores combined by viewCombine (best view, or least sure view);
+   * each is the format's cat probability (YOLOX objectness * class, SSD sigmoid of the cat logit).
+   */
   rawScore: number;
 }
 

@@ -39,7 +39,7 @@ interface PhotoResult {
 }
 
 const SETS: Record<string, string> = { photos: 'fixtures/photos', dev: 'fixtures/photos-dev' };
-const GRID = [0.2, 0.25, 0.3, 0.325, 0.35, 0.375, 0.4, 0.425, 0.45, 0.5, 0.55, 0.6, 0.69];
+const GRID = [0.2, 0.25, 0.3, 0.325, 0.35, 0.37, 0.4, 0.45, 0.5, 0.6, 0.69];
 
 export function iou(a: readonly number[], b: readonly number[]): number {
   const w = Math.max(0, Math.min(a[2]!, b[2]!) - Math.max(a[0]!, b[0]!));
