@@ -5,7 +5,11 @@
 //   - base64: Node's Buffer.from(s, 'base64') next to the addon's strict decoder;
 //   - decode + detector preprocessing per size (addon.benchDecode);
 //   - one detector / classifier session Run at batch 1, 2, 4, 8 (addon.benchSession);
-//   - JSON.parse of a request body per size (what the HTTP layer does before the addon).
+//   - JSON.parse of a request body per size (what the HTTP layer does before the addon);
+//   - with BENCH_MICRO_COMPARE=<pack folder> (a name under the models folder, or a path): the
+//     same analyze() calls on that pack and on the default pack, alternating call by call so both
+//     see the same machine load, with wall time, the process's CPU time per request and the
+//     ratios (e.g. an older version of a pack against the current one).
 // Run alone: `node dist/bench/micro.js [out.json]` (after `npm run build:ts`).
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -88,6 +92,60 @@ function median(values: number[]): number {
   return sorted.length === 0 ? NaN : sorted[Math.floor(sorted.length / 2)]!;
 }
 
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
+}
+
+/**
+ * analyze() of one item on each pack in turn, round after round, for about timeMs per pack:
+ * both packs run under the same machine load. CPU time is the whole process's (user + system,
+ * every thread: the addon's pool and ONNX Runtime), divided by the calls.
+ */
+async function comparePacks(
+  addon: NativeAddon,
+  packs: Array<{ label: string; pipeline: NativePipeline }>,
+  images: Array<{ label: string; jpeg: Buffer }>,
+  timeMs: number,
+): Promise<MicroRow[]> {
+  const rows: MicroRow[] = [];
+  const group = `analyze, packs side by side (alternating calls, 1 item, JPEG bytes; baseline ${packs[0]!.label})`;
+  for (const img of images) {
+    const item: AnalyzeItem[] = [{ data: img.jpeg, encoding: 'bytes' }];
+    const stats = packs.map(() => ({ wall: [] as number[], detect: [] as number[], cpuMs: 0 }));
+    for (let warm = 0; warm < 3; warm++) for (const p of packs) await addon.analyze(p.pipeline, item);
+    const deadline = performance.now() + timeMs * packs.length;
+    for (let round = 0; round < 10 || performance.now() < deadline; round++) {
+      for (const [i, p] of packs.entries()) {
+        const cpu = process.cpuUsage();
+        const started = performance.now();
+        const [r] = await addon.analyze(p.pipeline, item);
+        const wall = performance.now() - started;
+        const used = process.cpuUsage(cpu);
+        if (!r!.ok) throw new Error(`${p.label}: ${r!.message}`);
+        stats[i]!.wall.push(wall);
+        stats[i]!.detect.push(r!.timings.detectMs);
+        stats[i]!.cpuMs += (used.user + used.system) / 1000;
+      }
+    }
+    const base = stats[0]!;
+    const cpuPer = (s: (typeof stats)[number]) => s.cpuMs / s.wall.length;
+    packs.forEach((p, i) => {
+      const s = stats[i]!;
+      let note = `CPU ${fmt(cpuPer(s), 2)} ms/request; addon preprocess+detect p50 ${fmt(median(s.detect), 2)} ms`;
+      if (i > 0) {
+        note +=
+          `; vs ${packs[0]!.label}: CPU ${fmt(cpuPer(s) / cpuPer(base), 2)}x, wall p50 ${fmt(median(s.wall) / median(base.wall), 2)}x, ` +
+          `preprocess+detect p50 ${fmt(median(s.detect) / median(base.detect), 2)}x`;
+      }
+      const row: MicroRow = { group, name: `${img.label} ${p.label}`, meanMs: s.wall.reduce((a, b) => a + b, 0) / s.wall.length, p50Ms: median(s.wall), p99Ms: percentile(s.wall, 0.99), samples: s.wall.length, note };
+      rows.push(row);
+      log(`  ${group} | ${row.name}: p50 ${fmt(row.p50Ms, 3)} ms (${row.samples} runs); ${note}`);
+    });
+  }
+  return rows;
+}
+
 export async function runMicro(): Promise<MicroResult> {
   const options = benchOptions();
   const { Bench } = await import('tinybench');
@@ -166,6 +224,30 @@ export async function runMicro(): Promise<MicroResult> {
         },
       ])),
     );
+
+    // 2b. Another pack side by side with the default one (BENCH_MICRO_COMPARE).
+    const compare = process.env.BENCH_MICRO_COMPARE?.trim();
+    if (compare) {
+      const dir = path.isAbsolute(compare) ? compare : path.resolve(config.modelsDir, compare);
+      const other = await loadPack(dir, { maxPixels: config.maxPixels, batching: config.batching, sessionBatch: sessionBatchFor(config, info) });
+      const otherPipeline = await addon.createPipeline(other.spec);
+      const label = (p: typeof pack) => `${p.manifest.id} ${p.manifest.version} (${p.spec.detector.output.format}, ${p.spec.detector.views.join('+')})`;
+      try {
+        result.rows.push(
+          ...(await comparePacks(
+            addon,
+            [
+              { label: label(other), pipeline: otherPipeline },
+              { label: label(pack), pipeline },
+            ],
+            images,
+            t,
+          )),
+        );
+      } finally {
+        addon.releasePipeline(otherPipeline);
+      }
+    }
 
     // 3. Base64. Node's decoder is the reference; the addon's strict decoder is timed through
     //    benchDecode on base64 of random bytes of the JPEG's length (the base64 decodes, the image

@@ -7,9 +7,10 @@ import { ManifestError, validateManifest } from '../src/models/manifest';
 import { repoRoot } from './helpers/paths';
 
 const shipped = JSON.parse(readFileSync(path.join(repoRoot, 'models/bc-v1/manifest.json'), 'utf8'));
+const legacy = JSON.parse(readFileSync(path.join(repoRoot, 'models/bc-legacy/manifest.json'), 'utf8'));
 
-function mutated(edit: (m: any) => void): unknown {
-  const copy = structuredClone(shipped);
+function mutated(edit: (m: any) => void, base: unknown = shipped): unknown {
+  const copy = structuredClone(base);
   edit(copy);
   return copy;
 }
@@ -21,12 +22,20 @@ function rejects(value: unknown, pathPattern: RegExp): void {
   );
 }
 
-test('the shipped bc-v1 manifest is valid and has the documented defaults', () => {
+test('the shipped manifests are valid and have the documented defaults', () => {
   const m = validateManifest(shipped, 'bc-v1');
   assert.equal(m.id, 'bc-v1');
+  assert.equal(m.disabled, undefined);
   assert.equal(m.defaultThreshold, 0.3);
   assert.deepEqual(m.cutoffs, { detected: 0.69, lowConfidence: 0.5 });
-  assert.equal(m.detector.output.catClassIndex, 15);
+  assert.equal(m.detector.output.format, 'ssd');
+  assert.deepEqual(m.detector.views, ['plain', 'flip']);
+  assert.equal(m.detector.viewCombine, 'min');
+  assert.deepEqual(m.detector.calibration, [[0, 0], [0.3, 0.5], [0.37, 0.69], [1, 1]]);
+  const l = validateManifest(legacy, 'bc-legacy');
+  assert.equal(l.detector.output.format, 'yolox');
+  assert.equal(l.detector.output.catClassIndex, 15);
+  assert.equal(l.detector.viewCombine, undefined, 'max, the default');
 });
 
 test('missing, mistyped and out-of-range fields are rejected with their path', () => {
@@ -34,6 +43,7 @@ test('missing, mistyped and out-of-range fields are rejected with their path', (
   rejects(mutated((m) => (m.detector.sha256 = 'abc')), /\/detector\/sha256/);
   rejects(mutated((m) => (m.defaultThreshold = 1.5)), /\/defaultThreshold/);
   rejects(mutated((m) => (m.detector.views = ['plain', 'sideways'])), /\/detector\/views/);
+  rejects(mutated((m) => (m.detector.viewCombine = 'mean')), /\/detector\/viewCombine/);
   rejects(mutated((m) => (m.classifier.preprocess.layout = 'chw')), /\/classifier\/preprocess\/layout/);
   rejects(mutated((m) => (m.classifier.preprocess.std = [1, 0, 1])), /\/classifier\/preprocess\/std/);
   rejects(mutated((m) => (m.unexpected = true)), /unexpected|\//);
@@ -42,7 +52,40 @@ test('missing, mistyped and out-of-range fields are rejected with their path', (
 
 test('cross-field rules: cutoff order, class index, calibration monotonicity', () => {
   rejects(mutated((m) => (m.cutoffs = { detected: 0.4, lowConfidence: 0.5 })), /lowConfidence must not exceed detected/);
-  rejects(mutated((m) => (m.detector.output.catClassIndex = 80)), /catClassIndex/);
+  rejects(mutated((m) => (m.detector.output.catClassIndex = 80), legacy), /catClassIndex/);
   rejects(mutated((m) => (m.detector.calibration = [[0.5, 0.6], [0.4, 0.7]])), /calibration/);
   rejects(mutated((m) => (m.detector.calibration = [[0.2, 0.6], [0.4, 0.5]])), /calibration/);
+});
+
+const ssdMutated = (edit: (m: any) => void) => mutated(edit);
+
+test('the bc-v1 detector: an npm source converted from TFLite, SSD output', () => {
+  const m = validateManifest(shipped, 'bc-v1');
+  assert.deepEqual(m.detector.source, {
+    npm: '@mediapipe/objectron',
+    version: '0.4.1675468480',
+    file: 'objectron_solution_packed_assets.data',
+    byteRange: [184, 9987912],
+    sha256: 'd0a5255bf8c4f5a0bc4240741a76c41d5e939f7655078f945f50ab53a9375da6',
+    convert: 'tflite',
+  });
+  assert.equal(m.detector.output.format, 'ssd');
+  assert.equal(m.detector.output.catClassIndex, 8);
+  // The version pinned in package.json is the one the manifest names.
+  const pkg = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8'));
+  assert.equal(pkg.dependencies['@mediapipe/objectron'], m.detector.source!.version);
+});
+
+test('npm source and SSD output mistakes are rejected with their path', () => {
+  rejects(ssdMutated((m) => (m.detector.url = 'https://example.org/x.onnx')), /\/detector\/source: give either source or url/);
+  rejects(ssdMutated((m) => (m.detector.source.byteRange = [10, 10])), /\/detector\/source\/byteRange/);
+  rejects(ssdMutated((m) => (m.detector.source.file = '../../etc/passwd')), /\/detector\/source\/file/);
+  rejects(ssdMutated((m) => (m.detector.source.file = 'a/../b')), /\/detector\/source\/file/);
+  rejects(ssdMutated((m) => (m.detector.source.convert = 'caffe')), /\/detector\/source\/convert/);
+  rejects(ssdMutated((m) => (m.detector.source.sha256 = 'x')), /\/detector\/source\/sha256/);
+  rejects(ssdMutated((m) => (m.detector.source.npm = 'Not A Name')), /\/detector\/source\/npm/);
+  rejects(ssdMutated((m) => (m.detector.output.catClassIndex = 24)), /catClassIndex/);
+  rejects(ssdMutated((m) => (m.detector.output.anchors.minScale = 0.99)), /minScale must not exceed maxScale/);
+  rejects(ssdMutated((m) => delete m.detector.output.boxCoderScales), /\/detector\/output/);
+  rejects(ssdMutated((m) => (m.disabled = 'yes')), /\/disabled/);
 });

@@ -65,7 +65,7 @@ DET_INPUT = detector.get_inputs()[0].name
 CLS_INPUT = classifier.get_inputs()[0].name
 
 
-def grid_for(pp: dict, strides: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def yolox_grid(pp: dict, strides: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     gxs, gys, ss = [], [], []
     for s in strides:
         gh, gw = pp["height"] // s, pp["width"] // s
@@ -77,7 +77,75 @@ def grid_for(pp: dict, strides: list[int]) -> tuple[np.ndarray, np.ndarray, np.n
             np.concatenate(ss).astype(np.float32))
 
 
-GRID_X, GRID_Y, GRID_S = grid_for(DET["preprocess"], DET["output"]["strides"])
+def ssd_anchors(a: dict) -> np.ndarray:
+    """[A, 4] (y_center, x_center, height, width), normalised: the TF Object Detection API grid
+    anchor generator (as src/models/ssd-anchors.ts)."""
+    n = len(a["featureMapSizes"])
+
+    def scale(i: int) -> float:
+        if i >= n:
+            return 1.0
+        return a["minScale"] if n == 1 else a["minScale"] + (a["maxScale"] - a["minScale"]) * i / (n - 1)
+
+    out = []
+    for layer, m in enumerate(a["featureMapSizes"]):
+        s = scale(layer)
+        if layer == 0 and a["reduceBoxesInLowestLayer"]:
+            specs = [(0.1, 1.0), (s, 2.0), (s, 0.5)]
+        else:
+            specs = [(s, r) for r in a["aspectRatios"]]
+            if a["interpolatedScaleAspectRatio"] > 0:
+                specs.append((math.sqrt(s * scale(layer + 1)), a["interpolatedScaleAspectRatio"]))
+        for y in range(m):
+            for x in range(m):
+                for box_scale, ratio in specs:
+                    root = math.sqrt(ratio)
+                    out.append(((y + 0.5) / m, (x + 0.5) / m, box_scale / root, box_scale * root))
+    return np.asarray(out, np.float64)
+
+
+def decode_yolox(outputs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Cat candidates of one image, canvas pixels: rows [x, y, w, h, objectness, classes...]."""
+    rows = outputs[0][0]
+    scores = rows[:, 4] * rows[:, 5 + OUT["catClassIndex"]]
+    keep = scores >= DET["scoreFloor"]
+    r, gx, gy, st = rows[keep], GRID_X[keep], GRID_Y[keep], GRID_S[keep]
+    cx = (r[:, 0] + gx) * st
+    cy = (r[:, 1] + gy) * st
+    bw = np.exp(r[:, 2]) * st
+    bh = np.exp(r[:, 3]) * st
+    return np.stack([cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2], axis=1), scores[keep]
+
+
+def decode_ssd(outputs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Cat candidates of one image, canvas pixels: box encodings (ty, tx, th, tw) against the
+    anchors, sigmoid of the cat logit."""
+    enc = outputs[0][0].astype(np.float64)
+    logits = outputs[1][0][:, OUT["catClassIndex"]].astype(np.float64)
+    scores = 1.0 / (1.0 + np.exp(-logits))
+    keep = scores >= DET["scoreFloor"]
+    e, a = enc[keep], ANCHORS[keep]
+    sy, sx, sh, sw = OUT["boxCoderScales"]
+    yc = e[:, 0] / sy * a[:, 2] + a[:, 0]
+    xc = e[:, 1] / sx * a[:, 3] + a[:, 1]
+    h = np.exp(e[:, 2] / sh) * a[:, 2]
+    w = np.exp(e[:, 3] / sw) * a[:, 3]
+    W, H = DET["preprocess"]["width"], DET["preprocess"]["height"]
+    boxes = np.stack([(xc - w / 2) * W, (yc - h / 2) * H, (xc + w / 2) * W, (yc + h / 2) * H], axis=1)
+    return boxes.astype(np.float32), scores[keep].astype(np.float32)
+
+
+# The manifest's output.format picks the decoder, as in the service (native/decoder.cc).
+DECODERS = {"yolox": (decode_yolox, 1), "ssd": (decode_ssd, 2)}
+OUT = DET["output"]
+if OUT["format"] not in DECODERS:
+    raise RuntimeError(f"detector output format {OUT['format']!r} has no decoder here")
+DECODE, OUTPUT_COUNT = DECODERS[OUT["format"]]
+DET_OUTPUTS = [o.name for o in detector.get_outputs()[:OUTPUT_COUNT]]
+if OUT["format"] == "yolox":
+    GRID_X, GRID_Y, GRID_S = yolox_grid(DET["preprocess"], OUT["strides"])
+else:
+    ANCHORS = ssd_anchors(OUT["anchors"])
 
 
 class ImageError(Exception):
@@ -165,49 +233,54 @@ def calibrate(raw: float) -> float:
     return min(1.0, max(0.0, value))
 
 
+def place(w: int, h: int, pp: dict, factor: float, centre: bool) -> tuple[int, int, int, int]:
+    """Content size and offset on the canvas (native PlaceOnCanvas): letterbox keeps the aspect
+    ratio, stretch scales x and y independently."""
+    W, H = pp["width"], pp["height"]
+    sx, sy = W / w, H / h
+    if pp["resize"] == "letterbox":
+        sx = sy = min(sx, sy)
+    pw = min(max(lround(w * sx * factor), 1), W)
+    ph = min(max(lround(h * sy * factor), 1), H)
+    return pw, ph, ((W - pw) // 2 if centre else 0), ((H - ph) // 2 if centre else 0)
+
+
 def detect(img: Image.Image) -> Optional[tuple[list[float], float]]:
-    """Best cat over the manifest's views: ([x1, y1, x2, y2] in source pixels, raw score)."""
+    """The cat over the manifest's views: ([x1, y1, x2, y2] in source pixels of the best view,
+    raw score combined over the views by viewCombine: max, or min = every view must see it)."""
     pp = DET["preprocess"]
     W, H = pp["width"], pp["height"]
     w, h = img.size
-    s = min(W / w, H / h)
     resized: dict[tuple[int, int], np.ndarray] = {}
     best: Optional[tuple[list[float], float]] = None
+    lowest = math.inf
     for view in DET["views"]:
         half = view in ("half", "half_flip")
         flip = view in ("flip", "half_flip")
-        factor = 0.5 if half else 1.0
-        pw = min(max(lround(w * s * factor), 1), W)
-        ph = min(max(lround(h * s * factor), 1), H)
+        pw, ph, ox, oy = place(w, h, pp, 0.5 if half else 1.0, half or pp["anchor"] == "center")
         if (pw, ph) not in resized:
             resized[(pw, ph)] = np.asarray(img.resize((pw, ph), Image.Resampling.BILINEAR))
         content = resized[(pw, ph)]
         if flip:
             content = content[:, ::-1]
-        centre = half or pp["anchor"] == "center"
-        ox, oy = ((W - pw) // 2, (H - ph) // 2) if centre else (0, 0)
         canvas = np.full((H, W, 3), pp["padValue"], np.uint8)
         canvas[oy:oy + ph, ox:ox + pw] = content
-        rows = detector.run(None, {DET_INPUT: normalise(canvas, pp)})[0][0]
-        scores = rows[:, 4] * rows[:, 5 + DET["output"]["catClassIndex"]]
-        keep = scores >= DET["scoreFloor"]
-        if not keep.any():
+        outputs = detector.run(DET_OUTPUTS, {DET_INPUT: normalise(canvas, pp)})
+        boxes, scores = DECODE(outputs)
+        if scores.size == 0:
+            lowest = -1
             continue
-        r, st = rows[keep], GRID_S[keep]
-        cx = (r[:, 0] + GRID_X[keep]) * st
-        cy = (r[:, 1] + GRID_Y[keep]) * st
-        bw = np.exp(r[:, 2]) * st
-        bh = np.exp(r[:, 3]) * st
-        boxes = np.stack([cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2], axis=1)
-        kept = nms(boxes, scores[keep], DET["nmsIou"])
-        top = kept[0]
+        top = nms(boxes, scores, DET["nmsIou"])[0]
         x1, y1, x2, y2 = (float(v) for v in boxes[top])
         sx, sy = pw / w, ph / h
         to_x = (lambda u: (pw - (u - ox)) / sx) if flip else (lambda u: (u - ox) / sx)
         xa, xb = to_x(x1), to_x(x2)
-        score = float(scores[keep][top])
+        score = float(scores[top])
+        lowest = min(lowest, score)
         if best is None or score > best[1]:
             best = ([min(xa, xb), (y1 - oy) / sy, max(xa, xb), (y2 - oy) / sy], score)
+    if best is not None and DET.get("viewCombine", "max") == "min":
+        best = (best[0], lowest) if lowest >= 0 else None
     return best
 
 

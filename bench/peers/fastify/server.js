@@ -3,7 +3,8 @@
 //
 // Written the way a Node team would: sharp for decoding and resizing (.rotate() for EXIF,
 // alpha flattened onto white, raw RGB out), onnxruntime-node InferenceSessions created once per
-// process, every model parameter read from the pack's manifest.json.
+// process, every model parameter read from the pack's manifest.json (preprocessing, the views
+// and how they combine, YOLOX or SSD output decoding, calibration, cutoffs).
 //
 // Processes: node:cluster with one worker per core (PEER_WORKERS, default the core count).
 // onnxruntime-node's session.run() executes synchronously on the JS thread (its promise only
@@ -74,13 +75,77 @@ async function main() {
   const detector = await ort.InferenceSession.create(path.join(modelDir, det.file), sessionOptions);
   const classifier = await ort.InferenceSession.create(path.join(modelDir, cls.file), sessionOptions);
 
-  // Grid of the YOLOX head: one row per cell, strides in order.
-  const grid = [];
-  for (const s of det.output.strides) {
-    const gh = Math.floor(det.preprocess.height / s);
-    const gw = Math.floor(det.preprocess.width / s);
-    for (let gy = 0; gy < gh; gy++) for (let gx = 0; gx < gw; gx++) grid.push([gx, gy, s]);
+  // Detector output decoding, picked by the manifest's output.format as in the service
+  // (native/decoder.cc): cat candidates of one image in canvas pixels.
+  const out = det.output;
+  function yoloxDecoder() {
+    const grid = []; // one row per cell, strides in order
+    for (const s of out.strides) {
+      const gh = Math.floor(det.preprocess.height / s);
+      const gw = Math.floor(det.preprocess.width / s);
+      for (let gy = 0; gy < gh; gy++) for (let gx = 0; gx < gw; gx++) grid.push([gx, gy, s]);
+    }
+    const rowLength = 5 + out.numClasses;
+    return {
+      outputs: 1,
+      decode([rows]) {
+        const cands = [];
+        for (let r = 0; r < grid.length; r++) {
+          const o = r * rowLength;
+          const score = rows[o + 4] * rows[o + 5 + out.catClassIndex];
+          if (!(score >= det.scoreFloor)) continue;
+          const [gx, gy, st] = grid[r];
+          const cx = (rows[o] + gx) * st;
+          const cy = (rows[o + 1] + gy) * st;
+          const bw = Math.exp(rows[o + 2]) * st;
+          const bh = Math.exp(rows[o + 3]) * st;
+          cands.push({ box: [cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2], score });
+        }
+        return cands;
+      },
+    };
   }
+  function ssdDecoder() {
+    // Grid anchors of the TF Object Detection API (as src/models/ssd-anchors.ts): [yc, xc, h, w].
+    const a = out.anchors;
+    const n = a.featureMapSizes.length;
+    const scale = (i) => (i >= n ? 1 : n === 1 ? a.minScale : a.minScale + ((a.maxScale - a.minScale) * i) / (n - 1));
+    const anchors = [];
+    a.featureMapSizes.forEach((m, layer) => {
+      const s = scale(layer);
+      const specs = layer === 0 && a.reduceBoxesInLowestLayer ? [[0.1, 1], [s, 2], [s, 0.5]] : a.aspectRatios.map((r) => [s, r]);
+      if (!(layer === 0 && a.reduceBoxesInLowestLayer) && a.interpolatedScaleAspectRatio > 0) {
+        specs.push([Math.sqrt(s * scale(layer + 1)), a.interpolatedScaleAspectRatio]);
+      }
+      for (let y = 0; y < m; y++)
+        for (let x = 0; x < m; x++)
+          for (const [boxScale, ratio] of specs) anchors.push([(y + 0.5) / m, (x + 0.5) / m, boxScale / Math.sqrt(ratio), boxScale * Math.sqrt(ratio)]);
+    });
+    const [sy, sx, sh, sw] = out.boxCoderScales;
+    const W = det.preprocess.width;
+    const H = det.preprocess.height;
+    return {
+      outputs: 2,
+      decode([enc, logits]) {
+        const cands = [];
+        for (let i = 0; i < anchors.length; i++) {
+          const score = 1 / (1 + Math.exp(-logits[i * out.numClasses + out.catClassIndex]));
+          if (!(score >= det.scoreFloor)) continue;
+          const [ya, xa, ha, wa] = anchors[i];
+          const yc = (enc[i * 4] / sy) * ha + ya;
+          const xc = (enc[i * 4 + 1] / sx) * wa + xa;
+          const h = Math.exp(enc[i * 4 + 2] / sh) * ha;
+          const w = Math.exp(enc[i * 4 + 3] / sw) * wa;
+          cands.push({ box: [(xc - w / 2) * W, (yc - h / 2) * H, (xc + w / 2) * W, (yc + h / 2) * H], score });
+        }
+        return cands;
+      },
+    };
+  }
+  const decoders = { yolox: yoloxDecoder, ssd: ssdDecoder };
+  if (!decoders[out.format]) throw new Error(`detector output format "${out.format}" has no decoder here`);
+  const decoder = decoders[out.format]();
+  const detectorOutputs = detector.outputNames.slice(0, decoder.outputs);
 
   class ImageError extends Error {}
 
@@ -187,14 +252,18 @@ async function main() {
     const base = input.rotate().flatten({ background: '#ffffff' }).toColourspace('srgb');
     const rgb = (pipeline) => pipeline.removeAlpha().raw().toBuffer({ resolveWithObject: true });
 
+    // Content size and offset per view (native PlaceOnCanvas): letterbox keeps the aspect ratio,
+    // stretch scales x and y independently; half views are centred.
     const pp = det.preprocess;
-    const s = Math.min(pp.width / w, pp.height / h);
+    let sx0 = pp.width / w;
+    let sy0 = pp.height / h;
+    if (pp.resize === 'letterbox') sx0 = sy0 = Math.min(sx0, sy0);
     const views = det.views.map((view) => {
       const half = view === 'half' || view === 'half_flip';
       const flip = view === 'flip' || view === 'half_flip';
       const f = half ? 0.5 : 1;
-      const pw = clamp(Math.round(w * s * f), 1, pp.width);
-      const ph = clamp(Math.round(h * s * f), 1, pp.height);
+      const pw = clamp(Math.round(w * sx0 * f), 1, pp.width);
+      const ph = clamp(Math.round(h * sy0 * f), 1, pp.height);
       const centre = half || pp.anchor === 'center';
       return { flip, pw, ph, ox: centre ? Math.floor((pp.width - pw) / 2) : 0, oy: centre ? Math.floor((pp.height - ph) / 2) : 0 };
     });
@@ -211,28 +280,21 @@ async function main() {
       throw new ImageError('Image could not be decoded.');
     }
 
+    // The best view's box; the score combined over the views (viewCombine: max, or min = every
+    // view must see the cat).
     let best = null;
+    let lowest = Infinity;
     for (const v of views) {
       const { data } = resized[sizes.indexOf(`${v.pw}x${v.ph}`)];
       const tensor = fillTensor(pp, data, v.pw, v.ph, v.ox, v.oy, v.flip);
-      const out = await detector.run({ [detector.inputNames[0]]: tensor });
-      const rows = out[detector.outputNames[0]].data;
-      const rowLength = 5 + det.output.numClasses;
-      const cands = [];
-      for (let r = 0; r < grid.length; r++) {
-        const o = r * rowLength;
-        const score = rows[o + 4] * rows[o + 5 + det.output.catClassIndex];
-        if (!(score >= det.scoreFloor)) continue;
-        const [gx, gy, st] = grid[r];
-        const cx = (rows[o] + gx) * st;
-        const cy = (rows[o + 1] + gy) * st;
-        const bw = Math.exp(rows[o + 2]) * st;
-        const bh = Math.exp(rows[o + 3]) * st;
-        cands.push({ box: [cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2], score });
+      const res = await detector.run({ [detector.inputNames[0]]: tensor }, detectorOutputs);
+      const kept = nms(decoder.decode(detectorOutputs.map((name) => res[name].data)), det.nmsIou);
+      if (kept.length === 0) {
+        lowest = -1;
+        continue;
       }
-      const kept = nms(cands, det.nmsIou);
-      if (kept.length === 0) continue;
       const top = kept[0];
+      lowest = Math.min(lowest, top.score);
       const sx = v.pw / w;
       const sy = v.ph / h;
       const toX = (u) => (v.flip ? (v.pw - (u - v.ox)) / sx : (u - v.ox) / sx);
@@ -242,6 +304,7 @@ async function main() {
         best = { box: [Math.min(xa, xb), (top.box[1] - v.oy) / sy, Math.max(xa, xb), (top.box[3] - v.oy) / sy], score: top.score };
       }
     }
+    if (best !== null && (det.viewCombine || 'max') === 'min') best = lowest >= 0 ? { box: best.box, score: lowest } : null;
 
     const result = { width: w, height: h, detection: 'not_detected', cat: null, score: null };
     if (best === null) return result;
