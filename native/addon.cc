@@ -1,5 +1,6 @@
 // The N-API surface (src/native/addon.ts): configure, createPipeline, analyze, releasePipeline,
-// and the micro-benchmark entry points benchDecode and benchSession.
+// the micro-benchmark entry points benchDecode and benchSession, and runModel / preprocessImage /
+// decodeDetections for tools and tests (native/tools.h).
 //
 // JS values are copied into plain structs here, on the JS thread; the work runs on the addon's
 // own pool with no N-API calls; results come back through a per-call thread-safe function and
@@ -16,6 +17,7 @@
 
 #include "js_convert.h"
 #include "pipeline.h"
+#include "tools.h"
 #include "runtime.h"
 
 namespace catcomfort {
@@ -208,6 +210,9 @@ Napi::Value PipelineToJs(Napi::Env env, std::shared_ptr<const Pipeline>& pipelin
 Napi::Value ItemResultsToJs(Napi::Env env, std::vector<ItemResult>& results) { return ResultsToJs(env, results); }
 Napi::Value TimingsToJs(Napi::Env env, std::vector<DecodeTiming>& timings) { return DecodeTimingsToJs(env, timings); }
 Napi::Value MsToJs(Napi::Env env, double& ms) { return Napi::Number::New(env, ms); }
+Napi::Value TensorsToJs(Napi::Env env, std::vector<FloatTensor>& tensors) { return FloatTensorsToJs(env, tensors); }
+Napi::Value ImageToJs(Napi::Env env, PreprocessedImage& image) { return PreprocessedToJs(env, image); }
+Napi::Value DetectionsResultToJs(Napi::Env env, std::vector<Detection>& detections) { return DetectionsToJs(env, detections); }
 
 template <typename Result>
 void ScheduleTask(Napi::Env env, napi_deferred deferred, std::vector<napi_ref>& refs, std::function<Result()> work,
@@ -287,6 +292,34 @@ Napi::Value JsBenchSession(const Napi::CallbackInfo& info) {
   });
 }
 
+// Tools and tests: one Run of any float32 model, on the pool (session created and dropped per call).
+Napi::Value JsRunModel(const Napi::CallbackInfo& info) {
+  return AsyncBoundary(info, [&](Napi::Env env, napi_deferred deferred, std::vector<napi_ref>& refs) {
+    Runtime& runtime = RequireRuntime();
+    auto request = std::make_shared<RunModelRequest>(RunModelRequestFromJs(info[0], info[1]));
+    ScheduleTask<std::vector<FloatTensor>>(
+        env, deferred, refs, [request, &runtime] { return RunModel(*request, runtime); }, TensorsToJs);
+  });
+}
+
+Napi::Value JsPreprocessImage(const Napi::CallbackInfo& info) {
+  return AsyncBoundary(info, [&](Napi::Env env, napi_deferred deferred, std::vector<napi_ref>& refs) {
+    RequireRuntime();
+    auto request = std::make_shared<PreprocessRequest>(PreprocessRequestFromJs(info[0], info[1]));
+    ScheduleTask<PreprocessedImage>(
+        env, deferred, refs, [request] { return PreprocessImage(*request); }, ImageToJs);
+  });
+}
+
+Napi::Value JsDecodeDetections(const Napi::CallbackInfo& info) {
+  return AsyncBoundary(info, [&](Napi::Env env, napi_deferred deferred, std::vector<napi_ref>& refs) {
+    RequireRuntime();
+    auto request = std::make_shared<DecodeRequest>(DecodeRequestFromJs(info[0], info[1]));
+    ScheduleTask<std::vector<Detection>>(
+        env, deferred, refs, [request] { return DecodeDetections(*request); }, DetectionsResultToJs);
+  });
+}
+
 Napi::Value JsReleasePipeline(const Napi::CallbackInfo& info) {
   return SyncBoundary(info, [&](Napi::Env env) -> Napi::Value {
     HandleFrom(info[0]).Release();
@@ -323,6 +356,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("releasePipeline", Napi::Function::New(env, JsReleasePipeline, "releasePipeline"));
   exports.Set("benchDecode", Napi::Function::New(env, JsBenchDecode, "benchDecode"));
   exports.Set("benchSession", Napi::Function::New(env, JsBenchSession, "benchSession"));
+  exports.Set("runModel", Napi::Function::New(env, JsRunModel, "runModel"));
+  exports.Set("preprocessImage", Napi::Function::New(env, JsPreprocessImage, "preprocessImage"));
+  exports.Set("decodeDetections", Napi::Function::New(env, JsDecodeDetections, "decodeDetections"));
   return exports;
 }
 

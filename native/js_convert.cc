@@ -1,5 +1,6 @@
 #include "js_convert.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -113,6 +114,51 @@ PreprocessSpec PreprocessFromJs(const Napi::Value& value) {
   return p;
 }
 
+// Flattens one level of the output block into `out` (see OutputSpec): numbers, booleans and
+// number arrays to numbers, strings to strings, plain objects recursively as "prefix.key".
+void FlattenOutput(const Napi::Object& obj, const std::string& prefix, int depth, OutputSpec& out) {
+  Napi::Array keys = obj.GetPropertyNames();
+  for (uint32_t i = 0; i < keys.Length(); ++i) {
+    const std::string key = keys.Get(i).ToString().Utf8Value();
+    const std::string name = prefix + key;
+    Napi::Value v = obj.Get(key);
+    if (v.IsUndefined()) continue;  // as if absent
+    if (v.IsNumber()) {
+      const double d = v.As<Napi::Number>().DoubleValue();
+      if (!std::isfinite(d)) Bad(obj.Env(), "output." + name + " must be finite");
+      out.numbers[name] = {d};
+    } else if (v.IsBoolean()) {
+      out.numbers[name] = {v.As<Napi::Boolean>().Value() ? 1.0 : 0.0};
+    } else if (v.IsString()) {
+      out.strings[name] = v.As<Napi::String>().Utf8Value();
+    } else if (v.IsArray()) {
+      Napi::Array a = v.As<Napi::Array>();
+      std::vector<double> values;
+      for (uint32_t k = 0; k < a.Length(); ++k) {
+        Napi::Value x = a.Get(k);
+        if (!x.IsNumber() || !std::isfinite(x.As<Napi::Number>().DoubleValue())) {
+          Bad(obj.Env(), "output." + name + " must hold finite numbers");
+        }
+        values.push_back(x.As<Napi::Number>().DoubleValue());
+      }
+      out.numbers[name] = std::move(values);
+    } else if (v.IsObject() && depth < 4) {
+      FlattenOutput(v.As<Napi::Object>(), name + ".", depth + 1, out);
+    } else {
+      Bad(obj.Env(), "output." + name + " must be a number, boolean, string, number array or object");
+    }
+  }
+}
+
+OutputSpec OutputFromJs(const Napi::Value& value) {
+  Napi::Object o = AsObject(value, "output");
+  OutputSpec out;
+  out.format = String(o, "format");
+  FlattenOutput(o, "", 0, out);
+  out.strings.erase("format");
+  return out;
+}
+
 }  // namespace
 
 NativeConfig ConfigFromJs(const Napi::Value& value) {
@@ -142,14 +188,7 @@ PipelineSpec PipelineSpecFromJs(const Napi::Value& value) {
   Napi::Object d = AsObject(o.Get("detector"), "detector");
   s.detector.model = CopyBuffer(d, "model");
   s.detector.preprocess = PreprocessFromJs(d.Get("preprocess"));
-  Napi::Array strides = Array(d, "strides");
-  for (uint32_t i = 0; i < strides.Length(); ++i) {
-    Napi::Value v = strides.Get(i);
-    if (!v.IsNumber()) Bad(o.Env(), "strides must be numbers");
-    s.detector.strides.push_back(v.As<Napi::Number>().Int32Value());
-  }
-  s.detector.numClasses = Int(d, "numClasses", 1);
-  s.detector.catClassIndex = Int(d, "catClassIndex", 0);
+  s.detector.output = OutputFromJs(d.Get("output"));
   s.detector.scoreFloor = Number(d, "scoreFloor");
   s.detector.nmsIou = Number(d, "nmsIou");
   Napi::Array views = Array(d, "views");
@@ -163,6 +202,10 @@ PipelineSpec PipelineSpecFromJs(const Napi::Value& value) {
     else Bad(o.Env(), "views must be 'plain', 'flip', 'half' or 'half_flip'");
   }
   if (s.detector.views.size() > 4) Bad(o.Env(), "at most 4 views");
+  std::string combine = String(d, "viewCombine");
+  if (combine == "max") s.detector.viewCombine = ViewCombine::Max;
+  else if (combine == "min") s.detector.viewCombine = ViewCombine::Min;
+  else Bad(o.Env(), "viewCombine must be 'max' or 'min'");
   Napi::Array calibration = Array(d, "calibration");
   for (uint32_t i = 0; i < calibration.Length(); ++i) {
     Napi::Value knot = calibration.Get(i);
@@ -307,6 +350,121 @@ const char* ItemErrorCodeName(ItemErrorCode code) {
     default:
       return "internal";
   }
+}
+
+namespace {
+
+FloatTensor FloatTensorFromJs(Napi::Env env, const Napi::Value& value, const char* what) {
+  Napi::Object o = AsObject(value, what);
+  FloatTensor t;
+  t.name = String(o, "name");
+  Napi::Array dims = Array(o, "dims");
+  size_t count = 1;
+  for (uint32_t d = 0; d < dims.Length(); ++d) {
+    Napi::Value v = dims.Get(d);
+    double x = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : -1;
+    if (x != std::floor(x) || x < 0 || x > 1e9) Bad(env, "dims must be non-negative integers");
+    t.dims.push_back(static_cast<int64_t>(x));
+    count *= static_cast<size_t>(x);
+  }
+  Napi::Value values = o.Get("data");
+  if (!values.IsTypedArray() || values.As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) {
+    Bad(env, "data must be a Float32Array");
+  }
+  Napi::Float32Array f = values.As<Napi::Float32Array>();
+  if (f.ElementLength() != count) Bad(env, std::string("data length does not match dims of ") + what + " " + t.name);
+  t.data.assign(f.Data(), f.Data() + f.ElementLength());
+  return t;
+}
+
+std::vector<FloatTensor> FloatTensorsFromJs(Napi::Env env, const Napi::Value& value, const char* what) {
+  if (!value.IsArray()) Bad(env, std::string(what) + "s must be an array");
+  Napi::Array array = value.As<Napi::Array>();
+  std::vector<FloatTensor> out;
+  for (uint32_t i = 0; i < array.Length(); ++i) out.push_back(FloatTensorFromJs(env, array.Get(i), what));
+  return out;
+}
+
+}  // namespace
+
+RunModelRequest RunModelRequestFromJs(const Napi::Value& model, const Napi::Value& inputs) {
+  Napi::Env env = model.Env();
+  RunModelRequest request;
+  const uint8_t* data = nullptr;
+  size_t length = 0;
+  if (!BytesOf(model, &data, &length)) Bad(env, "model must be a Buffer");
+  request.model.assign(data, data + length);
+  request.inputs = FloatTensorsFromJs(env, inputs, "input");
+  return request;
+}
+
+DecodeRequest DecodeRequestFromJs(const Napi::Value& spec, const Napi::Value& outputs) {
+  Napi::Object o = AsObject(spec, "detector");
+  DecodeRequest request;
+  request.spec.preprocess = PreprocessFromJs(o.Get("preprocess"));
+  request.spec.output = OutputFromJs(o.Get("output"));
+  request.spec.scoreFloor = Number(o, "scoreFloor");
+  request.outputs = FloatTensorsFromJs(spec.Env(), outputs, "output");
+  return request;
+}
+
+Napi::Array DetectionsToJs(Napi::Env env, const std::vector<Detection>& detections) {
+  Napi::Array out = Napi::Array::New(env, detections.size());
+  for (size_t i = 0; i < detections.size(); ++i) {
+    const Detection& d = detections[i];
+    Napi::Object o = Napi::Object::New(env);
+    Napi::Array box = Napi::Array::New(env, 4);
+    box.Set(0u, Napi::Number::New(env, d.x1));
+    box.Set(1u, Napi::Number::New(env, d.y1));
+    box.Set(2u, Napi::Number::New(env, d.x2));
+    box.Set(3u, Napi::Number::New(env, d.y2));
+    o.Set("box", box);
+    o.Set("score", Napi::Number::New(env, d.score));
+    out.Set(static_cast<uint32_t>(i), o);
+  }
+  return out;
+}
+
+namespace {
+
+Napi::Object FloatTensorToJs(Napi::Env env, const FloatTensor& t) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("name", Napi::String::New(env, t.name));
+  Napi::Array dims = Napi::Array::New(env, t.dims.size());
+  for (size_t d = 0; d < t.dims.size(); ++d) {
+    dims.Set(static_cast<uint32_t>(d), Napi::Number::New(env, static_cast<double>(t.dims[d])));
+  }
+  o.Set("dims", dims);
+  Napi::Float32Array data = Napi::Float32Array::New(env, t.data.size());
+  std::copy(t.data.begin(), t.data.end(), data.Data());
+  o.Set("data", data);
+  return o;
+}
+
+}  // namespace
+
+Napi::Array FloatTensorsToJs(Napi::Env env, const std::vector<FloatTensor>& tensors) {
+  Napi::Array out = Napi::Array::New(env, tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) out.Set(static_cast<uint32_t>(i), FloatTensorToJs(env, tensors[i]));
+  return out;
+}
+
+PreprocessRequest PreprocessRequestFromJs(const Napi::Value& image, const Napi::Value& spec) {
+  PreprocessRequest request;
+  const uint8_t* data = nullptr;
+  size_t length = 0;
+  if (!BytesOf(image, &data, &length)) Bad(image.Env(), "image must be a Buffer");
+  request.image.assign(data, data + length);
+  request.spec = PreprocessFromJs(spec);
+  return request;
+}
+
+Napi::Object PreprocessedToJs(Napi::Env env, const PreprocessedImage& image) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("width", Napi::Number::New(env, image.width));
+  o.Set("height", Napi::Number::New(env, image.height));
+  o.Set("tensor", FloatTensorToJs(env, image.tensor));
+  return o;
 }
 
 }  // namespace catcomfort

@@ -8,6 +8,7 @@
 
 #include "items.h"
 #include "pipeline.h"
+#include "tools.h"
 #include "specs.h"
 
 namespace catcomfort {
@@ -22,6 +23,17 @@ ItemInput ItemFromJs(const Napi::Value& value, napi_ref* ref);
 // benchSession() arguments: 'detector' | 'classifier', and an integer batch >= 1.
 SessionStage SessionStageFromJs(const Napi::Value& value);
 int64_t BatchFromJs(const Napi::Value& value);
+
+// runModel() arguments: the model bytes (copied) and [{name, dims, data: Float32Array}] (copied).
+RunModelRequest RunModelRequestFromJs(const Napi::Value& model, const Napi::Value& inputs);
+Napi::Array FloatTensorsToJs(Napi::Env env, const std::vector<FloatTensor>& tensors);
+// preprocessImage() arguments: the file bytes (copied) and a preprocess spec.
+PreprocessRequest PreprocessRequestFromJs(const Napi::Value& image, const Napi::Value& spec);
+Napi::Object PreprocessedToJs(Napi::Env env, const PreprocessedImage& image);
+
+// decodeDetections() arguments: {preprocess, output, scoreFloor} and the output tensors (copied).
+DecodeRequest DecodeRequestFromJs(const Napi::Value& spec, const Napi::Value& outputs);
+Napi::Array DetectionsToJs(Napi::Env env, const std::vector<Detection>& detections);
 
 Napi::Object InfoToJs(Napi::Env env, const NativeInfo& info);
 Napi::Array ResultsToJs(Napi::Env env, const std::vector<ItemResult>& results);

@@ -9,7 +9,6 @@
 #include "base64.h"
 #include "decode.h"
 #include "preprocess.h"
-#include "yolox.h"
 
 namespace catcomfort {
 
@@ -21,8 +20,12 @@ double MsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
+// Opens a session and checks its input against the preprocess spec; it will fetch the model's
+// first `outputs` outputs, whose per-image shapes (batch dimension dropped, symbolic dims -1) go
+// to *outputShapes when given.
 ModelSession OpenSession(const Runtime& runtime, std::vector<uint8_t>& model, const PreprocessSpec& spec,
-                         const char* what) {
+                         const char* what, size_t outputs = 1,
+                         std::vector<std::vector<int64_t>>* outputShapes = nullptr) {
   if (model.empty()) throw std::runtime_error(std::string(what) + " model is empty");
   Ort::SessionOptions options = MakeSessionOptions(runtime);
   ModelSession out;
@@ -30,12 +33,20 @@ ModelSession OpenSession(const Runtime& runtime, std::vector<uint8_t>& model, co
   std::vector<uint8_t>().swap(model);  // the session keeps its own copy of what it needs
 
   Ort::Session& session = *out.session;
-  if (session.GetInputCount() < 1 || session.GetOutputCount() < 1) {
-    throw std::runtime_error(std::string(what) + " model needs an input and an output");
+  if (session.GetInputCount() < 1 || session.GetOutputCount() < outputs) {
+    throw std::runtime_error(std::string(what) + " model needs an input and " + std::to_string(outputs) +
+                             (outputs == 1 ? " output" : " outputs"));
   }
   Ort::AllocatorWithDefaultOptions allocator;
   out.inputName = session.GetInputNameAllocated(0, allocator).get();
-  out.outputName = session.GetOutputNameAllocated(0, allocator).get();
+  for (size_t i = 0; i < outputs; ++i) {
+    out.outputNames.push_back(session.GetOutputNameAllocated(i, allocator).get());
+    if (outputShapes != nullptr) {
+      std::vector<int64_t> shape = session.GetOutputTypeInfo(i).GetTensorTypeAndShapeInfo().GetShape();
+      if (!shape.empty()) shape.erase(shape.begin());
+      outputShapes->push_back(std::move(shape));
+    }
+  }
 
   Ort::TypeInfo inputType = session.GetInputTypeInfo(0);
   auto tensorInfo = inputType.GetTensorTypeAndShapeInfo();
@@ -56,11 +67,15 @@ ModelSession OpenSession(const Runtime& runtime, std::vector<uint8_t>& model, co
   return out;
 }
 
+struct OutputData {
+  const float* data = nullptr;
+  std::vector<int64_t> shape;  // per image: the batch dimension dropped
+  size_t perImage = 0;         // floats per batch entry
+};
+
 struct BatchOutput {
   std::vector<Ort::Value> values;
-  const float* data = nullptr;
-  std::vector<int64_t> shape;
-  size_t perImage = 0;  // floats per batch entry
+  std::vector<OutputData> outputs;  // one per fetched output, in the session's outputNames order
 };
 
 // Runs the session on `count` images whose tensors `fill(slot, dst)` writes; a model with a fixed
@@ -78,19 +93,26 @@ BatchOutput RunBatch(const ModelSession& model, const PreprocessSpec& spec, size
   Ort::MemoryInfo memory = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
   Ort::Value tensor = Ort::Value::CreateTensor<float>(memory, input.data(), input.size(), shape.data(), shape.size());
   const char* inputNames[] = {model.inputName.c_str()};
-  const char* outputNames[] = {model.outputName.c_str()};
+  std::vector<const char*> outputNames;
+  for (const std::string& name : model.outputNames) outputNames.push_back(name.c_str());
   BatchOutput out;
-  out.values = model.session->Run(Ort::RunOptions{nullptr}, inputNames, &tensor, 1, outputNames, 1);
-  if (out.values.empty() || !out.values[0].IsTensor()) throw std::runtime_error("model returned no tensor");
-  auto info = out.values[0].GetTensorTypeAndShapeInfo();
-  if (info.GetElementType() != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) throw std::runtime_error("model output must be float32");
-  out.shape = info.GetShape();
-  const size_t total = info.GetElementCount();
-  if (out.shape.empty() || out.shape[0] != static_cast<int64_t>(batch) || total % batch != 0) {
-    throw std::runtime_error("model output batch does not match its input batch");
+  out.values = model.session->Run(Ort::RunOptions{nullptr}, inputNames, &tensor, 1, outputNames.data(), outputNames.size());
+  if (out.values.size() != outputNames.size()) throw std::runtime_error("model returned too few outputs");
+  for (Ort::Value& value : out.values) {
+    if (!value.IsTensor()) throw std::runtime_error("model returned no tensor");
+    auto info = value.GetTensorTypeAndShapeInfo();
+    if (info.GetElementType() != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) throw std::runtime_error("model output must be float32");
+    OutputData o;
+    o.shape = info.GetShape();
+    const size_t total = info.GetElementCount();
+    if (o.shape.empty() || o.shape[0] != static_cast<int64_t>(batch) || total % batch != 0) {
+      throw std::runtime_error("model output batch does not match its input batch");
+    }
+    o.shape.erase(o.shape.begin());
+    o.perImage = total / batch;
+    o.data = value.GetTensorData<float>();
+    out.outputs.push_back(std::move(o));
   }
-  out.perImage = total / batch;
-  out.data = out.values[0].GetTensorData<float>();
   return out;
 }
 
@@ -113,8 +135,9 @@ struct ItemState {
   ResizedImage plain;  // detector content at the plain scale
   ResizedImage half;   // ... and at half of it
   Placement placements[4];
-  float bestScore = -1;
-  Detection bestBox;  // in source pixels
+  float bestScore = -1;  // the views' scores combined (spec.viewCombine); < 0: no cat
+  float minScore = 2;    // lowest top score over the views (a view without a candidate: -1)
+  Detection bestBox;     // in source pixels: the top box of the best-scoring view
 };
 
 bool NeedsHalf(const std::vector<DetectorView>& views) {
@@ -199,14 +222,7 @@ void WriteViewTensor(const DetectorSpec& det, const ItemState& s, size_t view, f
 }  // namespace
 
 std::shared_ptr<Pipeline> Pipeline::Create(PipelineSpec spec, const Runtime& runtime) {
-  const DetectorSpec& d = spec.detector;
-  if (d.strides.empty() || d.numClasses < 1 || d.catClassIndex < 0 || d.catClassIndex >= d.numClasses) {
-    throw std::runtime_error("invalid detector spec (strides, numClasses, catClassIndex)");
-  }
-  for (int stride : d.strides) {
-    if (stride <= 0) throw std::runtime_error("invalid detector stride");
-  }
-  if (d.views.empty()) throw std::runtime_error("detector spec needs at least one view");
+  if (spec.detector.views.empty()) throw std::runtime_error("detector spec needs at least one view");
   for (const PreprocessSpec* p : {&spec.detector.preprocess, &spec.classifier.preprocess}) {
     if (p->width < 1 || p->height < 1 || p->width > 16384 || p->height > 16384) {
       throw std::runtime_error("invalid preprocess size");
@@ -216,8 +232,13 @@ std::shared_ptr<Pipeline> Pipeline::Create(PipelineSpec spec, const Runtime& run
   std::sort(spec.detector.calibration.begin(), spec.detector.calibration.end());
 
   auto pipeline = std::make_shared<Pipeline>();
-  pipeline->detector_ = OpenSession(runtime, spec.detector.model, spec.detector.preprocess, "detector");
+  std::unique_ptr<DetectorDecoder> decoder = MakeDecoder(spec.detector);  // validates output.*
+  std::vector<std::vector<int64_t>> outputShapes;
+  pipeline->detector_ = OpenSession(runtime, spec.detector.model, spec.detector.preprocess, "detector",
+                                    decoder->OutputCount(), &outputShapes);
+  decoder->CheckShapes(outputShapes);  // what the model declares; each Run is checked again
   pipeline->classifier_ = OpenSession(runtime, spec.classifier.model, spec.classifier.preprocess, "classifier");
+  pipeline->decoder_ = std::move(decoder);
   pipeline->spec_ = std::move(spec);
   return pipeline;
 }
@@ -237,8 +258,6 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
     if (!states[i].result.ok) continue;
     for (size_t v = 0; v < viewCount; ++v) jobs.emplace_back(i, v);
   }
-  const int64_t expectedRows = YoloxRowCount(det.strides, det.preprocess.width, det.preprocess.height);
-  const int64_t rowLength = 5 + det.numClasses;
   const size_t detChunk = ChunkSize(detector_, spec_.maxSessionBatch);
   const size_t detChunks = (jobs.size() + detChunk - 1) / detChunk;
   std::vector<Detection> jobBest(jobs.size());  // best box per (item, view), in source pixels; score -1: none
@@ -252,16 +271,17 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
       const auto [item, view] = jobs[first + k];
       WriteViewTensor(det, states[item], view, dst);
     });
-    if (out.shape.size() != 3 || out.shape[1] != expectedRows || out.shape[2] != rowLength) {
-      throw std::runtime_error("detector output shape does not match the YOLOX spec (strides, numClasses)");
-    }
+    std::vector<std::vector<int64_t>> shapes;
+    for (const OutputData& o : out.outputs) shapes.push_back(o.shape);
+    decoder_->CheckShapes(shapes);
+    std::vector<const float*> image(out.outputs.size());
     for (size_t k = 0; k < count; ++k) {
       const auto [item, view] = jobs[first + k];
       Detection& best = jobBest[first + k];
       best.score = -1;
+      for (size_t o = 0; o < out.outputs.size(); ++o) image[o] = out.outputs[o].data + k * out.outputs[o].perImage;
       // NMS first, as the spec says; the top candidate always survives it.
-      std::vector<Detection> kept =
-          NonMaxSuppression(DecodeYoloxCats(out.data + k * out.perImage, expectedRows, rowLength, det), det.nmsIou);
+      std::vector<Detection> kept = NonMaxSuppression(decoder_->Decode(image), det.nmsIou);
       if (kept.empty()) continue;
       const Placement& p = states[item].placements[view];
       const Detection& top = kept.front();
@@ -282,7 +302,15 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
       s.bestScore = jobBest[j].score;
       s.bestBox = jobBest[j];
     }
+    s.minScore = std::min(s.minScore, jobBest[j].score);
     if (j == 0 || jobs[j - 1].first != jobs[j].first) s.result.detectMs += detectStageMs;
+  }
+  // "min": a cat only where every view sees one, scored by the least sure view; the box stays the
+  // best view's. A view with no candidate at or above scoreFloor leaves the item without a cat.
+  if (det.viewCombine == ViewCombine::Min) {
+    for (ItemState& s : states) {
+      if (s.bestScore >= 0) s.bestScore = s.minScore;
+    }
   }
 
   // 3. Best cat per item; free the detector content.
@@ -328,10 +356,11 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
       ResizedImage crop = ResizeRgb(s.image, x1, y1, cw, ch, p.width, p.height);
       WriteTensor(crop, p, cls.preprocess, dst);
     });
-    if (static_cast<size_t>(cls.outputIndex) >= out.perImage) {
+    const OutputData& o = out.outputs.at(0);
+    if (static_cast<size_t>(cls.outputIndex) >= o.perImage) {
       throw std::runtime_error("classifier outputIndex is outside the model output");
     }
-    for (size_t k = 0; k < count; ++k) scores[first + k] = out.data[k * out.perImage + static_cast<size_t>(cls.outputIndex)];
+    for (size_t k = 0; k < count; ++k) scores[first + k] = o.data[k * o.perImage + static_cast<size_t>(cls.outputIndex)];
   });
   const double classifyStageMs = toClassify.empty() ? 0.0 : MsSince(classifyStart);
   for (size_t k = 0; k < toClassify.size(); ++k) {
@@ -386,9 +415,11 @@ double Pipeline::BenchSession(SessionStage stage, int64_t batch) const {
   Ort::MemoryInfo memory = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
   Ort::Value tensor = Ort::Value::CreateTensor<float>(memory, input.data(), input.size(), shape.data(), shape.size());
   const char* inputNames[] = {model.inputName.c_str()};
-  const char* outputNames[] = {model.outputName.c_str()};
+  std::vector<const char*> outputNames;
+  for (const std::string& name : model.outputNames) outputNames.push_back(name.c_str());
   const Clock::time_point start = Clock::now();
-  std::vector<Ort::Value> values = model.session->Run(Ort::RunOptions{nullptr}, inputNames, &tensor, 1, outputNames, 1);
+  std::vector<Ort::Value> values =
+      model.session->Run(Ort::RunOptions{nullptr}, inputNames, &tensor, 1, outputNames.data(), outputNames.size());
   const double ms = MsSince(start);
   if (values.empty() || !values[0].IsTensor()) throw std::runtime_error("model returned no tensor");
   return ms;

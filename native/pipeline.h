@@ -8,6 +8,7 @@
 
 #include <onnxruntime_cxx_api.h>
 
+#include "decoder.h"
 #include "items.h"
 #include "runtime.h"
 #include "specs.h"
@@ -17,7 +18,7 @@ namespace catcomfort {
 struct ModelSession {
   std::unique_ptr<Ort::Session> session;
   std::string inputName;
-  std::string outputName;
+  std::vector<std::string> outputNames;  // the first N outputs, in the model's order
   int64_t fixedBatch = 0;  // > 0: the model's input batch dimension is fixed at this size
 };
 
@@ -32,7 +33,8 @@ enum class SessionStage { Detector, Classifier };
 
 class Pipeline {
  public:
-  // Builds both sessions from the spec's model bytes (which are freed afterwards).
+  // Builds the detector's output decoder (native/decoder.h) and both sessions from the spec's
+  // model bytes (which are freed afterwards).
   // Throws std::exception (Ort::Exception, std::runtime_error) on invalid models or specs.
   static std::shared_ptr<Pipeline> Create(PipelineSpec spec, const Runtime& runtime);
 
@@ -48,6 +50,7 @@ class Pipeline {
 
  private:
   PipelineSpec spec_;
+  std::unique_ptr<const DetectorDecoder> decoder_;  // picked by spec_.detector.output.format
   ModelSession detector_;
   ModelSession classifier_;
 };

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,16 +30,37 @@ struct PreprocessSpec {
 };
 
 enum class DetectorView { Plain, Flip, Half, HalfFlip };
+// How the views' top scores make the item's score: the best view ("max"), or the least sure view
+// ("min": a cat only where every view sees one).
+enum class ViewCombine { Max, Min };
+
+// The manifest's `detector.output` block, kept generic so that the decoder of each format reads
+// and checks its own settings (native/decoder.h): `format` selects the decoder; every other field
+// is flattened, nested objects as dotted keys ("anchors.minScale"), numbers, booleans (1 / 0) and
+// number arrays into `numbers`, strings into `strings`.
+struct OutputSpec {
+  std::string format;
+  std::map<std::string, std::vector<double>> numbers;
+  std::map<std::string, std::string> strings;
+
+  // Accessors for decoders; each throws std::runtime_error naming the key when it is missing or
+  // does not have the asked shape.
+  const std::vector<double>& Numbers(const std::string& key) const;
+  double Number(const std::string& key) const;
+  int Int(const std::string& key, int min, int max) const;
+  std::vector<int> Ints(const std::string& key, int min, int max) const;
+  bool Bool(const std::string& key) const;
+  const std::string& String(const std::string& key) const;
+};
 
 struct DetectorSpec {
   std::vector<uint8_t> model;
   PreprocessSpec preprocess;
-  std::vector<int> strides;
-  int numClasses = 0;
-  int catClassIndex = 0;
+  OutputSpec output;
   double scoreFloor = 0;
   double nmsIou = 0.45;
   std::vector<DetectorView> views;
+  ViewCombine viewCombine = ViewCombine::Max;
   std::vector<std::pair<double, double>> calibration;
 };
 

@@ -31,6 +31,7 @@ export interface RunningService {
 
 export async function startService(config: Config): Promise<RunningService> {
   const { info, registry } = await loadModels(config);
+  for (const id of registry.disabled) log.info('model pack disabled in its manifest; not loaded', { model: id });
   for (const p of info.providers) {
     if (p.active) log.info('execution provider active', { provider: p.name });
     else log.warn('execution provider skipped', { provider: p.name, reason: p.reason });

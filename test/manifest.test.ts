@@ -46,3 +46,43 @@ test('cross-field rules: cutoff order, class index, calibration monotonicity', (
   rejects(mutated((m) => (m.detector.calibration = [[0.5, 0.6], [0.4, 0.7]])), /calibration/);
   rejects(mutated((m) => (m.detector.calibration = [[0.2, 0.6], [0.4, 0.5]])), /calibration/);
 });
+
+const ssdPack = JSON.parse(readFileSync(path.join(repoRoot, 'models/bc-v1-ssd/manifest.json'), 'utf8'));
+
+function ssdMutated(edit: (m: any) => void): unknown {
+  const copy = structuredClone(ssdPack);
+  edit(copy);
+  return copy;
+}
+
+test('the bc-v1-ssd manifest: an npm source converted from TFLite, SSD output, disabled', () => {
+  const m = validateManifest(ssdPack, 'bc-v1-ssd');
+  assert.equal(m.disabled, true);
+  assert.deepEqual(m.detector.source, {
+    npm: '@mediapipe/objectron',
+    version: '0.4.1675468480',
+    file: 'objectron_solution_packed_assets.data',
+    byteRange: [184, 9987912],
+    sha256: 'd0a5255bf8c4f5a0bc4240741a76c41d5e939f7655078f945f50ab53a9375da6',
+    convert: 'tflite',
+  });
+  assert.equal(m.detector.output.format, 'ssd');
+  assert.equal(m.detector.output.catClassIndex, 8);
+  // The version pinned in package.json is the one the manifest names.
+  const pkg = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8'));
+  assert.equal(pkg.dependencies['@mediapipe/objectron'], m.detector.source!.version);
+});
+
+test('npm source and SSD output mistakes are rejected with their path', () => {
+  rejects(ssdMutated((m) => (m.detector.url = 'https://example.org/x.onnx')), /\/detector\/source: give either source or url/);
+  rejects(ssdMutated((m) => (m.detector.source.byteRange = [10, 10])), /\/detector\/source\/byteRange/);
+  rejects(ssdMutated((m) => (m.detector.source.file = '../../etc/passwd')), /\/detector\/source\/file/);
+  rejects(ssdMutated((m) => (m.detector.source.file = 'a/../b')), /\/detector\/source\/file/);
+  rejects(ssdMutated((m) => (m.detector.source.convert = 'caffe')), /\/detector\/source\/convert/);
+  rejects(ssdMutated((m) => (m.detector.source.sha256 = 'x')), /\/detector\/source\/sha256/);
+  rejects(ssdMutated((m) => (m.detector.source.npm = 'Not A Name')), /\/detector\/source\/npm/);
+  rejects(ssdMutated((m) => (m.detector.output.catClassIndex = 24)), /catClassIndex/);
+  rejects(ssdMutated((m) => (m.detector.output.anchors.minScale = 0.99)), /minScale must not exceed maxScale/);
+  rejects(ssdMutated((m) => delete m.detector.output.boxCoderScales), /\/detector\/output/);
+  rejects(ssdMutated((m) => (m.disabled = 'yes')), /\/disabled/);
+});

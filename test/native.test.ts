@@ -70,12 +70,11 @@ function spec(detector: Buffer, views: PipelineSpec['detector']['views'], maxSes
     detector: {
       model: detector,
       preprocess: detectorPreprocess,
-      strides: [8, 16, 32],
-      numClasses: 80,
-      catClassIndex: 15,
+      output: { format: 'yolox', strides: [8, 16, 32], numClasses: 80, catClassIndex: 15 },
       scoreFloor: 0.05,
       nmsIou: 0.45,
       views,
+      viewCombine: 'max',
       calibration: [],
     },
     classifier: {

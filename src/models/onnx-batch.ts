@@ -6,9 +6,9 @@
 // "batch" is all the graph needs. value_info (intermediate shapes recorded by the exporter) is
 // dropped because it still says batch 1; ONNX Runtime re-infers it.
 //
-// This is a minimal protobuf wire-format reader/writer, only for the path it needs. Every field
-// it does not rewrite is copied byte for byte, in its original order. Field numbers (checked
-// against onnx.proto of onnx 1.23):
+// It uses the minimal protobuf wire-format reader/writer of protobuf.ts. Every field it does not
+// rewrite is copied byte for byte, in its original order. Field numbers (checked against
+// onnx.proto of onnx 1.23):
 //   ModelProto.graph = 7
 //   GraphProto.node = 1, initializer = 5, input = 11, output = 12, value_info = 13
 //   NodeProto.op_type = 4, attribute = 5;  AttributeProto.name = 1, t = 5
@@ -16,151 +16,24 @@
 //   ValueInfoProto.name = 1, type = 2;  TypeProto.tensor_type = 1;  TypeProto.Tensor.shape = 2
 //   TensorShapeProto.dim = 1;  Dimension.dim_value = 1, dim_param = 2
 
-const WT_VARINT = 0;
-const WT_I64 = 1;
-const WT_LEN = 2;
-const WT_I32 = 5;
+import {
+  encodeLenField,
+  encodeVarint,
+  encodeVarintField,
+  firstLen,
+  parseMessage,
+  payload,
+  readInt64s,
+  rewrite,
+  utf8,
+  WT_LEN,
+  WT_VARINT,
+} from './protobuf';
 
 const TENSOR_INT64 = 7;
 const DATA_LOCATION_EXTERNAL = 1;
 
 export const BATCH_DIM_PARAM = 'batch';
-
-interface Field {
-  no: number;
-  wt: number;
-  /** Offsets in the message buffer: whole field (tag included) and value (payload for LEN). */
-  start: number;
-  end: number;
-  valueStart: number;
-  /** Varint value (wire type 0), as an unsigned 64-bit bigint. */
-  varint: bigint;
-}
-
-function readVarint(buf: Buffer, pos: number): { value: bigint; pos: number } {
-  let result = 0n;
-  let shift = 0n;
-  for (let i = 0; i < 10; i++) {
-    if (pos >= buf.length) throw new Error('ONNX protobuf: truncated varint');
-    const byte = buf[pos++]!;
-    result |= BigInt(byte & 0x7f) << shift;
-    if ((byte & 0x80) === 0) return { value: BigInt.asUintN(64, result), pos };
-    shift += 7n;
-  }
-  throw new Error('ONNX protobuf: varint longer than 10 bytes');
-}
-
-function readLength(buf: Buffer, pos: number): { value: number; pos: number } {
-  const r = readVarint(buf, pos);
-  if (r.value > BigInt(buf.length)) throw new Error('ONNX protobuf: length past end of buffer');
-  return { value: Number(r.value), pos: r.pos };
-}
-
-function parseMessage(buf: Buffer): Field[] {
-  const fields: Field[] = [];
-  let pos = 0;
-  while (pos < buf.length) {
-    const start = pos;
-    const tag = readVarint(buf, pos);
-    pos = tag.pos;
-    const no = Number(tag.value >> 3n);
-    const wt = Number(tag.value & 7n);
-    if (no === 0) throw new Error('ONNX protobuf: field number 0');
-    let varint = 0n;
-    let valueStart = pos;
-    switch (wt) {
-      case WT_VARINT: {
-        const v = readVarint(buf, pos);
-        varint = v.value;
-        pos = v.pos;
-        break;
-      }
-      case WT_I64:
-        pos += 8;
-        break;
-      case WT_LEN: {
-        const len = readLength(buf, pos);
-        valueStart = len.pos;
-        pos = len.pos + len.value;
-        break;
-      }
-      case WT_I32:
-        pos += 4;
-        break;
-      default:
-        throw new Error(`ONNX protobuf: unsupported wire type ${wt} (field ${no})`);
-    }
-    if (pos > buf.length) throw new Error(`ONNX protobuf: field ${no} runs past the end of its message`);
-    fields.push({ no, wt, start, end: pos, valueStart, varint });
-  }
-  return fields;
-}
-
-function payload(buf: Buffer, f: Field): Buffer {
-  return buf.subarray(f.valueStart, f.end);
-}
-
-function encodeVarint(value: bigint): Buffer {
-  let v = BigInt.asUintN(64, value);
-  const out: number[] = [];
-  do {
-    let byte = Number(v & 0x7fn);
-    v >>= 7n;
-    if (v !== 0n) byte |= 0x80;
-    out.push(byte);
-  } while (v !== 0n);
-  return Buffer.from(out);
-}
-
-function encodeLenField(no: number, data: Buffer): Buffer {
-  return Buffer.concat([encodeVarint(BigInt((no << 3) | WT_LEN)), encodeVarint(BigInt(data.length)), data]);
-}
-
-function encodeVarintField(no: number, value: bigint): Buffer {
-  return Buffer.concat([encodeVarint(BigInt((no << 3) | WT_VARINT)), encodeVarint(value)]);
-}
-
-/**
- * Re-encodes a message. `edit` sees each field in order and returns undefined (copy the field's
- * bytes unchanged), null (drop it), or the bytes that replace the whole field.
- */
-function rewrite(buf: Buffer, edit: (f: Field) => Buffer | null | undefined): Buffer {
-  const parts: Buffer[] = [];
-  for (const f of parseMessage(buf)) {
-    const r = edit(f);
-    if (r === undefined) parts.push(buf.subarray(f.start, f.end));
-    else if (r !== null) parts.push(r);
-  }
-  return Buffer.concat(parts);
-}
-
-function firstLen(buf: Buffer, no: number): Buffer | undefined {
-  const f = parseMessage(buf).find((x) => x.no === no && x.wt === WT_LEN);
-  return f ? payload(buf, f) : undefined;
-}
-
-function utf8(buf: Buffer | undefined): string {
-  return buf ? buf.toString('utf8') : '';
-}
-
-/** Repeated int64 field: packed (LEN) and unpacked (VARINT) encodings both accepted. */
-function readInt64s(buf: Buffer, fields: Field[], no: number): bigint[] {
-  const out: bigint[] = [];
-  for (const f of fields) {
-    if (f.no !== no) continue;
-    if (f.wt === WT_VARINT) out.push(BigInt.asIntN(64, f.varint));
-    else if (f.wt === WT_LEN) {
-      const p = payload(buf, f);
-      let pos = 0;
-      while (pos < p.length) {
-        const v = readVarint(p, pos);
-        out.push(BigInt.asIntN(64, v.value));
-        pos = v.pos;
-      }
-    } else throw new Error(`ONNX protobuf: bad wire type for int64 field ${no}`);
-  }
-  return out;
-}
 
 interface TensorInfo {
   name: string;
@@ -347,6 +220,8 @@ export interface OnnxSummary {
   valueInfoCount: number;
   initializerCount: number;
   nodeCount: number;
+  /** op_type of every node, in graph order. */
+  nodeOpTypes: string[];
   int64Constants: OnnxInt64Constant[];
 }
 
@@ -375,7 +250,15 @@ function readValueInfo(buf: Buffer): OnnxValueSummary {
 export function summarizeOnnx(model: Buffer): OnnxSummary {
   const graph = firstLen(model, 7);
   if (!graph) throw new Error('ONNX: model has no graph');
-  const s: OnnxSummary = { inputs: [], outputs: [], valueInfoCount: 0, initializerCount: 0, nodeCount: 0, int64Constants: [] };
+  const s: OnnxSummary = {
+    inputs: [],
+    outputs: [],
+    valueInfoCount: 0,
+    initializerCount: 0,
+    nodeCount: 0,
+    nodeOpTypes: [],
+    int64Constants: [],
+  };
   for (const f of parseMessage(graph)) {
     if (f.wt !== WT_LEN) continue;
     const p = payload(graph, f);
@@ -385,6 +268,7 @@ export function summarizeOnnx(model: Buffer): OnnxSummary {
       if (t.int64) s.int64Constants.push({ name: t.name, source: 'initializer', values: t.int64 });
     } else if (f.no === 1) {
       s.nodeCount++;
+      s.nodeOpTypes.push(utf8(firstLen(p, 4)));
       if (utf8(firstLen(p, 4)) !== 'Constant') continue;
       const nodeFields = parseMessage(p);
       const out = utf8(nodeFields.filter((x) => x.no === 2 && x.wt === WT_LEN).map((x) => payload(p, x))[0]);

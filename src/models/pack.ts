@@ -78,12 +78,11 @@ export async function loadPack(dir: string, limits: PackLimits): Promise<LoadedP
   const detector: DetectorSpec = {
     model: detectorModel,
     preprocess: preprocessSpec(d.preprocess),
-    strides: [...d.output.strides],
-    numClasses: d.output.numClasses,
-    catClassIndex: d.output.catClassIndex,
+    output: structuredClone(d.output),
     scoreFloor: d.scoreFloor,
     nmsIou: d.nmsIou,
     views: [...d.views],
+    viewCombine: d.viewCombine ?? 'max',
     calibration: d.calibration.map(([raw, cal]) => [raw, cal] as [number, number]),
   };
   const classifier: ClassifierSpec = {

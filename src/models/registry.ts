@@ -7,7 +7,7 @@ import type { AnalyzeItem, ItemResult, NativeAddon, NativePipeline } from '../na
 import { toAnalysis, type Analysis } from '../pipeline/analysis';
 import { MicroBatcher, type SubmitOptions } from '../pipeline/batcher';
 import type { Manifest } from './manifest';
-import { loadPack, PackError } from './pack';
+import { loadPack, PackError, readManifest } from './pack';
 
 export class Model {
   readonly batcher: MicroBatcher<AnalyzeItem, ItemResult>;
@@ -56,7 +56,11 @@ export interface RegistryOptions {
 }
 
 export class ModelRegistry {
-  private constructor(private readonly models: Map<string, Model>) {}
+  private constructor(
+    private readonly models: Map<string, Model>,
+    /** Ids of the packs whose manifest says "disabled": validated, not loaded. */
+    readonly disabled: string[],
+  ) {}
 
   static async load(addon: NativeAddon, options: RegistryOptions): Promise<ModelRegistry> {
     let entries: string[];
@@ -69,8 +73,13 @@ export class ModelRegistry {
       throw new PackError(`Cannot read models folder ${options.modelsDir}: ${(error as Error).message}`);
     }
     const models = new Map<string, Model>();
+    const disabled: string[] = [];
     for (const name of entries) {
       const dir = path.join(options.modelsDir, name);
+      if ((await readManifest(dir)).disabled) {
+        disabled.push(name);
+        continue;
+      }
       const pack = await loadPack(dir, options);
       if (pack.manifest.id !== name) {
         throw new PackError(`Model pack folder ${dir} holds manifest id "${pack.manifest.id}"; they must match`);
@@ -79,7 +88,7 @@ export class ModelRegistry {
       models.set(name, new Model(pack.manifest, dir, addon, pipeline, options.maxPixels, options.batching));
     }
     if (models.size === 0) throw new PackError(`No model packs found in ${options.modelsDir}`);
-    return new ModelRegistry(models);
+    return new ModelRegistry(models, disabled);
   }
 
   get(id: string): Model | undefined {

