@@ -320,6 +320,12 @@ Napi::Value JsDecodeDetections(const Napi::CallbackInfo& info) {
   });
 }
 
+Napi::Value JsSessionBatches(const Napi::CallbackInfo& info) {
+  return SyncBoundary(info, [&](Napi::Env env) -> Napi::Value {
+    return SessionBatchesToJs(env, LivePipeline(info[0])->SessionBatches());
+  });
+}
+
 Napi::Value JsReleasePipeline(const Napi::CallbackInfo& info) {
   return SyncBoundary(info, [&](Napi::Env env) -> Napi::Value {
     HandleFrom(info[0]).Release();
@@ -356,6 +362,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("releasePipeline", Napi::Function::New(env, JsReleasePipeline, "releasePipeline"));
   exports.Set("benchDecode", Napi::Function::New(env, JsBenchDecode, "benchDecode"));
   exports.Set("benchSession", Napi::Function::New(env, JsBenchSession, "benchSession"));
+  exports.Set("sessionBatches", Napi::Function::New(env, JsSessionBatches, "sessionBatches"));
   exports.Set("runModel", Napi::Function::New(env, JsRunModel, "runModel"));
   exports.Set("preprocessImage", Napi::Function::New(env, JsPreprocessImage, "preprocessImage"));
   exports.Set("decodeDetections", Napi::Function::New(env, JsDecodeDetections, "decodeDetections"));

@@ -176,6 +176,13 @@ NativeConfig ConfigFromJs(const Napi::Value& value) {
   c.deviceId = Int(o, "deviceId", 0);
   c.trtCacheDir = String(o, "trtCacheDir");
   c.trtFp16 = Bool(o, "trtFp16");
+  if (!o.Get("cudnnConvAlgoSearch").IsUndefined()) {
+    c.cudnnConvAlgoSearch = String(o, "cudnnConvAlgoSearch");
+    const std::string& search = c.cudnnConvAlgoSearch;
+    if (search != "EXHAUSTIVE" && search != "HEURISTIC" && search != "DEFAULT") {
+      Bad(o.Env(), "cudnnConvAlgoSearch must be 'EXHAUSTIVE', 'HEURISTIC' or 'DEFAULT'");
+    }
+  }
   c.poolThreads = Int(o, "poolThreads", 1);
   c.intraOpThreads = Int(o, "intraOpThreads", 1);
   return c;
@@ -285,6 +292,29 @@ Napi::Object InfoToJs(Napi::Env env, const NativeInfo& info) {
     providers.Set(static_cast<uint32_t>(i), s);
   }
   o.Set("providers", providers);
+  return o;
+}
+
+namespace {
+
+Napi::Array BatchCountsToJs(Napi::Env env, const std::vector<SessionBatchCount>& counts) {
+  Napi::Array out = Napi::Array::New(env, counts.size());
+  for (size_t i = 0; i < counts.size(); ++i) {
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("batch", static_cast<double>(counts[i].size));
+    o.Set("runs", static_cast<double>(counts[i].runs));
+    o.Set("padRows", static_cast<double>(counts[i].padRows));
+    out.Set(static_cast<uint32_t>(i), o);
+  }
+  return out;
+}
+
+}  // namespace
+
+Napi::Object SessionBatchesToJs(Napi::Env env, const SessionBatchCounts& counts) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("detector", BatchCountsToJs(env, counts.detector));
+  o.Set("classifier", BatchCountsToJs(env, counts.classifier));
   return o;
 }
 

@@ -36,6 +36,8 @@ DecodeRequest DecodeRequestFromJs(const Napi::Value& spec, const Napi::Value& ou
 Napi::Array DetectionsToJs(Napi::Env env, const std::vector<Detection>& detections);
 
 Napi::Object InfoToJs(Napi::Env env, const NativeInfo& info);
+// sessionBatches(): {detector: [{batch, runs, padRows}], classifier: [...]}.
+Napi::Object SessionBatchesToJs(Napi::Env env, const SessionBatchCounts& counts);
 Napi::Array ResultsToJs(Napi::Env env, const std::vector<ItemResult>& results);
 Napi::Array DecodeTimingsToJs(Napi::Env env, const std::vector<DecodeTiming>& timings);
 

@@ -22,9 +22,9 @@ double MsSince(Clock::time_point start) {
 
 // Opens a session and checks its input against the preprocess spec; it will fetch the model's
 // first `outputs` outputs, whose per-image shapes (batch dimension dropped, symbolic dims -1) go
-// to *outputShapes when given.
+// to *outputShapes when given. Its Runs take at most maxSessionBatch images (a fixed batch: that).
 ModelSession OpenSession(const Runtime& runtime, std::vector<uint8_t>& model, const PreprocessSpec& spec,
-                         const char* what, size_t outputs = 1,
+                         int maxSessionBatch, const char* what, size_t outputs = 1,
                          std::vector<std::vector<int64_t>>* outputShapes = nullptr) {
   if (model.empty()) throw std::runtime_error(std::string(what) + " model is empty");
   Ort::SessionOptions options = MakeSessionOptions(runtime);
@@ -64,6 +64,16 @@ ModelSession OpenSession(const Runtime& runtime, std::vector<uint8_t>& model, co
     throw std::runtime_error(std::string(what) + " model input shape does not match its preprocess spec");
   }
   out.fixedBatch = shape[0] > 0 ? shape[0] : 0;
+  std::vector<int64_t> sizes;
+  if (out.fixedBatch > 0) {
+    sizes.push_back(out.fixedBatch);
+  } else {
+    const int64_t largest = std::max(1, maxSessionBatch);
+    for (int64_t size = 1; size < largest; size *= 2) sizes.push_back(size);
+    sizes.push_back(largest);
+  }
+  out.batches = std::vector<SessionBatch>(sizes.size());
+  for (size_t i = 0; i < sizes.size(); ++i) out.batches[i].size = sizes[i];
   return out;
 }
 
@@ -78,11 +88,17 @@ struct BatchOutput {
   std::vector<OutputData> outputs;  // one per fetched output, in the session's outputNames order
 };
 
-// Runs the session on `count` images whose tensors `fill(slot, dst)` writes; a model with a fixed
-// batch gets exactly that many entries (unused slots are zero).
+// Runs the session on `count` images (at most the largest of model.batches) whose tensors
+// `fill(slot, dst)` writes, padded with zero-filled rows up to the smallest batch size that holds
+// them; the pad rows' outputs are never read.
 BatchOutput RunBatch(const ModelSession& model, const PreprocessSpec& spec, size_t count, ThreadPool& pool,
                      const std::function<void(size_t, float*)>& fill) {
-  const size_t batch = model.fixedBatch > 0 ? static_cast<size_t>(model.fixedBatch) : count;
+  const auto holds = [count](const SessionBatch& b) { return b.size >= static_cast<int64_t>(count); };
+  const SessionBatch& bucket = *std::find_if(model.batches.begin(), model.batches.end() - 1, holds);
+  const size_t batch = static_cast<size_t>(bucket.size);
+  if (count > batch) throw std::runtime_error("more images than the session batch");
+  bucket.runs.fetch_add(1, std::memory_order_relaxed);
+  bucket.padRows.fetch_add(batch - count, std::memory_order_relaxed);
   const size_t slot = static_cast<size_t>(spec.width) * spec.height * 3;
   std::vector<float> input(batch * slot, 0.0f);
   ParallelFor(pool, count, [&](size_t i) { fill(i, input.data() + i * slot); });
@@ -116,9 +132,14 @@ BatchOutput RunBatch(const ModelSession& model, const PreprocessSpec& spec, size
   return out;
 }
 
-size_t ChunkSize(const ModelSession& model, int maxSessionBatch) {
-  if (model.fixedBatch > 0) return static_cast<size_t>(model.fixedBatch);
-  return static_cast<size_t>(std::max(1, maxSessionBatch));
+size_t ChunkSize(const ModelSession& model) { return static_cast<size_t>(model.batches.back().size); }
+
+std::vector<SessionBatchCount> Counts(const ModelSession& model) {
+  std::vector<SessionBatchCount> out;
+  for (const SessionBatch& b : model.batches) {
+    out.push_back({b.size, b.runs.load(std::memory_order_relaxed), b.padRows.load(std::memory_order_relaxed)});
+  }
+  return out;
 }
 
 ItemResult Failure(ItemErrorCode code, std::string message) {
@@ -234,10 +255,11 @@ std::shared_ptr<Pipeline> Pipeline::Create(PipelineSpec spec, const Runtime& run
   auto pipeline = std::make_shared<Pipeline>();
   std::unique_ptr<DetectorDecoder> decoder = MakeDecoder(spec.detector);  // validates output.*
   std::vector<std::vector<int64_t>> outputShapes;
-  pipeline->detector_ = OpenSession(runtime, spec.detector.model, spec.detector.preprocess, "detector",
-                                    decoder->OutputCount(), &outputShapes);
+  pipeline->detector_ = OpenSession(runtime, spec.detector.model, spec.detector.preprocess, spec.maxSessionBatch,
+                                    "detector", decoder->OutputCount(), &outputShapes);
   decoder->CheckShapes(outputShapes);  // what the model declares; each Run is checked again
-  pipeline->classifier_ = OpenSession(runtime, spec.classifier.model, spec.classifier.preprocess, "classifier");
+  pipeline->classifier_ = OpenSession(runtime, spec.classifier.model, spec.classifier.preprocess,
+                                      spec.maxSessionBatch, "classifier");
   pipeline->decoder_ = std::move(decoder);
   pipeline->spec_ = std::move(spec);
   return pipeline;
@@ -258,7 +280,7 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
     if (!states[i].result.ok) continue;
     for (size_t v = 0; v < viewCount; ++v) jobs.emplace_back(i, v);
   }
-  const size_t detChunk = ChunkSize(detector_, spec_.maxSessionBatch);
+  const size_t detChunk = ChunkSize(detector_);
   const size_t detChunks = (jobs.size() + detChunk - 1) / detChunk;
   std::vector<Detection> jobBest(jobs.size());  // best box per (item, view), in source pixels; score -1: none
   const Clock::time_point detectStart = Clock::now();
@@ -334,7 +356,7 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
   }
 
   // 4. Classifier over the confident cats: crop (+margin) from the full-resolution image.
-  const size_t clsChunk = ChunkSize(classifier_, spec_.maxSessionBatch);
+  const size_t clsChunk = ChunkSize(classifier_);
   const size_t clsChunks = (toClassify.size() + clsChunk - 1) / clsChunk;
   const Clock::time_point classifyStart = Clock::now();
   std::vector<float> scores(toClassify.size(), 0.0f);
@@ -424,5 +446,7 @@ double Pipeline::BenchSession(SessionStage stage, int64_t batch) const {
   if (values.empty() || !values[0].IsTensor()) throw std::runtime_error("model returned no tensor");
   return ms;
 }
+
+SessionBatchCounts Pipeline::SessionBatches() const { return {Counts(detector_), Counts(classifier_)}; }
 
 }  // namespace catcomfort

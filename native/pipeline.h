@@ -1,6 +1,7 @@
 // One model pack: the detector and classifier sessions plus the spec, shared by all threads.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -15,11 +16,33 @@
 
 namespace catcomfort {
 
+// One of the few batch sizes a session is run at, with what the pipeline's Runs made of it.
+struct SessionBatch {
+  int64_t size = 0;
+  mutable std::atomic<uint64_t> runs{0};
+  mutable std::atomic<uint64_t> padRows{0};  // zero-filled rows added to fill Runs up to `size`
+};
+
 struct ModelSession {
   std::unique_ptr<Ort::Session> session;
   std::string inputName;
   std::vector<std::string> outputNames;  // the first N outputs, in the model's order
   int64_t fixedBatch = 0;  // > 0: the model's input batch dimension is fixed at this size
+  // Ascending; a Run of n images is padded up to the smallest that holds n. A fixed batch: that
+  // size only; else the powers of two below the session batch, then the session batch itself.
+  std::vector<SessionBatch> batches;
+};
+
+// sessionBatches(): each stage's batch sizes and their counters.
+struct SessionBatchCount {
+  int64_t size = 0;
+  uint64_t runs = 0;
+  uint64_t padRows = 0;
+};
+
+struct SessionBatchCounts {
+  std::vector<SessionBatchCount> detector;
+  std::vector<SessionBatchCount> classifier;
 };
 
 // benchDecode(): per-item decode and detector preprocessing times, no session runs.
@@ -47,6 +70,9 @@ class Pipeline {
   // (throws when the model's batch is fixed at another size).
   std::vector<DecodeTiming> BenchDecode(const std::vector<ItemInput>& items, ThreadPool& pool) const;
   double BenchSession(SessionStage stage, int64_t batch) const;
+
+  // The batch sizes each session is run at, with the Runs analyze() made of each so far.
+  SessionBatchCounts SessionBatches() const;
 
  private:
   PipelineSpec spec_;

@@ -46,6 +46,7 @@ const char* OrtProviderName(ProviderKind kind) {
 // Provider options shared by the classic and the plugin append.
 std::vector<std::pair<std::string, std::string>> ProviderOptions(ProviderKind kind, const NativeConfig& config) {
   std::vector<std::pair<std::string, std::string>> options{{"device_id", std::to_string(config.deviceId)}};
+  if (kind == ProviderKind::Cuda) options.emplace_back("cudnn_conv_algo_search", config.cudnnConvAlgoSearch);
   if (kind == ProviderKind::TensorRt) {
     options.emplace_back("trt_fp16_enable", config.trtFp16 ? "1" : "0");
     if (!config.trtCacheDir.empty()) {
@@ -227,7 +228,8 @@ ProviderStatus Probe(Ort::Env& env, ProviderKind kind, const NativeConfig& confi
 
 bool SameConfig(const NativeConfig& a, const NativeConfig& b) {
   return a.providers == b.providers && a.deviceId == b.deviceId && a.trtCacheDir == b.trtCacheDir &&
-         a.trtFp16 == b.trtFp16 && a.poolThreads == b.poolThreads && a.intraOpThreads == b.intraOpThreads;
+         a.trtFp16 == b.trtFp16 && a.cudnnConvAlgoSearch == b.cudnnConvAlgoSearch && a.poolThreads == b.poolThreads &&
+         a.intraOpThreads == b.intraOpThreads;
 }
 
 }  // namespace

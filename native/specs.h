@@ -86,6 +86,7 @@ struct NativeConfig {
   int deviceId = 0;
   std::string trtCacheDir;
   bool trtFp16 = false;
+  std::string cudnnConvAlgoSearch = "HEURISTIC";  // CUDA provider option cudnn_conv_algo_search
   int poolThreads = 1;
   int intraOpThreads = 1;
 };

@@ -2,6 +2,7 @@
 // documented in README.md; invalid values stop start-up with a message naming the variable.
 import os from 'node:os';
 import path from 'node:path';
+import type { CudnnConvAlgoSearch } from './native/addon';
 import { defaultFfmpegPath } from './v1/frames';
 
 export type ProviderName = 'tensorrt' | 'cuda' | 'cpu';
@@ -17,6 +18,9 @@ export interface Config {
   deviceId: number;
   trtCacheDir: string;
   trtFp16: boolean;
+  cudnnConvAlgoSearch: CudnnConvAlgoSearch;
+  /** Longest a provider probe child may take before its provider is disabled. */
+  providerProbeTimeoutMs: number;
   poolThreads: number;
   intraOpThreads: number;
   /** Images per ONNX Runtime Run; null = chosen at start from the active providers. */
@@ -98,6 +102,12 @@ function readProviders(env: Env): ProviderName[] {
   return ordered;
 }
 
+function readCudnnConvAlgoSearch(env: Env): CudnnConvAlgoSearch {
+  const raw = (env.CATCOMFORT_CUDNN_CONV_ALGO_SEARCH ?? 'HEURISTIC').trim().toUpperCase();
+  if (raw === 'EXHAUSTIVE' || raw === 'HEURISTIC' || raw === 'DEFAULT') return raw;
+  throw new ConfigError(`CATCOMFORT_CUDNN_CONV_ALGO_SEARCH must be EXHAUSTIVE, HEURISTIC or DEFAULT, got "${env.CATCOMFORT_CUDNN_CONV_ALGO_SEARCH}"`);
+}
+
 function readDate(env: Env, name: string, fallback: string | null): Date | null {
   const raw = env[name] ?? fallback;
   if (raw === null || raw.trim() === '') return null;
@@ -134,6 +144,8 @@ export function loadConfig(env: Env = process.env): Config {
     deviceId: readInt(env, 'CATCOMFORT_CUDA_DEVICE_ID', 0, 0, 64),
     trtCacheDir: path.resolve(env.CATCOMFORT_TRT_CACHE_DIR ?? path.join(os.tmpdir(), 'catcomfort-trt-cache')),
     trtFp16: readBool(env, 'CATCOMFORT_TRT_FP16', false),
+    cudnnConvAlgoSearch: readCudnnConvAlgoSearch(env),
+    providerProbeTimeoutMs: readInt(env, 'CATCOMFORT_PROVIDER_PROBE_TIMEOUT_MS', 300_000, 1000, 3_600_000),
     // Pool threads x intra-op threads should not exceed the cores: decode parallelism
     // comes from the pool, model parallelism from ORT.
     poolThreads: readInt(env, 'CATCOMFORT_POOL_THREADS', cores, 1, 256),

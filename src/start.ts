@@ -7,7 +7,7 @@ import { loadDocsAssets } from './http/docs';
 import { Router } from './http/router';
 import { HttpServer } from './http/server';
 import { log } from './log';
-import { loadModels } from './models/runtime';
+import { loadModels, warmUpAll } from './models/runtime';
 import type { Service } from './service';
 import { CredentialVerifier } from './scan/auth';
 import { FailureThrottle } from './scan/failure-throttle';
@@ -39,14 +39,8 @@ export async function startService(config: Config): Promise<RunningService> {
   if (!registry.get(config.defaultModel)) {
     throw new Error(`Default model "${config.defaultModel}" is not among the loaded packs in ${config.modelsDir}`);
   }
-  // Warm-up: every batch size once, before the socket opens. The sample is skimage's
-  // public-domain "chelsea" cat photo, so the classifier runs too.
-  const sample = readFileSync(path.join(__dirname, '../../models/warmup-cat.png'));
-  for (const model of registry.list()) {
-    const started = performance.now();
-    await model.warmUp(sample);
-    log.info('model warmed up', { model: model.id, batch_sizes: model.batcher.options.maxBatchSize, ms: Math.round(performance.now() - started) });
-  }
+  // Warm-up: every session batch size and micro-batch size once, before the socket opens.
+  await warmUpAll(registry);
   for (const model of registry.list()) {
     log.info('model loaded', { model: model.id, pack_version: model.manifest.version, views: model.manifest.detector.views });
     if (model.manifest.classifier.reference) {

@@ -407,6 +407,10 @@ describe('native addon', () => {
       () => addon.configure({ ...config, poolThreads: 3 }),
       (e: Error & { code?: string }) => e.code === 'native_error' && /already/.test(e.message),
     );
+    assert.throws(
+      () => addon.configure({ ...config, cudnnConvAlgoSearch: 'FASTEST' as 'DEFAULT' }),
+      (e: Error & { code?: string }) => e.code === 'native_error' && /cudnnConvAlgoSearch must be/.test(e.message),
+    );
   });
 
   test('chelsea: a confident cat where the manifest says, and a classifier score', async () => {

@@ -35,6 +35,12 @@ test('a burst of 10x the queue size gets only 200 and 429, then the service answ
   assert.equal(stats.rejectedFull, rejected.length);
   assert.equal(stats.queued, 0);
   assert.ok(stats.batchSizes[2] > 0, 'batches of the maximum size formed under load');
+  // CPU: one image per session Run, whatever the micro-batch, so nothing is padded.
+  for (const stage of ['detector', 'classifier']) {
+    const [only, ...more] = stats.sessionBatches[stage];
+    assert.deepEqual([only.batch, only.padRows, more.length], [1, 0, 0], stage);
+    assert.ok(only.runs > 0, stage);
+  }
   const after = await postJson(`${server.url}/v2/predict`, { image });
   assert.equal(after.status, 200);
   assert.equal(after.body.detection, 'detected');

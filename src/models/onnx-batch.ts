@@ -35,7 +35,7 @@ const DATA_LOCATION_EXTERNAL = 1;
 
 export const BATCH_DIM_PARAM = 'batch';
 
-interface TensorInfo {
+export interface TensorInfo {
   name: string;
   dataType: number;
   dims: bigint[];
@@ -45,7 +45,7 @@ interface TensorInfo {
   storage: 'raw' | 'int64_data' | 'none';
 }
 
-function readTensor(buf: Buffer): TensorInfo {
+export function readTensor(buf: Buffer): TensorInfo {
   const fields = parseMessage(buf);
   const name = utf8(fields.filter((f) => f.no === 8 && f.wt === WT_LEN).map((f) => payload(buf, f))[0]);
   const dataType = Number(fields.find((f) => f.no === 2 && f.wt === WT_VARINT)?.varint ?? 0n);
@@ -225,7 +225,7 @@ export interface OnnxSummary {
   int64Constants: OnnxInt64Constant[];
 }
 
-function readValueInfo(buf: Buffer): OnnxValueSummary {
+export function readValueInfo(buf: Buffer): OnnxValueSummary {
   const name = utf8(firstLen(buf, 1));
   const dims: Array<number | string | null> = [];
   const shape = (() => {

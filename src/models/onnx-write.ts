@@ -81,7 +81,7 @@ function encodeAttribute(a: OnnxAttribute): Buffer {
   return Buffer.concat(parts);
 }
 
-function encodeNode(n: OnnxNode): Buffer {
+export function encodeNode(n: OnnxNode): Buffer {
   return Buffer.concat([
     ...n.inputs.map((name) => encodeStringField(1, name)),
     ...n.outputs.map((name) => encodeStringField(2, name)),

@@ -1,12 +1,15 @@
-// Loads one model pack folder: manifest validation, sha256 checks of the model files,
-// the in-memory dynamic-batch patch of the detector, and the native pipeline spec.
+// Loads one model pack folder: manifest validation, sha256 checks of the model files, the
+// in-memory graph rewrites (the detector's dynamic batch; Focus blocks as SpaceToDepth, for the
+// GPU providers), and the native pipeline spec.
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { BatchingConfig } from '../config';
+import { log } from '../log';
 import type { ClassifierSpec, DetectorSpec, PipelineSpec, PreprocessSpec } from '../native/addon';
 import { validateManifest, type Manifest, type PreprocessManifest } from './manifest';
-import { withDynamicBatch } from './onnx-batch';
+import { summarizeOnnx, withDynamicBatch } from './onnx-batch';
+import { withFocusAsSpaceToDepth } from './onnx-focus';
 
 export class PackError extends Error {}
 
@@ -54,6 +57,13 @@ function preprocessSpec(p: PreprocessManifest): PreprocessSpec {
   return { ...p, mean: [...p.mean], std: [...p.std] };
 }
 
+/** Rewrites what some providers cannot run (onnx-focus.ts); logs the operators left at debug level. */
+function forEveryProvider(model: Buffer, what: string): Buffer {
+  const { model: out, rewritten } = withFocusAsSpaceToDepth(model);
+  log.debug('model graph', { model: what, focus_blocks_rewritten: rewritten, op_types: [...new Set(summarizeOnnx(out).nodeOpTypes)].sort() });
+  return out;
+}
+
 export interface LoadedPack {
   dir: string;
   manifest: Manifest;
@@ -73,7 +83,8 @@ export async function loadPack(dir: string, limits: PackLimits): Promise<LoadedP
   const c = manifest.classifier;
   let detectorModel = await readModelFile(dir, d.file, d.sha256);
   if (d.dynamicBatch) detectorModel = withDynamicBatch(detectorModel, d.dynamicBatch.reshapeFrom, d.dynamicBatch.reshapeTo);
-  const classifierModel = await readModelFile(dir, c.file, c.sha256);
+  detectorModel = forEveryProvider(detectorModel, `${manifest.id} detector`);
+  const classifierModel = forEveryProvider(await readModelFile(dir, c.file, c.sha256), `${manifest.id} classifier`);
 
   const detector: DetectorSpec = {
     model: detectorModel,

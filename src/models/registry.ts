@@ -3,7 +3,8 @@ import { existsSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { BatchingConfig } from '../config';
-import type { AnalyzeItem, ItemResult, NativeAddon, NativePipeline } from '../native/addon';
+import { log } from '../log';
+import type { AnalyzeItem, ItemResult, NativeAddon, NativePipeline, SessionBatch, SessionStage } from '../native/addon';
 import { toAnalysis, type Analysis } from '../pipeline/analysis';
 import { MicroBatcher, type SubmitOptions } from '../pipeline/batcher';
 import type { Manifest } from './manifest';
@@ -32,9 +33,27 @@ export class Model {
     return toAnalysis(result, this.manifest.cutoffs, this.maxPixels);
   }
 
-  /** Runs the pipeline once at every batch size up to the maximum, before traffic arrives. */
-  async warmUp(sample: Buffer): Promise<void> {
+  /** The batch sizes each session is run at, with the Runs made of each so far. */
+  sessionBatches(): Record<SessionStage, SessionBatch[]> {
+    return this.addon.sessionBatches(this.pipeline);
+  }
+
+  /**
+   * Before traffic arrives: each session once at every batch size it is run at (so no request
+   * meets a new shape; on a GPU the first Run of a shape is slow), then the pipeline on `sample`
+   * at every micro-batch size. `onStep` hears what is about to run (the provider probe reports it).
+   */
+  async warmUp(sample: Buffer, onStep: (step: string) => void = () => {}): Promise<void> {
+    const batches = this.sessionBatches();
+    for (const stage of ['detector', 'classifier'] as const) {
+      for (const { batch } of batches[stage]) {
+        onStep(`${this.id} ${stage} at batch ${batch}`);
+        const ms = await this.addon.benchSession(this.pipeline, stage, batch);
+        log.debug('session warmed up', { model: this.id, stage, batch, ms: Math.round(ms) });
+      }
+    }
     for (let size = 1; size <= this.batcher.options.maxBatchSize; size++) {
+      onStep(`${this.id} pipeline on ${size} image(s)`);
       const items = Array.from({ length: size }, (): AnalyzeItem => ({ data: sample, encoding: 'bytes' }));
       const results = await this.addon.analyze(this.pipeline, items);
       const failed = results.find((r) => !r.ok);

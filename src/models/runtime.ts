@@ -1,16 +1,38 @@
 // The native runtime and the model packs, set up from configuration: shared by the service,
-// the in-process benchmarks and the tools, so they all run the pipeline the same way.
+// the in-process benchmarks, the provider probe and the tools, so they all run the pipeline the same way.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import type { Config } from '../config';
+import { log } from '../log';
 import { loadAddon, type NativeAddon, type NativeInfo } from '../native/addon';
-import { ModelRegistry } from './registry';
+import { provenProviders } from './provider-probe';
+import { ModelRegistry, type RegistryOptions } from './registry';
 
-export function configureAddon(config: Config): { addon: NativeAddon; info: NativeInfo } {
+/** The settings that set up the runtime and load the packs (the provider probe child gets them as JSON). */
+export type RuntimeConfig = Pick<
+  Config,
+  | 'providers'
+  | 'deviceId'
+  | 'trtCacheDir'
+  | 'trtFp16'
+  | 'cudnnConvAlgoSearch'
+  | 'providerProbeTimeoutMs'
+  | 'poolThreads'
+  | 'intraOpThreads'
+  | 'sessionBatch'
+  | 'modelsDir'
+  | 'maxPixels'
+  | 'batching'
+>;
+
+export function configureAddon(config: RuntimeConfig): { addon: NativeAddon; info: NativeInfo } {
   const addon = loadAddon();
   const info = addon.configure({
     providers: config.providers,
     deviceId: config.deviceId,
     trtCacheDir: config.trtCacheDir,
     trtFp16: config.trtFp16,
+    cudnnConvAlgoSearch: config.cudnnConvAlgoSearch,
     poolThreads: config.poolThreads,
     intraOpThreads: config.intraOpThreads,
   });
@@ -22,18 +44,39 @@ export function configureAddon(config: Config): { addon: NativeAddon; info: Nati
  * (measured: bench/), so images go one per Run and spread over the pool: a lone request's views
  * run in parallel. On a GPU one Run takes a whole request batch with all its views.
  */
-export function sessionBatchFor(config: Config, info: NativeInfo): number | null {
+export function sessionBatchFor(config: Pick<Config, 'sessionBatch'>, info: NativeInfo): number | null {
   if (config.sessionBatch !== null) return config.sessionBatch;
   return info.providers.some((p) => p.active && p.name !== 'cpu') ? null : 1;
 }
 
-export async function loadModels(config: Config): Promise<{ addon: NativeAddon; info: NativeInfo; registry: ModelRegistry }> {
-  const { addon, info } = configureAddon(config);
-  const registry = await ModelRegistry.load(addon, {
-    modelsDir: config.modelsDir,
-    maxPixels: config.maxPixels,
-    batching: config.batching,
-    sessionBatch: sessionBatchFor(config, info),
-  });
+export function registryOptions(config: RuntimeConfig, info: NativeInfo): RegistryOptions {
+  return { modelsDir: config.modelsDir, maxPixels: config.maxPixels, batching: config.batching, sessionBatch: sessionBatchFor(config, info) };
+}
+
+/** Configures the addon with the providers that passed their probe (src/models/provider-probe.ts) and loads the packs. */
+export async function loadModels(config: RuntimeConfig): Promise<{ addon: NativeAddon; info: NativeInfo; registry: ModelRegistry }> {
+  const providers = await provenProviders(config);
+  const { addon, info } = configureAddon({ ...config, providers });
+  const registry = await ModelRegistry.load(addon, registryOptions(config, info));
   return { addon, info, registry };
+}
+
+/** skimage's public-domain "chelsea" cat photo: warm-up runs the classifier too. */
+export function readWarmUpSample(): Buffer {
+  return readFileSync(path.join(__dirname, '../../../models/warmup-cat.png'));
+}
+
+/** Warms every loaded model up (Model.warmUp); `onStep` hears what is about to run. */
+export async function warmUpAll(registry: ModelRegistry, onStep?: (step: string) => void): Promise<void> {
+  const sample = readWarmUpSample();
+  for (const model of registry.list()) {
+    const started = performance.now();
+    await model.warmUp(sample, onStep);
+    const batches = model.sessionBatches();
+    log.info('model warmed up', {
+      model: model.id,
+      session_batches: { detector: batches.detector.map((b) => b.batch), classifier: batches.classifier.map((b) => b.batch) },
+      ms: Math.round(performance.now() - started),
+    });
+  }
 }

@@ -119,7 +119,10 @@ export interface PipelineSpec {
   classifyCutoff: number;
   /** Decoding stops before pixel data when width * height exceeds this. */
   maxPixels: number;
-  /** Largest batch handed to one ORT Run (views count: 2 images x 4 views = 8). */
+  /**
+   * Largest batch handed to one ORT Run (views count: 2 images x 4 views = 8). Runs are padded with
+   * zero-filled rows up to the next of a few fixed sizes (powers of two below it, then it).
+   */
   maxSessionBatch: number;
 }
 
@@ -129,11 +132,16 @@ export interface NativeConfig {
   deviceId: number;
   trtCacheDir: string;
   trtFp16: boolean;
+  /** CUDA provider option `cudnn_conv_algo_search`; default HEURISTIC. */
+  cudnnConvAlgoSearch?: CudnnConvAlgoSearch;
   /** Threads in the addon's own pool (decode, preprocess, session runs). */
   poolThreads: number;
   /** ORT intra-op threads per session run. */
   intraOpThreads: number;
 }
+
+/** How cuDNN picks convolution algorithms: benchmark all (slow first Run per shape), its heuristics, or one fixed. */
+export type CudnnConvAlgoSearch = 'EXHAUSTIVE' | 'HEURISTIC' | 'DEFAULT';
 
 export interface ProviderStatus {
   name: string;
@@ -169,10 +177,12 @@ export interface NativeAddon {
    */
   benchDecode(pipeline: NativePipeline, items: AnalyzeItem[]): Promise<BenchDecodeTiming[]>;
   /**
-   * Micro-benchmark: one Run of a stage's session on a zero-filled input of `batch` images
-   * (1..1024); resolves to its milliseconds. Rejects when the model's batch is fixed and differs.
+   * Micro-benchmarks and warm-up: one Run of a stage's session on a zero-filled input of `batch`
+   * images (1..1024); resolves to its milliseconds. Rejects when the model's batch is fixed and differs.
    */
-  benchSession(pipeline: NativePipeline, stage: 'detector' | 'classifier', batch: number): Promise<number>;
+  benchSession(pipeline: NativePipeline, stage: SessionStage, batch: number): Promise<number>;
+  /** The batch sizes each session is run at, with the Runs analyze() made of each so far. */
+  sessionBatches(pipeline: NativePipeline): Record<SessionStage, SessionBatch[]>;
   /**
    * Tools and tests (not the request path): one Run of any ONNX model whose inputs and outputs
    * are float32, on the addon's pool, with the configured providers; the session is created and
@@ -190,6 +200,15 @@ export interface NativeAddon {
    * scoreFloor, in canvas (model input) pixels, in the decoder's order, before NMS.
    */
   decodeDetections(detector: Pick<DetectorSpec, 'preprocess' | 'output' | 'scoreFloor'>, outputs: FloatTensor[]): Promise<DecodedDetection[]>;
+}
+
+export type SessionStage = 'detector' | 'classifier';
+
+export interface SessionBatch {
+  batch: number;
+  runs: number;
+  /** Zero-filled rows that filled those Runs up to `batch`. */
+  padRows: number;
 }
 
 export interface DecodedDetection {

@@ -74,9 +74,9 @@ export function buildV2OpenApi(serviceVersion: string): Record<string, unknown> 
       '/v2/stats': {
         get: {
           operationId: 'batching_stats',
-          summary: 'Micro-batcher counters per model',
+          summary: 'Micro-batcher and session counters per model',
           description:
-            'Per model: `submitted`, `completed`, `batches`, `batchSizes` (index n = number of batches of size n), `queueTimeUsTotal`, `queueTimeUsMax`, `rejectedFull` (429, queue full), `expired` (429, deadline), `aborted` (client went away), `queued`, `inFlight`.',
+            'Per model: `submitted`, `completed`, `batches`, `batchSizes` (index n = number of batches of size n), `queueTimeUsTotal`, `queueTimeUsMax`, `rejectedFull` (429, queue full), `expired` (429, deadline), `aborted` (client went away), `queued`, `inFlight`; `sessionBatches` `{detector, classifier}`: the batch sizes each ONNX Runtime session is run at, each with `runs` and `padRows` (zero rows that filled Runs up to that size).',
           security: [{ ApiKeyAuth: [] }],
           parameters: [requestIdHeader],
           responses: {

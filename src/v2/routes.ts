@@ -91,7 +91,7 @@ export function registerV2(router: Router, service: Service): void {
       '/v2/stats',
       authedGet(service, async (requestId) => ({
         status: 200,
-        body: { request_id: requestId, models: Object.fromEntries(service.registry.list().map((m) => [m.id, m.batcher.stats()])) },
+        body: { request_id: requestId, models: Object.fromEntries(service.registry.list().map((m) => [m.id, { ...m.batcher.stats(), sessionBatches: m.sessionBatches() }])) },
       })),
     )
     .add('GET', '/v2/openapi.json', staticRoute(openapi, 'application/json'))

@@ -1,0 +1,99 @@
+// Accelerated execution providers are proven before the service uses them. A GPU provider can
+// crash the whole process (a segfault in its library) or hang in its first Runs; so each one is
+// tried in a child process (src/tools/probe-providers.ts, the service's own loading and warm-up
+// code) that builds every loaded pack's sessions on it and runs each session at every batch size
+// it will be run at. A crash, an error or a timeout disables that provider with one log line
+// naming the cause, and the next one is tried; CPU always remains. CPU alone is never probed.
+//
+// Providers are proven in order, each together with those already proven (tensorrt, then
+// tensorrt + cuda), so the last probe that passed ran exactly the combination the service uses.
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import type { ProviderName } from '../config';
+import { log } from '../log';
+import type { ProviderStatus } from '../native/addon';
+import type { RuntimeConfig } from './runtime';
+
+/** What the probe child prints on stdout, one JSON object per line (other lines are ignored). */
+export type ProbeLine =
+  | { probe: 'step'; step: string }
+  | { probe: 'done'; providers: ProviderStatus[] }
+  | { probe: 'failed'; error: string };
+
+type ProbeOutcome = { ok: true; providers: ProviderStatus[] } | { ok: false; cause: string; stderr: string };
+
+const probeScript = path.join(__dirname, '../tools/probe-providers.js');
+const STDERR_KEPT = 2000;
+
+function parseLine(line: string): ProbeLine | null {
+  if (!line.startsWith('{"probe":')) return null;
+  try {
+    return JSON.parse(line) as ProbeLine;
+  } catch {
+    return null;
+  }
+}
+
+/** Runs one probe child on `config.providers` and says how it ended. */
+function probe(config: RuntimeConfig): Promise<ProbeOutcome> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [probeScript, JSON.stringify(config)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let step = 'starting';
+    let result: ProbeLine | null = null;
+    let pending = '';
+    let stderr = '';
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, config.providerProbeTimeoutMs);
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      const lines = (pending + chunk).split('\n');
+      pending = lines.pop()!;
+      for (const line of lines) {
+        const parsed = parseLine(line);
+        if (parsed?.probe === 'step') step = parsed.step;
+        else if (parsed) result = parsed;
+      }
+    });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr = (stderr + chunk).slice(-STDERR_KEPT);
+    });
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      resolve({ ok: false, cause: `probe process could not start: ${error.message}`, stderr });
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      const during = ` (at: ${step})`;
+      if (timedOut) resolve({ ok: false, cause: `probe gave no answer within ${config.providerProbeTimeoutMs} ms${during}`, stderr });
+      else if (signal) resolve({ ok: false, cause: `probe process crashed with ${signal}${during}`, stderr });
+      else if (result?.probe === 'failed') resolve({ ok: false, cause: `probe failed: ${result.error}${during}`, stderr });
+      else if (code !== 0) resolve({ ok: false, cause: `probe process exited with code ${code}${during}`, stderr });
+      else if (result?.probe === 'done') resolve({ ok: true, providers: result.providers });
+      else resolve({ ok: false, cause: `probe process ended without a result${during}`, stderr });
+    });
+  });
+}
+
+/** The configured providers that passed their probe, in order, then 'cpu'. */
+export async function provenProviders(config: RuntimeConfig): Promise<ProviderName[]> {
+  const proven: ProviderName[] = [];
+  for (const provider of config.providers.filter((p) => p !== 'cpu')) {
+    const started = performance.now();
+    log.info('probing execution provider', { provider, with: proven });
+    const outcome = await probe({ ...config, providers: [...proven, provider, 'cpu'] });
+    if (!outcome.ok) {
+      log.warn('execution provider disabled', { provider, cause: outcome.cause, ...(outcome.stderr ? { stderr_tail: outcome.stderr } : {}) });
+      continue;
+    }
+    const status = outcome.providers.find((p) => p.name === provider);
+    if (status?.active) {
+      proven.push(provider);
+      log.info('execution provider proven', { provider, ms: Math.round(performance.now() - started) });
+    } else {
+      log.warn('execution provider skipped', { provider, reason: status?.reason ?? 'the probe did not report it' });
+    }
+  }
+  return [...proven, 'cpu'];
+}

@@ -1,0 +1,46 @@
+// Child process of the provider probe (src/models/provider-probe.ts): configures the addon with
+// the providers it is given (argv[2]: the runtime settings as JSON), loads every pack, and warms
+// each up exactly as the service does, announcing each step; then prints the providers' status.
+// Whatever a provider does to this process, the service process is not touched.
+import type { ProbeLine } from '../models/provider-probe';
+import { ModelRegistry } from '../models/registry';
+import { configureAddon, registryOptions, warmUpAll, type RuntimeConfig } from '../models/runtime';
+
+function report(line: ProbeLine): void {
+  process.stdout.write(`${JSON.stringify(line)}\n`);
+}
+
+/** Tests only: CATCOMFORT_TEST_PROBE_FAULT=segv|exit|error|hang makes this probe fail on purpose. */
+async function testFault(): Promise<void> {
+  switch (process.env.CATCOMFORT_TEST_PROBE_FAULT) {
+    case 'segv':
+      process.kill(process.pid, 'SIGSEGV');
+      break;
+    case 'exit':
+      process.exit(70);
+      break;
+    case 'error':
+      throw new Error('fault injected by CATCOMFORT_TEST_PROBE_FAULT');
+    case 'hang':
+      await new Promise(() => setInterval(() => {}, 60_000));
+  }
+}
+
+async function main(): Promise<void> {
+  const config = JSON.parse(process.argv[2] ?? '') as RuntimeConfig;
+  report({ probe: 'step', step: 'configuring the providers' });
+  const { addon, info } = configureAddon(config);
+  report({ probe: 'step', step: 'building the sessions' });
+  const registry = await ModelRegistry.load(addon, registryOptions(config, info));
+  await testFault();
+  await warmUpAll(registry, (step) => report({ probe: 'step', step }));
+  report({ probe: 'done', providers: info.providers });
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    report({ probe: 'failed', error: (error as Error)?.message ?? String(error) });
+    process.exit(1);
+  },
+);

@@ -1,0 +1,94 @@
+// A provider can never take the service down: accelerated providers are proven in a child
+// process first (src/models/provider-probe.ts). Here (CPU only) the probe is made to fail on
+// purpose with CATCOMFORT_TEST_PROBE_FAULT: the service starts on CPU and logs the cause.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import { postJson, request } from './helpers/http';
+import { photo } from './helpers/paths';
+import { startServer } from './helpers/server';
+
+interface LogLine {
+  msg: string;
+  provider?: string;
+  cause?: string;
+  reason?: string;
+}
+
+function logLines(output: string): LogLine[] {
+  return output
+    .split('\n')
+    .filter((line) => line.startsWith('{"time"'))
+    .map((line) => JSON.parse(line) as LogLine);
+}
+
+/** Starts the service with CUDA first, waits until it listens, stops it; returns its log lines. */
+async function startWithCuda(env: Record<string, string>): Promise<LogLine[]> {
+  const server = await startServer({ CATCOMFORT_EXECUTION_PROVIDERS: 'cuda,cpu', ...env });
+  try {
+    assert.equal((await request(`${server.url}/v2/models`)).status, 200);
+  } finally {
+    await server.stop();
+  }
+  return logLines(server.output());
+}
+
+function activeProviders(lines: LogLine[]): Array<string | undefined> {
+  return lines.filter((l) => l.msg === 'execution provider active').map((l) => l.provider);
+}
+
+/** The one 'execution provider disabled' line's cause; the service runs on CPU. */
+function disabledCause(lines: LogLine[]): string {
+  assert.deepEqual(activeProviders(lines), ['cpu'], 'the service runs on CPU');
+  const disabled = lines.filter((l) => l.msg === 'execution provider disabled');
+  assert.equal(disabled.length, 1, JSON.stringify(lines));
+  assert.equal(disabled[0]!.provider, 'cuda');
+  return disabled[0]!.cause!;
+}
+
+test('a probe that crashes with SIGSEGV disables the provider; the service answers on CPU', async () => {
+  const server = await startServer({ CATCOMFORT_EXECUTION_PROVIDERS: 'cuda,cpu', CATCOMFORT_TEST_PROBE_FAULT: 'segv' });
+  try {
+    const image = readFileSync(photo('000_skimage_chelsea.png')).toString('base64');
+    const answer = await postJson(`${server.url}/v2/predict`, { image });
+    assert.equal(answer.status, 200);
+    assert.equal(answer.body.detection, 'detected');
+  } finally {
+    await server.stop();
+  }
+  assert.match(disabledCause(logLines(server.output())), /^probe process crashed with SIGSEGV \(at: .+\)$/);
+});
+
+test('a probe that exits non-zero disables the provider', async () => {
+  assert.match(disabledCause(await startWithCuda({ CATCOMFORT_TEST_PROBE_FAULT: 'exit' })), /^probe process exited with code 70 /);
+});
+
+test('a probe that fails with an error disables the provider, naming the error', async () => {
+  const cause = disabledCause(await startWithCuda({ CATCOMFORT_TEST_PROBE_FAULT: 'error' }));
+  assert.match(cause, /^probe failed: fault injected by CATCOMFORT_TEST_PROBE_FAULT \(at: building the sessions\)$/);
+});
+
+test('a probe that hangs past CATCOMFORT_PROVIDER_PROBE_TIMEOUT_MS disables the provider', async () => {
+  const lines = await startWithCuda({ CATCOMFORT_TEST_PROBE_FAULT: 'hang', CATCOMFORT_PROVIDER_PROBE_TIMEOUT_MS: '2000' });
+  assert.match(disabledCause(lines), /^probe gave no answer within 2000 ms /);
+});
+
+test('a probe that passes without the provider loading reports it skipped, with its reason', async () => {
+  const lines = await startWithCuda({});
+  const cuda = lines.filter((l) => l.provider === 'cuda' && l.msg !== 'probing execution provider');
+  // CPU-only machines: the CUDA libraries do not load. (Where they do, the probe proves CUDA
+  // and this test does not apply.)
+  if (cuda.some((l) => l.msg === 'execution provider proven')) return;
+  assert.equal(cuda.length, 1, JSON.stringify(cuda));
+  assert.equal(cuda[0]!.msg, 'execution provider skipped');
+  assert.ok(cuda[0]!.reason, 'a reason is given');
+  assert.deepEqual(activeProviders(lines), ['cpu']);
+});
+
+test('with CPU only there is no probe', async () => {
+  const server = await startServer({ CATCOMFORT_EXECUTION_PROVIDERS: 'cpu', CATCOMFORT_TEST_PROBE_FAULT: 'segv' });
+  await server.stop();
+  const lines = logLines(server.output());
+  assert.equal(lines.filter((l) => l.msg === 'probing execution provider').length, 0);
+  assert.ok(lines.some((l) => l.msg === 'listening'));
+});

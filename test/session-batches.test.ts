@@ -1,0 +1,95 @@
+// Session Runs in fixed batch sizes, through the real addon on CPU: with CATCOMFORT_SESSION_BATCH=8
+// a micro-batch of 5 runs as one Run of 8 (3 zero pad rows), only 5 results come back, and they
+// equal the unpadded runs of the default CPU setting (one image per Run).
+import assert from 'node:assert/strict';
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { before, test } from 'node:test';
+import { loadConfig } from '../src/config';
+import { ModelRegistry, type Model } from '../src/models/registry';
+import { loadModels, registryOptions } from '../src/models/runtime';
+import type { ItemResult, NativeAddon, NativeInfo } from '../src/native/addon';
+import { repoRoot } from './helpers/paths';
+
+const images = ['chelsea.jpg', 'chelsea.webp', 'chelsea_cmyk.jpg', 'chelsea_grey.jpg', 'chelsea_orient6.jpg'].map((name) =>
+  readFileSync(path.join(repoRoot, 'test/fixtures', name)),
+);
+
+/** models/ with bc-v1 only, its detector on one view (n images are n detector rows), its manifest edited. */
+function onePackOneView(edit: (manifest: { detector: Record<string, unknown> }) => void = () => {}): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cc-buckets-'));
+  cpSync(path.join(repoRoot, 'models/bc-v1'), path.join(dir, 'bc-v1'), { recursive: true });
+  const file = path.join(dir, 'bc-v1/manifest.json');
+  const manifest = JSON.parse(readFileSync(file, 'utf8'));
+  manifest.detector.views = ['half_flip'];
+  edit(manifest);
+  writeFileSync(file, JSON.stringify(manifest));
+  return dir;
+}
+
+const env = { ...process.env, CATCOMFORT_MODELS_DIR: onePackOneView(), CATCOMFORT_EXECUTION_PROVIDERS: 'cpu', CATCOMFORT_BATCH_MAX_SIZE: '5', CATCOMFORT_SESSION_BATCH: undefined };
+let addon: NativeAddon;
+let info: NativeInfo;
+let padded: Model;
+
+before(async () => {
+  const loaded = await loadModels(loadConfig({ ...env, CATCOMFORT_SESSION_BATCH: '8' }));
+  ({ addon, info } = loaded);
+  padded = loaded.registry.get('bc-v1')!;
+});
+
+/** The five images submitted together: one micro-batch of 5. */
+async function analyzeFive(model: Model): Promise<ItemResult[]> {
+  const batchesOfFive = model.batcher.stats().batchSizes[5]!;
+  const results = await Promise.all(images.map((data) => model.batcher.submit({ data, encoding: 'bytes' })));
+  assert.equal(model.batcher.stats().batchSizes[5], batchesOfFive + 1, 'one micro-batch of five');
+  return results;
+}
+
+/** Results without their timings, which differ from run to run. */
+function outcomes(results: ItemResult[]) {
+  return results.map((r) => (r.ok ? { ...r, timings: null } : r));
+}
+
+test('session batch 8: sizes 1, 2, 4, 8; five images run as 8 with 3 pad rows; five results', async () => {
+  const results = await analyzeFive(padded);
+  assert.equal(results.length, 5);
+  const classified = results.filter((r) => r.ok && r.score !== null).length;
+  assert.ok(classified > 0, 'some images reach the classifier');
+  const bucket = [1, 2, 4, 8].find((b) => b >= classified)!;
+  const expected = (used: number, pad: number) => [1, 2, 4, 8].map((batch) => ({ batch, runs: batch === used ? 1 : 0, padRows: batch === used ? pad : 0 }));
+  assert.deepEqual(padded.sessionBatches(), { detector: expected(8, 3), classifier: expected(bucket, bucket - classified) });
+});
+
+test('padded results equal unpadded ones (CPU default: one image per Run, no padding)', async () => {
+  const config = loadConfig(env);
+  assert.equal(config.sessionBatch, null);
+  const registry = await ModelRegistry.load(addon, registryOptions(config, info));
+  const unpadded = registry.get('bc-v1')!;
+  const reference = await analyzeFive(unpadded);
+  const sessionBatches = unpadded.sessionBatches();
+  assert.deepEqual(sessionBatches.detector, [{ batch: 1, runs: 5, padRows: 0 }]);
+  assert.deepEqual(sessionBatches.classifier.map((b) => b.padRows), [0]);
+  assert.deepEqual(outcomes(await analyzeFive(padded)), outcomes(reference));
+  await registry.closeAll();
+});
+
+test('a session batch that is no power of two is the largest size: 10 -> 1, 2, 4, 8, 10', async () => {
+  const registry = await ModelRegistry.load(addon, { ...registryOptions(loadConfig(env), info), sessionBatch: 10 });
+  const sizes = registry.get('bc-v1')!.sessionBatches();
+  assert.deepEqual(sizes.detector.map((b) => b.batch), [1, 2, 4, 8, 10]);
+  assert.deepEqual(sizes.classifier.map((b) => b.batch), [1, 2, 4, 8, 10]);
+  await registry.closeAll();
+});
+
+test('a detector with a fixed batch (YOLOX-nano as published) runs at that size only', async () => {
+  const modelsDir = onePackOneView((m) => delete m.detector.dynamicBatch);
+  const registry = await ModelRegistry.load(addon, { ...registryOptions(loadConfig({ ...env, CATCOMFORT_MODELS_DIR: modelsDir }), info), sessionBatch: 8 });
+  const fixed = registry.get('bc-v1')!;
+  const results = await analyzeFive(fixed);
+  assert.equal(results.length, 5);
+  assert.deepEqual(fixed.sessionBatches().detector, [{ batch: 1, runs: 5, padRows: 0 }]);
+  assert.deepEqual(fixed.sessionBatches().classifier.map((b) => b.batch), [1, 2, 4, 8]);
+  await registry.closeAll();
+});
