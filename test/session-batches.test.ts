@@ -16,11 +16,11 @@ const images = ['chelsea.jpg', 'chelsea.webp', 'chelsea_cmyk.jpg', 'chelsea_grey
   readFileSync(path.join(repoRoot, 'test/fixtures', name)),
 );
 
-/** models/ with bc-v1 only, its detector on one view (n images are n detector rows), its manifest edited. */
-function onePackOneView(edit: (manifest: { detector: Record<string, unknown> }) => void = () => {}): string {
+/** models/ with one pack only, its detector on one view (n images are n detector rows), its manifest edited. */
+function onePackOneView(edit: (manifest: { detector: Record<string, unknown> }) => void = () => {}, pack = 'bc-v1'): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cc-buckets-'));
-  cpSync(path.join(repoRoot, 'models/bc-v1'), path.join(dir, 'bc-v1'), { recursive: true });
-  const file = path.join(dir, 'bc-v1/manifest.json');
+  cpSync(path.join(repoRoot, 'models', pack), path.join(dir, pack), { recursive: true });
+  const file = path.join(dir, pack, 'manifest.json');
   const manifest = JSON.parse(readFileSync(file, 'utf8'));
   manifest.detector.views = ['half_flip'];
   edit(manifest);
@@ -84,9 +84,10 @@ test('a session batch that is no power of two is the largest size: 10 -> 1, 2, 4
 });
 
 test('a detector with a fixed batch (YOLOX-nano as published) runs at that size only', async () => {
-  const modelsDir = onePackOneView((m) => delete m.detector.dynamicBatch);
+  // bc-legacy's YOLOX-nano is published with batch 1; without the dynamicBatch patch it stays fixed.
+  const modelsDir = onePackOneView((m) => delete m.detector.dynamicBatch, 'bc-legacy');
   const registry = await ModelRegistry.load(addon, { ...registryOptions(loadConfig({ ...env, CATCOMFORT_MODELS_DIR: modelsDir }), info), sessionBatch: 8 });
-  const fixed = registry.get('bc-v1')!;
+  const fixed = registry.get('bc-legacy')!;
   const results = await analyzeFive(fixed);
   assert.equal(results.length, 5);
   assert.deepEqual(fixed.sessionBatches().detector, [{ batch: 1, runs: 5, padRows: 0 }]);
