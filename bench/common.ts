@@ -21,12 +21,13 @@ export interface Photo {
   group: 'cat' | 'nocat';
   width: number;
   height: number;
+  sha256: string;
 }
 
 /** Every cat and no-cat photo listed in the shared fixtures manifest, in manifest order. */
 export function fixturePhotos(): Photo[] {
   const manifestFile = path.join(photosDir, 'manifest.json');
-  let manifest: { images: Array<{ file: string; group: string; width: number; height: number }> };
+  let manifest: { images: Array<{ file: string; group: string; width: number; height: number; sha256: string }> };
   try {
     manifest = JSON.parse(readFileSync(manifestFile, 'utf8'));
   } catch (error) {
@@ -37,7 +38,7 @@ export function fixturePhotos(): Photo[] {
   }
   return manifest.images
     .filter((i) => i.group === 'cat' || i.group === 'nocat')
-    .map((i) => ({ file: i.file, path: path.join(photosDir, i.file), group: i.group as 'cat' | 'nocat', width: i.width, height: i.height }));
+    .map((i) => ({ file: i.file, path: path.join(photosDir, i.file), group: i.group as 'cat' | 'nocat', width: i.width, height: i.height, sha256: i.sha256 }));
 }
 
 /** The photo that the size-scaled micro-benchmark JPEGs are made from (640x480, two cats). */

@@ -1,11 +1,15 @@
 // In-process pipeline throughput: the service's ModelRegistry and Model.analyze (with its
 // micro-batcher, configured from CATCOMFORT_* like the service), no HTTP. N closed-loop clients
 // each submit the next fixture photo as a base64 string (as v2 does) and wait for the answer.
+// Then the same with 12 MP phone photos (bench/phone-photos.ts), once with JPEGs decoded at full
+// size (a second registry, as before shrink-on-load) and once as the service runs.
 // Run alone: `node dist/bench/inprocess.js [out.json]`.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { loadConfig } from '../src/config';
-import { loadModels } from '../src/models/runtime';
+import { ModelRegistry, type Model } from '../src/models/registry';
+import { loadModels, sessionBatchFor } from '../src/models/runtime';
 import { benchOptions, fixturePhotos, fmt, log, percentile } from './common';
+import { phonePhotos } from './phone-photos';
 
 export interface InprocessLevel {
   concurrency: number;
@@ -26,25 +30,50 @@ export interface InprocessResult {
   intraOpThreads: number;
   photos: number;
   levels: InprocessLevel[];
+  /** The phone photos, with a full-size JPEG decode (before) and with shrink-on-load (after). */
+  phone: { photos: number; fullSizeDecode: InprocessLevel[]; shrinkOnLoad: InprocessLevel[] };
 }
 
 export async function runInprocess(): Promise<InprocessResult> {
   const options = benchOptions();
   const env = { ...process.env, CATCOMFORT_QUEUE_MAX: process.env.CATCOMFORT_QUEUE_MAX ?? String(options.queueMax) };
   const config = loadConfig(env);
-  const { registry } = await loadModels(config);
+  const { addon, info, registry } = await loadModels(config);
   const model = registry.get(config.defaultModel);
   if (!model) throw new Error(`model ${config.defaultModel} not loaded`);
   const photos = fixturePhotos().map((p) => readFileSync(p.path).toString('base64'));
   await model.warmUp(readFileSync(fixturePhotos()[0]!.path));
+  const phone = (await phonePhotos()).map((p) => readFileSync(p.path).toString('base64'));
 
   const result: InprocessResult = {
     batching: { ...model.batcher.options },
     poolThreads: config.poolThreads,
     intraOpThreads: config.intraOpThreads,
     photos: photos.length,
-    levels: [],
+    levels: await measureLevels(model, photos, 'fixture photos'),
+    phone: { photos: phone.length, fullSizeDecode: [], shrinkOnLoad: [] },
   };
+  const before = await ModelRegistry.load(addon, {
+    modelsDir: config.modelsDir,
+    maxPixels: config.maxPixels,
+    batching: config.batching,
+    sessionBatch: sessionBatchFor(config, info),
+    jpegShrinkOnLoad: false,
+  });
+  try {
+    result.phone.fullSizeDecode = await measureLevels(before.get(config.defaultModel)!, phone, 'phone photos, full-size decode');
+  } finally {
+    await before.closeAll();
+  }
+  result.phone.shrinkOnLoad = await measureLevels(model, phone, 'phone photos, shrink-on-load');
+  await registry.closeAll();
+  return result;
+}
+
+/** Closed-loop clients at each in-process concurrency level, sending `images` in turn. */
+async function measureLevels(model: Model, images: string[], label: string): Promise<InprocessLevel[]> {
+  const options = benchOptions();
+  const levels: InprocessLevel[] = [];
   let next = 0;
   const runFor = async (concurrency: number, seconds: number, record: boolean) => {
     const latencies: number[] = [];
@@ -52,7 +81,7 @@ export async function runInprocess(): Promise<InprocessResult> {
     const stopAt = performance.now() + seconds * 1000;
     const client = async () => {
       while (performance.now() < stopAt) {
-        const image = photos[next++ % photos.length]!;
+        const image = images[next++ % images.length]!;
         const started = performance.now();
         try {
           await model.analyze({ data: image, encoding: 'base64-strict' });
@@ -68,7 +97,7 @@ export async function runInprocess(): Promise<InprocessResult> {
   };
 
   for (const concurrency of options.inprocessConcurrency) {
-    log(`  in-process c=${concurrency}: warm-up ${options.warmupS}s, measure ${options.durationS}s`);
+    log(`  in-process, ${label}, c=${concurrency}: warm-up ${options.warmupS}s, measure ${options.durationS}s`);
     if (options.warmupS > 0) await runFor(concurrency, options.warmupS, false);
     const before = model.batcher.stats().batchSizes;
     const { latencies, failed, elapsedS } = await runFor(concurrency, options.durationS, true);
@@ -85,14 +114,13 @@ export async function runInprocess(): Promise<InprocessResult> {
       p99Ms: percentile(latencies, 99),
       batchSizes: after.map((n, i) => n - (before[i] ?? 0)),
     };
-    result.levels.push(level);
+    levels.push(level);
     log(
-      `  in-process c=${concurrency}: ${fmt(level.rps)} req/s, p50 ${fmt(level.p50Ms)} ms, p90 ${fmt(level.p90Ms)} ms, p99 ${fmt(level.p99Ms)} ms, failed ${failed}, ` +
+      `  in-process, ${label}, c=${concurrency}: ${fmt(level.rps)} req/s, p50 ${fmt(level.p50Ms)} ms, p90 ${fmt(level.p90Ms)} ms, p99 ${fmt(level.p99Ms)} ms, failed ${failed}, ` +
         `batch sizes ${level.batchSizes.map((n, i) => (i > 0 && n > 0 ? `${i}:${n}` : '')).filter(Boolean).join(' ')}`,
     );
   }
-  await registry.closeAll();
-  return result;
+  return levels;
 }
 
 if (require.main === module) {

@@ -16,6 +16,8 @@ export interface LoadOptions {
   durationS: number;
   warmupS: number;
   timeoutS?: number;
+  /** Photos rotated across requests; default every fixture photo. */
+  photoPaths?: string[];
 }
 
 function assertLoopback(url: string): void {
@@ -31,7 +33,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadLevel[]> {
   const config: LoadWorkerConfig = {
     url: options.url,
     apiKey: options.apiKey,
-    photoPaths: fixturePhotos().map((p) => p.path),
+    photoPaths: options.photoPaths ?? fixturePhotos().map((p) => p.path),
     concurrency: options.concurrency,
     durationS: options.durationS,
     warmupS: options.warmupS,

@@ -2,6 +2,8 @@
 // configures it (src/start.ts, CATCOMFORT_* variables):
 //   - whole-pipeline analyze() of one JPEG at 640x480, 1920x1080 and 4000x3000 (made at bench
 //     time from a fixture photo with the bundled ffmpeg);
+//   - 12 MP phone photos (bench/phone-photos.ts) before/after shrink-on-load: analyze() with a
+//     full-size JPEG decode and with shrink-on-load, alternating photo by photo;
 //   - base64: Node's Buffer.from(s, 'base64') next to the addon's strict decoder;
 //   - decode + detector preprocessing per size (addon.benchDecode);
 //   - one detector / classifier session Run at batch 1, 2, 4, 8 (addon.benchSession);
@@ -21,6 +23,7 @@ import { configureAddon, sessionBatchFor } from '../src/models/runtime';
 import type { AnalyzeItem, NativeAddon, NativePipeline } from '../src/native/addon';
 import { defaultFfmpegPath } from '../src/v1/frames';
 import { benchOptions, fmt, log, photosDir, runCommand, SIZE_SOURCE_PHOTO } from './common';
+import { phonePhotos } from './phone-photos';
 
 export interface MicroRow {
   group: string;
@@ -146,6 +149,40 @@ async function comparePacks(
   return rows;
 }
 
+const PHONE_GROUP = '12 MP phone photos, analyze() one at a time: before/after shrink-on-load';
+
+/**
+ * Every phone photo through the full-size-decode pipeline and the shrink-on-load pipeline in
+ * turn (same photo, back to back, so both see the same machine load), `passes` times over the set.
+ */
+async function phoneBeforeAfter(addon: NativeAddon, before: NativePipeline, after: NativePipeline, photos: Buffer[], passes: number): Promise<MicroRow[]> {
+  const runs = { before: [] as number[], after: [] as number[] };
+  const decode = { before: [] as number[], after: [] as number[] };
+  for (let pass = 0; pass < passes; pass++) {
+    for (const data of photos) {
+      for (const [which, pipeline] of [['before', before], ['after', after]] as const) {
+        const started = performance.now();
+        const [r] = await addon.analyze(pipeline, [{ data, encoding: 'bytes' }]);
+        runs[which].push(performance.now() - started);
+        if (!r!.ok) throw new Error(r!.message);
+        decode[which].push(r!.timings.decodeMs);
+      }
+    }
+  }
+  const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
+  const row = (name: string, which: 'before' | 'after', note: string): MicroRow => {
+    const sorted = [...runs[which]].sort((a, b) => a - b);
+    return { group: PHONE_GROUP, name, meanMs: mean(sorted), p50Ms: median(sorted), p99Ms: sorted[Math.ceil(0.99 * sorted.length) - 1]!, samples: sorted.length, note };
+  };
+  const rows = [
+    row('full-size decode (before)', 'before', `addon decode p50 ${fmt(median(decode.before), 2)} ms`),
+    row('shrink-on-load (after)', 'after', `addon decode p50 ${fmt(median(decode.after), 2)} ms (incl. finer decodes for small cats); ` +
+      `throughput after/before: ${fmt(mean(runs.before) / mean(runs.after), 2)}x`),
+  ];
+  for (const r of rows) log(`  ${PHONE_GROUP} | ${r.name}: mean ${fmt(r.meanMs, 1)} ms, p50 ${fmt(r.p50Ms, 1)} ms; ${r.note}`);
+  return rows;
+}
+
 export async function runMicro(): Promise<MicroResult> {
   const options = benchOptions();
   const { Bench } = await import('tinybench');
@@ -213,6 +250,13 @@ export async function runMicro(): Promise<MicroResult> {
         }),
       )),
     );
+    const phone = (await phonePhotos()).map((p) => readFileSync(p.path));
+    const fullSize = await addon.createPipeline({ ...pack.spec, jpegShrinkOnLoad: false });
+    try {
+      result.rows.push(...(await phoneBeforeAfter(addon, fullSize, pipeline, phone, 2)));
+    } finally {
+      addon.releasePipeline(fullSize);
+    }
     result.rows.push(
       ...(await runTasks(Bench, t, 'analyze (whole pipeline, 1 item, base64-strict string)', [
         {

@@ -35,6 +35,7 @@ import type { InprocessResult } from './inprocess';
 import { runLoad, type LoadLevel } from './load';
 import { microMarkdown, type MicroResult } from './micro';
 import { renderChart } from './chart';
+import { phonePhotos } from './phone-photos';
 
 const SERVER_LABELS: Record<ServerName, string> = {
   us: 'us (uWS + native addon)',
@@ -52,6 +53,8 @@ interface ServerRun {
   name: ServerName;
   description: string;
   levels: LoadLevel[];
+  /** The same load with the 12 MP phone photos (bench/phone-photos.ts). */
+  phoneLevels: LoadLevel[];
   /** One request per photo before the load: the answer per photo file. */
   answers: Record<string, Answer>;
   error?: string;
@@ -202,13 +205,45 @@ async function answersFor(url: string, bodies: Array<{ file: string; body: strin
 
 // ---- Report
 
-function levelOf(run: ServerRun | undefined, c: number): LoadLevel | undefined {
-  return run?.levels.find((l) => l.concurrency === c);
+type LevelsOf = (run: ServerRun) => LoadLevel[];
+const fixtureLevels: LevelsOf = (run) => run.levels;
+const phoneLevels: LevelsOf = (run) => run.phoneLevels;
+
+function levelOf(run: ServerRun | undefined, c: number, levels: LevelsOf = fixtureLevels): LoadLevel | undefined {
+  return run ? levels(run).find((l) => l.concurrency === c) : undefined;
 }
 
 function ratio(a: number | undefined, b: number | undefined, digits = 2): string {
   if (a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0) return '–';
   return `${(a / b).toFixed(digits)}x`;
+}
+
+/** Per-server table and our ratios to each peer, for one photo set. */
+function httpTables(report: Report, levels: LevelsOf): string[] {
+  const lines: string[] = [];
+  const servers = report.servers.filter((s) => levels(s).length > 0);
+  lines.push('| server | concurrency | req/s | p50 ms | p90 ms | p99 ms | non-2xx | of which 429 | errors/timeouts |');
+  lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+  for (const s of servers) {
+    for (const l of levels(s)) {
+      lines.push(`| ${SERVER_LABELS[s.name]} | ${l.concurrency} | ${fmt(l.rps)} | ${fmt(l.p50Ms)} | ${fmt(l.p90Ms)} | ${fmt(l.p99Ms)} | ${l.non2xx} | ${l.status429} | ${l.errors}/${l.timeouts} |`);
+    }
+  }
+  lines.push('');
+  const us = servers.find((s) => s.name === 'us');
+  const peers = servers.filter((s) => s.name !== 'us');
+  if (us && peers.length > 0) {
+    lines.push('### Us versus the peers', '');
+    lines.push('Throughput ratio = our req/s ÷ peer req/s (above 1: we serve more); p50/p99 ratio = peer latency ÷ our latency (above 1: we answer faster).', '');
+    lines.push(`| concurrency | ${peers.map((p) => `throughput vs ${p.name} | p50 vs ${p.name} | p99 vs ${p.name}`).join(' | ')} |`);
+    lines.push(`|---:|${peers.map(() => '---:|---:|---:').join('|')}|`);
+    for (const c of report.options.concurrency) {
+      const ours = levelOf(us, c, levels);
+      lines.push(`| ${c} | ${peers.map((p) => { const l = levelOf(p, c, levels); return `${ratio(ours?.rps, l?.rps)} | ${ratio(l?.p50Ms, ours?.p50Ms)} | ${ratio(l?.p99Ms, ours?.p99Ms)}`; }).join(' | ')} |`);
+    }
+    lines.push('');
+  }
+  return lines;
 }
 
 function markdown(report: Report): string {
@@ -226,27 +261,11 @@ function markdown(report: Report): string {
 
   const servers = report.servers.filter((s) => s.levels.length > 0);
   if (servers.length > 0) {
-    lines.push('## HTTP load: POST /v2/predict', '');
-    lines.push('| server | concurrency | req/s | p50 ms | p90 ms | p99 ms | non-2xx | of which 429 | errors/timeouts |');
-    lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
-    for (const s of servers) {
-      for (const l of s.levels) {
-        lines.push(`| ${SERVER_LABELS[s.name]} | ${l.concurrency} | ${fmt(l.rps)} | ${fmt(l.p50Ms)} | ${fmt(l.p90Ms)} | ${fmt(l.p99Ms)} | ${l.non2xx} | ${l.status429} | ${l.errors}/${l.timeouts} |`);
-      }
-    }
-    lines.push('');
-    const us = report.servers.find((s) => s.name === 'us' && s.levels.length > 0);
-    const peers = servers.filter((s) => s.name !== 'us');
-    if (us && peers.length > 0) {
-      lines.push('### Us versus the peers', '');
-      lines.push('Throughput ratio = our req/s ÷ peer req/s (above 1: we serve more); p50/p99 ratio = peer latency ÷ our latency (above 1: we answer faster).', '');
-      lines.push(`| concurrency | ${peers.map((p) => `throughput vs ${p.name} | p50 vs ${p.name} | p99 vs ${p.name}`).join(' | ')} |`);
-      lines.push(`|---:|${peers.map(() => '---:|---:|---:').join('|')}|`);
-      for (const c of o.concurrency) {
-        const ours = levelOf(us, c);
-        lines.push(`| ${c} | ${peers.map((p) => { const l = levelOf(p, c); return `${ratio(ours?.rps, l?.rps)} | ${ratio(l?.p50Ms, ours?.p50Ms)} | ${ratio(l?.p99Ms, ours?.p99Ms)}`; }).join(' | ')} |`);
-      }
-      lines.push('');
+    lines.push('## HTTP load: POST /v2/predict', '', ...httpTables(report, fixtureLevels));
+    if (report.servers.some((s) => s.phoneLevels.length > 0)) {
+      lines.push('## HTTP load with 12 MP phone photos', '');
+      lines.push('Every fixture photo scaled to about 12 megapixels (4000x3000 for 4:3) as a 4:2:0 JPEG (`bench/phone-photos.ts`), same load otherwise.', '');
+      lines.push(...httpTables(report, phoneLevels));
     }
   } else if (report.servers.length === 0) {
     lines.push('_No HTTP load run (BENCH_ONLY)._', '');
@@ -276,6 +295,15 @@ function markdown(report: Report): string {
       );
       lines.push('');
     }
+    lines.push('### In-process with 12 MP phone photos: before/after shrink-on-load', '');
+    lines.push(`The ${ip.phone.photos} fixture photos scaled to about 12 MP (\`bench/phone-photos.ts\`) as base64 strings; "before": a second registry whose pipelines decode every JPEG at full size (\`jpegShrinkOnLoad: false\`), measured in the same run.`, '');
+    lines.push('| concurrency | before: req/s | p50 ms | after: req/s | p50 ms | throughput after/before |');
+    lines.push('|---:|---:|---:|---:|---:|---:|');
+    for (const after of ip.phone.shrinkOnLoad) {
+      const before = ip.phone.fullSizeDecode.find((l) => l.concurrency === after.concurrency);
+      lines.push(`| ${after.concurrency} | ${fmt(before?.rps)} | ${fmt(before?.p50Ms)} | ${fmt(after.rps)} | ${fmt(after.p50Ms)} | ${ratio(after.rps, before?.rps)} |`);
+    }
+    lines.push('');
   } else if (report.inprocessError) lines.push(`**In-process benchmark failed:** ${report.inprocessError}`, '');
 
   const withAnswers = report.servers.filter((s) => Object.keys(s.answers).length > 0);
@@ -370,9 +398,10 @@ async function main(): Promise<void> {
   const photos = fixturePhotos();
   const bodies = photos.map((p) => ({ file: p.file, body: JSON.stringify({ image: readFileSync(p.path).toString('base64') }) }));
   const readyTimeoutS = Number(process.env.BENCH_READY_TIMEOUT_S ?? 600);
+  const phone = SERVER_NAMES.some((n) => o.only.has(n)) ? (await phonePhotos()).map((p) => p.path) : [];
   for (const name of SERVER_NAMES) {
     if (!o.only.has(name)) continue;
-    const run: ServerRun = { name, description: '', levels: [], answers: {} };
+    const run: ServerRun = { name, description: '', levels: [], phoneLevels: [], answers: {} };
     report.servers.push(run);
     let server: Started | null = null;
     try {
@@ -390,6 +419,8 @@ async function main(): Promise<void> {
       run.answers = await answersFor(server.url, bodies);
       log(`${SERVER_LABELS[name]}: load at concurrency ${o.concurrency.join(', ')}`);
       run.levels = await runLoad({ url: server.url, apiKey: API_KEY, concurrency: o.concurrency, durationS: o.durationS, warmupS: o.warmupS });
+      log(`${SERVER_LABELS[name]}: load with the 12 MP phone photos`);
+      run.phoneLevels = await runLoad({ url: server.url, apiKey: API_KEY, concurrency: o.concurrency, durationS: o.durationS, warmupS: o.warmupS, photoPaths: phone });
     } catch (error) {
       run.error = (error as Error).message.split('\n').slice(0, 3).join(' ');
       log(`${SERVER_LABELS[name]} failed: ${(error as Error).message}`);

@@ -26,9 +26,18 @@ bool AllowedLoader(const char* nickname) {
   return false;
 }
 
+bool SwapsAxes(int orientation) { return orientation >= 5 && orientation <= 8; }
+
 }  // namespace
 
-RgbImage DecodeImage(const uint8_t* data, size_t length, uint64_t maxPixels) {
+int LargestShrink(double width, double height, int needWidth, int needHeight) {
+  for (int shrink : {8, 4, 2}) {
+    if (width / shrink >= needWidth && height / shrink >= needHeight) return shrink;
+  }
+  return 1;
+}
+
+RgbImage DecodeImage(const uint8_t* data, size_t length, uint64_t maxPixels, const ShrinkChooser& chooseShrink) {
   if (length == 0) throw ItemError{ItemErrorCode::EmptyImage, "Image is empty."};
 
   const char* loader = vips_foreign_find_load_buffer(data, length);
@@ -52,6 +61,22 @@ RgbImage DecodeImage(const uint8_t* data, size_t length, uint64_t maxPixels) {
   }
   if (vips_image_get_format(image.get()) != VIPS_FORMAT_UCHAR) {
     throw ItemError{ItemErrorCode::UnsupportedFormat, "Unsupported pixel format; send an 8-bit image."};
+  }
+
+  const int orientation = vips_image_get_orientation(image.get());
+  const int sourceWidth = static_cast<int>(SwapsAxes(orientation) ? height : width);
+  const int sourceHeight = static_cast<int>(SwapsAxes(orientation) ? width : height);
+  int shrink = 1;
+  if (chooseShrink && std::strcmp(nickname, "jpegload_buffer") == 0) {
+    shrink = chooseShrink(sourceWidth, sourceHeight);
+    if (shrink != 1 && shrink != 2 && shrink != 4 && shrink != 8) shrink = 1;
+  }
+  if (shrink > 1) {
+    // libvips only reads the buffer; its API takes it non-const.
+    if (vips_jpegload_buffer(const_cast<uint8_t*>(data), length, image.out(), "shrink", shrink, "access",
+                             VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_ERROR, nullptr) != 0) {
+      Undecodable();
+    }
   }
 
   VipsRef current = std::move(image);
@@ -102,7 +127,6 @@ RgbImage DecodeImage(const uint8_t* data, size_t length, uint64_t maxPixels) {
 
   // EXIF orientation: rotating needs random access, so decode to memory first; the loader
   // stays sequential and the decoded copy is only made when the image is actually rotated.
-  int orientation = vips_image_get_orientation(current.get());
   if (orientation > 1 && orientation <= 8) {
     VipsImage* memory = vips_image_copy_memory(current.get());
     if (memory == nullptr) Undecodable();
@@ -114,6 +138,9 @@ RgbImage DecodeImage(const uint8_t* data, size_t length, uint64_t maxPixels) {
   RgbImage out;
   out.width = vips_image_get_width(current.get());
   out.height = vips_image_get_height(current.get());
+  out.sourceWidth = sourceWidth;
+  out.sourceHeight = sourceHeight;
+  out.shrink = shrink;
   size_t size = 0;
   out.pixels.reset(static_cast<uint8_t*>(vips_image_write_to_memory(current.get(), &size)));
   if (!out.pixels || size != static_cast<size_t>(out.width) * out.height * 3) Undecodable();

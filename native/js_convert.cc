@@ -234,6 +234,7 @@ PipelineSpec PipelineSpecFromJs(const Napi::Value& value) {
   if (maxPixels < 1) Bad(o.Env(), "maxPixels must be >= 1");
   s.maxPixels = maxPixels >= 1.8e19 ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(maxPixels);
   s.maxSessionBatch = Int(o, "maxSessionBatch", 1);
+  s.jpegShrinkOnLoad = Bool(o, "jpegShrinkOnLoad");
   return s;
 }
 

@@ -153,13 +153,68 @@ ItemResult Failure(ItemErrorCode code, std::string message) {
 struct ItemState {
   ItemResult result;
   RgbImage image;
+  // The image file when it came as base64 and was decoded shrunk: kept for a finer decode for
+  // the classifier (raw bytes stay readable in the item itself).
+  std::vector<uint8_t> file;
   ResizedImage plain;  // detector content at the plain scale
   ResizedImage half;   // ... and at half of it
   Placement placements[4];
   float bestScore = -1;  // the views' scores combined (spec.viewCombine); < 0: no cat
   float minScore = 2;    // lowest top score over the views (a view without a candidate: -1)
-  Detection bestBox;     // in source pixels: the top box of the best-scoring view
+  Detection bestBox;     // in decoded pixels: the top box of the best-scoring view
 };
+
+// Shrink-on-load (JPEG only; native/decode.h). A phone photo has far more pixels than the models
+// use: the detector sees 416 px on the longer side, the classifier a 224x224 crop, and decoding
+// 12 MP costs more than everything else together. The rule has two steps:
+//  1. The first decode only has to serve the detector: the largest shrink (8, 4, 2) that leaves the
+//     image at least the size of the plain view's content on the canvas, so the detector input is
+//     still a downscale of the decoded pixels (4000x3000 -> 500x375 for a 416 letterbox).
+//  2. The classifier input must be a downscale of its crop (box + margin) too. A scale fixed
+//     before detection would have to serve the smallest cat the detector can find, a few dozen of
+//     its 416 canvas pixels (YOLOX-nano's finest stride is 8): a 32 px cat with its 10 % margins
+//     needs 224 / (1.2 * 32 / 416) ~ 2400 decoded pixels on the longer side, i.e. no shrink at all
+//     for a 4000x3000 photo. So the scale is checked per cat after detection (CropShrink): when its
+//     crop at the first decode's scale has fewer pixels than the classifier input on either axis,
+//     the file is decoded again at the largest shrink that has enough (1 for the smallest cats).
+//     At 1/8 of 4000x3000 that is a box under 37 % of the width or 50 % of the height.
+// Boxes and sizes are reported in source pixels (SourceScaleX/Y) either way.
+ShrinkChooser DetectorShrink(const PreprocessSpec& detector) {
+  return [&detector](int width, int height) {
+    const Placement p = PlaceOnCanvas(width, height, detector, 1.0, false, false);
+    return LargestShrink(width, height, p.width, p.height);
+  };
+}
+
+// The classifier's crop of a cat: its box plus cropMargin on each side, in whole source pixels,
+// clamped to the image (at least one pixel).
+struct Crop {
+  double x1 = 0, y1 = 0, x2 = 0, y2 = 0;
+};
+
+Crop ClassifierCrop(const CatCandidate& cat, double cropMargin, double width, double height) {
+  const double bw = cat.box[2] - cat.box[0];
+  const double bh = cat.box[3] - cat.box[1];
+  Crop c;
+  c.x1 = std::clamp(std::floor(cat.box[0] - bw * cropMargin), 0.0, width - 1.0);
+  c.y1 = std::clamp(std::floor(cat.box[1] - bh * cropMargin), 0.0, height - 1.0);
+  c.x2 = std::clamp(std::ceil(cat.box[2] + bw * cropMargin), c.x1 + 1, width);
+  c.y2 = std::clamp(std::ceil(cat.box[3] + bh * cropMargin), c.y1 + 1, height);
+  return c;
+}
+
+// Where the crop lands in the classifier input (its content size there).
+Placement CropPlacement(const Crop& c, const PreprocessSpec& classifier) {
+  return PlaceOnCanvas(static_cast<int>(c.x2 - c.x1), static_cast<int>(c.y2 - c.y1), classifier, 1.0,
+                       classifier.anchor == Anchor::Center, false);
+}
+
+// Step 2 of the rule above: the largest shrink at which the crop still covers the classifier's
+// content size.
+int CropShrink(const Crop& c, const PreprocessSpec& classifier) {
+  const Placement p = CropPlacement(c, classifier);
+  return LargestShrink(c.x2 - c.x1, c.y2 - c.y1, p.width, p.height);
+}
 
 bool NeedsHalf(const std::vector<DetectorView>& views) {
   return std::any_of(views.begin(), views.end(),
@@ -189,11 +244,13 @@ void PrepareItem(const PipelineSpec& spec, const ItemInput& in, ItemState& s) {
       bytes = decoded.data();
       length = decoded.size();
     }
-    s.image = DecodeImage(bytes, length, spec.maxPixels);
+    s.image = DecodeImage(bytes, length, spec.maxPixels,
+                          spec.jpegShrinkOnLoad ? DetectorShrink(det.preprocess) : ShrinkChooser());
+    if (s.image.shrink > 1 && in.encoding != ItemEncoding::Bytes) s.file = std::move(decoded);
     std::vector<uint8_t>().swap(decoded);
     s.result.ok = true;
-    s.result.width = s.image.width;
-    s.result.height = s.image.height;
+    s.result.width = s.image.sourceWidth;
+    s.result.height = s.image.sourceHeight;
     s.result.decodeMs = MsSince(start);
 
     start = Clock::now();
@@ -335,27 +392,54 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
     }
   }
 
-  // 3. Best cat per item; free the detector content.
-  std::vector<size_t> toClassify;
+  // 3. Best cat per item, in source pixels; free the detector content.
+  std::vector<size_t> confident;
   for (size_t i = 0; i < states.size(); ++i) {
     ItemState& s = states[i];
     s.plain = ResizedImage();
     s.half = ResizedImage();
     if (!s.result.ok || s.bestScore < 0) continue;
-    const double w = s.image.width;
-    const double h = s.image.height;
+    const double w = s.image.sourceWidth;
+    const double h = s.image.sourceHeight;
+    const double sx = SourceScaleX(s.image);
+    const double sy = SourceScaleY(s.image);
     CatCandidate cat;
-    cat.box = {static_cast<int>(std::lround(std::clamp<double>(s.bestBox.x1, 0, w))),
-               static_cast<int>(std::lround(std::clamp<double>(s.bestBox.y1, 0, h))),
-               static_cast<int>(std::lround(std::clamp<double>(s.bestBox.x2, 0, w))),
-               static_cast<int>(std::lround(std::clamp<double>(s.bestBox.y2, 0, h)))};
+    cat.box = {static_cast<int>(std::lround(std::clamp<double>(s.bestBox.x1 * sx, 0, w))),
+               static_cast<int>(std::lround(std::clamp<double>(s.bestBox.y1 * sy, 0, h))),
+               static_cast<int>(std::lround(std::clamp<double>(s.bestBox.x2 * sx, 0, w))),
+               static_cast<int>(std::lround(std::clamp<double>(s.bestBox.y2 * sy, 0, h)))};
     cat.rawScore = s.bestScore;
     cat.confidence = Calibrate(det.calibration, s.bestScore);
     s.result.cat = cat;
-    if (cat.confidence >= spec_.classifyCutoff) toClassify.push_back(i);
+    if (cat.confidence >= spec_.classifyCutoff) confident.push_back(i);
   }
 
-  // 4. Classifier over the confident cats: crop (+margin) from the full-resolution image.
+  // Cats too small for a full-quality classifier crop at the first decode's scale: decode the
+  // file again, finer (see the shrink-on-load rule above), item-parallel.
+  ParallelFor(pool, confident.size(), [&](size_t k) {
+    ItemState& s = states[confident[k]];
+    const Crop crop = ClassifierCrop(*s.result.cat, cls.cropMargin, s.image.sourceWidth, s.image.sourceHeight);
+    const int shrink = CropShrink(crop, cls.preprocess);
+    if (shrink >= s.image.shrink) return;
+    const Clock::time_point start = Clock::now();
+    const ItemInput& in = items[confident[k]];
+    const bool kept = !s.file.empty();
+    try {
+      s.image = DecodeImage(kept ? s.file.data() : in.bytes(), kept ? s.file.size() : in.size(), spec_.maxPixels,
+                            [shrink](int, int) { return shrink; });
+      s.result.decodeMs += MsSince(start);
+    } catch (const ItemError& e) {
+      s.result = Failure(e.code, e.message);
+    } catch (const std::exception& e) {
+      s.result = Failure(ItemErrorCode::Internal, e.what());
+    }
+  });
+  std::vector<size_t> toClassify;
+  for (size_t i : confident) {
+    if (states[i].result.ok) toClassify.push_back(i);
+  }
+
+  // 4. Classifier over the confident cats: crop (+margin) from the decoded image.
   const size_t clsChunk = ChunkSize(classifier_);
   const size_t clsChunks = (toClassify.size() + clsChunk - 1) / clsChunk;
   const Clock::time_point classifyStart = Clock::now();
@@ -365,17 +449,12 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
     const size_t count = std::min(clsChunk, toClassify.size() - first);
     BatchOutput out = RunBatch(classifier_, cls.preprocess, count, pool, [&](size_t k, float* dst) {
       const ItemState& s = states[toClassify[first + k]];
-      const CatCandidate& cat = *s.result.cat;
-      const double bw = cat.box[2] - cat.box[0];
-      const double bh = cat.box[3] - cat.box[1];
-      const double x1 = std::clamp(std::floor(cat.box[0] - bw * cls.cropMargin), 0.0, s.image.width - 1.0);
-      const double y1 = std::clamp(std::floor(cat.box[1] - bh * cls.cropMargin), 0.0, s.image.height - 1.0);
-      const double x2 = std::clamp(std::ceil(cat.box[2] + bw * cls.cropMargin), x1 + 1, static_cast<double>(s.image.width));
-      const double y2 = std::clamp(std::ceil(cat.box[3] + bh * cls.cropMargin), y1 + 1, static_cast<double>(s.image.height));
-      const int cw = static_cast<int>(x2 - x1);
-      const int ch = static_cast<int>(y2 - y1);
-      Placement p = PlaceOnCanvas(cw, ch, cls.preprocess, 1.0, cls.preprocess.anchor == Anchor::Center, false);
-      ResizedImage crop = ResizeRgb(s.image, x1, y1, cw, ch, p.width, p.height);
+      const Crop c = ClassifierCrop(*s.result.cat, cls.cropMargin, s.image.sourceWidth, s.image.sourceHeight);
+      const Placement p = CropPlacement(c, cls.preprocess);
+      // Source pixels -> decoded pixels (the identity without shrink-on-load).
+      const double sx = SourceScaleX(s.image);
+      const double sy = SourceScaleY(s.image);
+      ResizedImage crop = ResizeRgb(s.image, c.x1 / sx, c.y1 / sy, (c.x2 - c.x1) / sx, (c.y2 - c.y1) / sy, p.width, p.height);
       WriteTensor(crop, p, cls.preprocess, dst);
     });
     const OutputData& o = out.outputs.at(0);

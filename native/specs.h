@@ -77,6 +77,7 @@ struct PipelineSpec {
   double classifyCutoff = 0;
   uint64_t maxPixels = 0;
   int maxSessionBatch = 1;
+  bool jpegShrinkOnLoad = true;  // false: every JPEG decoded at full size (the bench's before/after)
 };
 
 enum class ProviderKind { TensorRt, Cuda, Cpu };

@@ -86,6 +86,7 @@ function spec(detector: Buffer, views: PipelineSpec['detector']['views'], maxSes
     classifyCutoff: 0.5,
     maxPixels: MAX_PIXELS,
     maxSessionBatch,
+    jpegShrinkOnLoad: true,
   };
 }
 

@@ -75,6 +75,8 @@ export interface PackLimits {
   batching: BatchingConfig;
   /** Images per session Run; null = a whole request batch with all its views in one Run. */
   sessionBatch: number | null;
+  /** PipelineSpec.jpegShrinkOnLoad; default true (false only to measure the full-size decode). */
+  jpegShrinkOnLoad?: boolean;
 }
 
 export async function loadPack(dir: string, limits: PackLimits): Promise<LoadedPack> {
@@ -112,6 +114,7 @@ export async function loadPack(dir: string, limits: PackLimits): Promise<LoadedP
       classifyCutoff: Math.max(0, manifest.cutoffs.detected - 1e-6),
       maxPixels: limits.maxPixels,
       maxSessionBatch: limits.sessionBatch ?? (manifest.batching?.maxBatchSize ?? limits.batching.maxBatchSize) * d.views.length,
+      jpegShrinkOnLoad: limits.jpegShrinkOnLoad ?? true,
     },
   };
 }

@@ -72,6 +72,8 @@ export interface RegistryOptions {
   maxPixels: number;
   batching: BatchingConfig;
   sessionBatch: number | null;
+  /** PackLimits.jpegShrinkOnLoad (default true). */
+  jpegShrinkOnLoad?: boolean;
 }
 
 export class ModelRegistry {

@@ -124,6 +124,11 @@ export interface PipelineSpec {
    * zero-filled rows up to the next of a few fixed sizes (powers of two below it, then it).
    */
   maxSessionBatch: number;
+  /**
+   * Decode JPEGs at 1/2, 1/4 or 1/8 of their size when the models need no more (native/pipeline.cc
+   * states the rule); sizes and boxes stay in source pixels. false: full-size decodes (for comparison).
+   */
+  jpegShrinkOnLoad: boolean;
 }
 
 export interface NativeConfig {
@@ -191,7 +196,8 @@ export interface NativeAddon {
   runModel(model: Buffer, inputs: FloatTensor[]): Promise<FloatTensor[]>;
   /**
    * Tools and tests: decodes an image file and resolves to the tensor of its plain view under
-   * `spec`, exactly as the pipeline makes the detector input (same decode, resize and tensor fill).
+   * `spec` as the pipeline makes the detector input (same resize and tensor fill; decoded at full
+   * size, where the pipeline may decode a large JPEG shrunk).
    */
   preprocessImage(image: Buffer, spec: PreprocessSpec): Promise<PreprocessedImage>;
   /**

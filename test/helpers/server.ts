@@ -17,11 +17,20 @@ export interface TestServer {
   stop(): Promise<void>;
 }
 
-export async function startServer(env: Record<string, string> = {}): Promise<TestServer> {
-  const child = spawn(process.execPath, [path.join(repoRoot, 'dist/src/main.js')], {
-    cwd: repoRoot,
+export interface StartOptions {
+  /** Program that starts the service; default `node dist/src/main.js` of this checkout. */
+  command?: string;
+  /** false: the service sees only the settings above and `env`, nothing of this process's environment. */
+  inheritEnv?: boolean;
+  cwd?: string;
+}
+
+export async function startServer(env: Record<string, string> = {}, options: StartOptions = {}): Promise<TestServer> {
+  const [command, args] = options.command ? [options.command, []] : [process.execPath, [path.join(repoRoot, 'dist/src/main.js')]];
+  const child = spawn(command, args, {
+    cwd: options.cwd ?? repoRoot,
     env: {
-      ...process.env,
+      ...(options.inheritEnv === false ? {} : process.env),
       CATCOMFORT_HOST: '127.0.0.1',
       CATCOMFORT_PORT: '0',
       CATCOMFORT_API_KEYS: TEST_KEY,

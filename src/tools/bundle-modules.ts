@@ -1,0 +1,89 @@
+// The production node_modules of the offline bundle (src/tools/bundle.ts): what the service loads
+// at run time on Linux x64, copied from the installed tree. Walked from package.json's
+// dependencies through each installed package's own dependencies (optional ones when installed);
+// no devDependencies, and of packages that ship files for many platforms only this one's.
+import { cpSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+
+interface Manifest {
+  dependencies?: Record<string, string>;
+  optionalDependencies?: Record<string, string>;
+}
+
+/** Packages of which only some files are needed; `dependencies: false` = not their code either. */
+const ONLY_FILES: Record<string, { files: string[]; dependencies: boolean }> = {
+  // Static assets served by src/http/docs.ts: not the libraries behind them.
+  redoc: { files: ['package.json', 'LICENSE', 'bundles/redoc.standalone.js'], dependencies: false },
+  'swagger-ui-dist': { files: ['package.json', 'LICENSE', 'swagger-ui.css', 'swagger-ui-bundle.js'], dependencies: false },
+  // src/http/uws.ts loads the binary of this platform and Node ABI directly (18 ship in the package).
+  '@trufflesuite/uws-js-unofficial': {
+    files: ['package.json', 'LICENSE', `binaries/uws_linux_x64_${process.versions.modules}.node`],
+    dependencies: false,
+  },
+  // The compiled addon and its JavaScript; not the SQLite sources and objects it was built from.
+  'better-sqlite3': { files: ['package.json', 'LICENSE', 'lib', 'build/Release/better_sqlite3.node'], dependencies: true },
+};
+
+/** Dependencies that the running service never loads, and why. */
+export const LEFT_OUT: Record<string, string> = {
+  '@mediapipe/objectron': 'install-time source of the bc-v1-ssd detector, which the bundle ships converted in its pack',
+  'com.github.asus4.onnxruntime': 'build-time headers; its Linux x64 library is in build/Release',
+  'com.github.asus4.onnxruntime.linux-x64-gpu': 'its provider libraries are in build/Release (the CUDA one with --cuda)',
+  'prebuild-install': "better-sqlite3's install-time binary downloader",
+};
+
+/** Node's lookup: node_modules/<name> in `from` or a folder above it, up to `root`. */
+function resolvePackage(name: string, from: string, root: string): string | null {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    const candidate = path.join(dir, 'node_modules', name);
+    if (existsSync(path.join(candidate, 'package.json'))) return candidate;
+    if (dir === root || path.dirname(dir) === dir) return null;
+  }
+}
+
+function readManifest(dir: string): Manifest {
+  return JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as Manifest;
+}
+
+/**
+ * Copies the run-time packages of the project at `root` into `target` (a node_modules folder),
+ * keeping each package's place in the tree. Returns the copied packages' paths inside node_modules.
+ */
+export function copyProductionModules(root: string, target: string): string[] {
+  const modulesDir = path.join(root, 'node_modules');
+  const copied = new Set<string>();
+  const visit = (name: string, from: string, optional: boolean) => {
+    if (LEFT_OUT[name]) return;
+    const dir = resolvePackage(name, from, root);
+    if (!dir) {
+      if (optional) return;
+      throw new Error(`dependency ${name} (needed from ${from}) is not installed: run npm ci`);
+    }
+    const relative = path.relative(modulesDir, dir);
+    if (copied.has(relative)) return;
+    copied.add(relative);
+    const destination = path.join(target, relative);
+    const only = ONLY_FILES[name];
+    if (only) {
+      for (const file of only.files) {
+        mkdirSync(path.dirname(path.join(destination, file)), { recursive: true });
+        cpSync(path.join(dir, file), path.join(destination, file), { recursive: true, dereference: true });
+      }
+    } else {
+      cpSync(dir, destination, {
+        recursive: true,
+        dereference: true,
+        // Nested packages are copied (or left out) by the walk itself.
+        filter: (source) => path.relative(dir, source).split(path.sep)[0] !== 'node_modules',
+      });
+    }
+    if (only && !only.dependencies) return;
+    const manifest = readManifest(dir);
+    for (const dependency of Object.keys(manifest.dependencies ?? {})) visit(dependency, dir, false);
+    for (const dependency of Object.keys(manifest.optionalDependencies ?? {})) visit(dependency, dir, true);
+  };
+  const project = readManifest(root);
+  for (const name of Object.keys(project.dependencies ?? {})) visit(name, root, false);
+  for (const name of Object.keys(project.optionalDependencies ?? {})) visit(name, root, true);
+  return [...copied].sort();
+}

@@ -1,0 +1,131 @@
+// `npm run bundle [-- --cuda] [-- --out FILE] [-- --fast]`: one self-contained archive that runs the
+// service on a Linux x64 machine without npm or internet (README "Offline bundle"):
+//   catcomfort/run                 the one command: starts the service with the Node binary below
+//   catcomfort/node/bin/node       this Node.js (process.execPath)
+//   catcomfort/app/dist/src/       the compiled service (no tests, benchmarks or source maps)
+//   catcomfort/app/build/Release/  catcomfort.node, ONNX Runtime, libvips (+ the CUDA provider with --cuda)
+//   catcomfort/app/models/         every pack's manifest and documents; enabled packs with their model files
+//   catcomfort/app/node_modules/   production modules for this platform only (src/tools/bundle-modules.ts)
+// Built from what `npm ci` installed and built here. Compressed with xz -9 (--fast: xz -0, for
+// tests): the smallest of the common formats (README "Offline bundle" has the measured sizes), and
+// GNU tar unpacks it anywhere with xz-utils.
+import { execFileSync } from 'node:child_process';
+import { chmodSync, copyFileSync, cpSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { readManifest, readModelFile } from '../models/pack';
+import { copyProductionModules, LEFT_OUT } from './bundle-modules';
+
+const repoRoot = path.resolve(__dirname, '../../..');
+const CUDA_LIBRARIES = /^libonnxruntime_providers_(cuda|tensorrt)\.so$/;
+
+const LAUNCHER = `#!/bin/sh
+# Starts the Cat Comfort service with the Node.js shipped beside this file. Settings are CATCOMFORT_*
+# environment variables (README "Configuration"); scans are kept in app/data unless
+# CATCOMFORT_DATA_DIR names another folder. Uses no program from PATH.
+case "$0" in */*) here=\${0%/*} ;; *) here=. ;; esac
+here=$(cd "$here" && pwd -P) || exit 1
+exec "$here/node/bin/node" "$here/app/dist/src/main.js"
+`;
+
+function fail(message: string): never {
+  process.stderr.write(`bundle: ${message}\n`);
+  process.exit(1);
+}
+
+function mib(bytes: number): string {
+  return `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+}
+
+function copyInto(source: string, target: string, filter?: (file: string) => boolean): void {
+  mkdirSync(path.dirname(target), { recursive: true });
+  cpSync(source, target, { recursive: true, dereference: true, ...(filter ? { filter } : {}) });
+}
+
+/** Native libraries beside the addon: all but the GPU provider libraries unless `cuda`. */
+function copyNative(app: string, cuda: boolean): void {
+  const release = path.join(repoRoot, 'build/Release');
+  if (!existsSync(path.join(release, 'catcomfort.node'))) fail('build/Release/catcomfort.node is missing: run npm run build:native');
+  const files = readdirSync(release).filter((f) => f.endsWith('.node') || /\.so(\.\d+)*$/.test(f));
+  const gpu = files.filter((f) => CUDA_LIBRARIES.test(f));
+  if (cuda && !gpu.some((f) => f.includes('cuda'))) fail('--cuda: build/Release/libonnxruntime_providers_cuda.so is missing (the optional GPU package was not installed)');
+  for (const file of files) {
+    if (!cuda && gpu.includes(file)) continue;
+    copyInto(path.join(release, file), path.join(app, 'build/Release', file));
+  }
+}
+
+/**
+ * models/: its own files (the warm-up photo); per pack the manifest and documents, and the model
+ * files (sha256-checked) of enabled packs, identical files hard-linked. Not the tools folder.
+ */
+async function copyModels(app: string): Promise<void> {
+  const modelsDir = path.join(repoRoot, 'models');
+  const bySha = new Map<string, string>();
+  for (const entry of readdirSync(modelsDir, { withFileTypes: true }).filter((e) => e.isFile())) {
+    copyInto(path.join(modelsDir, entry.name), path.join(app, 'models', entry.name));
+  }
+  for (const pack of readdirSync(modelsDir).sort()) {
+    const dir = path.join(modelsDir, pack);
+    if (!existsSync(path.join(dir, 'manifest.json'))) continue;
+    const target = path.join(app, 'models', pack);
+    mkdirSync(target, { recursive: true });
+    for (const file of readdirSync(dir).filter((f) => f === 'manifest.json' || f.endsWith('.md'))) copyFileSync(path.join(dir, file), path.join(target, file));
+    const manifest = await readManifest(dir);
+    if (manifest.disabled) {
+      process.stdout.write(`bundle: models/${pack} is disabled: manifest only\n`);
+      continue;
+    }
+    for (const { file, sha256: expected } of [manifest.detector, manifest.classifier]) {
+      await readModelFile(dir, file, expected); // present and intact
+      const destination = path.join(target, file);
+      mkdirSync(path.dirname(destination), { recursive: true });
+      const same = bySha.get(expected);
+      if (same) linkSync(same, destination);
+      else copyFileSync(path.join(dir, file), destination);
+      bySha.set(expected, destination);
+    }
+  }
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: { cuda: { type: 'boolean', default: false }, out: { type: 'string' }, fast: { type: 'boolean', default: false } },
+  });
+  if (process.platform !== 'linux' || process.arch !== 'x64') fail(`bundles are for Linux x64; this is ${process.platform} ${process.arch}`);
+  try {
+    execFileSync('xz', ['--version'], { stdio: 'ignore' });
+  } catch {
+    fail('xz is not on PATH (the archive is a .tar.xz)');
+  }
+  if (!existsSync(path.join(repoRoot, 'dist/src/main.js'))) fail('dist/src/main.js is missing: run npm run build:ts');
+  const pkg = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string };
+  const out = path.resolve(values.out ?? path.join(repoRoot, 'build/bundle', `catcomfort-${pkg.version}-linux-x64${values.cuda ? '-cuda' : ''}.tar.xz`));
+
+  const stage = mkdtempSync(path.join(os.tmpdir(), 'catcomfort-bundle-'));
+  try {
+    const top = path.join(stage, 'catcomfort');
+    const app = path.join(top, 'app');
+    copyInto(process.execPath, path.join(top, 'node/bin/node'));
+    copyInto(path.join(repoRoot, 'package.json'), path.join(app, 'package.json'));
+    copyInto(path.join(repoRoot, 'dist/src'), path.join(app, 'dist/src'), (f) => !f.endsWith('.map'));
+    copyNative(app, values.cuda!);
+    await copyModels(app);
+    const modules = copyProductionModules(repoRoot, path.join(app, 'node_modules'));
+    process.stdout.write(`bundle: ${modules.length} packages in node_modules; left out: ${Object.keys(LEFT_OUT).join(', ')}\n`);
+    writeFileSync(path.join(top, 'run'), LAUNCHER);
+    chmodSync(path.join(top, 'run'), 0o755);
+
+    mkdirSync(path.dirname(out), { recursive: true });
+    const partial = `${out}.partial`;
+    execFileSync('tar', ['-C', stage, '--sort=name', '--owner=0', '--group=0', '--numeric-owner', '-I', `xz -${values.fast ? 0 : 9} -T0`, '-cf', partial, 'catcomfort'], { stdio: 'inherit' });
+    renameSync(partial, out);
+    const unpacked = Number(execFileSync('du', ['-sb', top], { encoding: 'utf8' }).split('\t')[0]);
+    process.stdout.write(`bundle: wrote ${out}: ${mib(statSync(out).size)} (unpacked ${mib(unpacked)}); run: tar -xf ${path.basename(out)} && ./catcomfort/run\n`);
+  } finally {
+    rmSync(stage, { recursive: true, force: true });
+  }
+}
+
+main().catch((error: unknown) => fail((error as Error)?.stack ?? String(error)));

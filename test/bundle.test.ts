@@ -1,0 +1,48 @@
+// The offline bundle (src/tools/bundle.ts): built (with quick compression), unpacked into a
+// temporary folder and started there by its one command, with a PATH that holds no program (no
+// node, no npm), a fresh HOME and no other environment; it must answer /v2/predict.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { postJson } from './helpers/http';
+import { photo, repoRoot } from './helpers/paths';
+import { startServer } from './helpers/server';
+
+test('the bundle unpacks and serves /v2/predict without npm, PATH or HOME', async () => {
+  const work = mkdtempSync(path.join(os.tmpdir(), 'cc-bundle-test-'));
+  try {
+    const archive = path.join(work, 'catcomfort.tar.xz');
+    execFileSync(process.execPath, [path.join(repoRoot, 'dist/src/tools/bundle.js'), '--fast', '--out', archive], { stdio: 'pipe' });
+    const unpacked = path.join(work, 'unpacked');
+    mkdirSync(unpacked);
+    execFileSync('tar', ['-xf', archive, '-C', unpacked]);
+
+    const app = path.join(unpacked, 'catcomfort/app');
+    const modules = path.join(app, 'node_modules');
+    assert.deepEqual(readdirSync(path.join(modules, '@trufflesuite/uws-js-unofficial/binaries')), [`uws_linux_x64_${process.versions.modules}.node`]);
+    for (const absent of ['typescript', 'cmake-js', '@img', '@types', 'autocannon', 'node-addon-api', 'com.github.asus4.onnxruntime', 'prebuild-install', 'react']) {
+      assert.ok(!existsSync(path.join(modules, absent)), `${absent} is not in the bundle`);
+    }
+    assert.ok(!existsSync(path.join(app, 'build/Release/libonnxruntime_providers_cuda.so')), 'no CUDA provider without --cuda');
+    assert.ok(existsSync(path.join(app, 'models/bc-v1/yolox_nano.onnx')));
+
+    const emptyBin = path.join(work, 'bin');
+    const home = path.join(work, 'home');
+    mkdirSync(emptyBin);
+    mkdirSync(home);
+    const server = await startServer({ PATH: emptyBin, HOME: home }, { command: path.join(unpacked, 'catcomfort/run'), inheritEnv: false, cwd: home });
+    try {
+      const res = await postJson(`${server.url}/v2/predict`, { image: readFileSync(photo('000_skimage_chelsea.png')).toString('base64') });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.body.detection, 'detected');
+    } finally {
+      await server.stop();
+    }
+    assert.equal(server.child.exitCode, 0, server.output());
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+});
