@@ -27,7 +27,8 @@ test('the bundle unpacks and serves /v2/predict without npm, PATH or HOME', asyn
       assert.ok(!existsSync(path.join(modules, absent)), `${absent} is not in the bundle`);
     }
     assert.ok(!existsSync(path.join(app, 'build/Release/libonnxruntime_providers_cuda.so')), 'no CUDA provider without --cuda');
-    assert.ok(existsSync(path.join(app, 'models/bc-v1/yolox_nano.onnx')));
+    assert.ok(existsSync(path.join(app, 'models/bc-v1/ssd_mobilenetv2_oidv4.onnx')), 'bc-v1 ships its converted detector');
+    assert.ok(existsSync(path.join(app, 'models/bc-legacy/yolox_nano.onnx')));
 
     const emptyBin = path.join(work, 'bin');
     const home = path.join(work, 'home');

@@ -26,7 +26,7 @@ const ONLY_FILES: Record<string, { files: string[]; dependencies: boolean }> = {
 
 /** Dependencies that the running service never loads, and why. */
 export const LEFT_OUT: Record<string, string> = {
-  '@mediapipe/objectron': 'install-time source of the bc-v1-ssd detector, which the bundle ships converted in its pack',
+  '@mediapipe/objectron': 'install-time source of the bc-v1 detector, which the bundle ships converted in its pack',
   'com.github.asus4.onnxruntime': 'build-time headers; its Linux x64 library is in build/Release',
   'com.github.asus4.onnxruntime.linux-x64-gpu': 'its provider libraries are in build/Release (the CUDA one with --cuda)',
   'prebuild-install': "better-sqlite3's install-time binary downloader",
