@@ -63,7 +63,7 @@ export async function startService(config: Config): Promise<RunningService> {
   const store = await openStore({ dataDir: config.scan.dataDir, ...(config.scan.databaseUrl ? { databaseUrl: config.scan.databaseUrl } : {}) });
   log.info('scan store open', { backend: store.kind });
   // Keys issued with the CLI live hashed in the store; a refresh picks up new ones and revocations.
-  const refreshKeys = () => store.activeApiKeyDigests().then((d) => keys.setIssuedDigests(d), (e: unknown) => log.warn('api key refresh failed', { error: String(e) }));
+  const refreshKeys = () => store.apiKeys.activeDigests().then((d) => keys.setIssuedDigests(d), (e: unknown) => log.warn('api key refresh failed', { error: String(e) }));
   await refreshKeys();
   const keyTimer = setInterval(refreshKeys, 30_000);
   keyTimer.unref();

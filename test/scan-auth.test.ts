@@ -19,17 +19,17 @@ test('the store derives scrypt only for a known, unrevoked key id', async (t) =>
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  const good = await store.createCredential('good');
-  const revoked = await store.createCredential('revoked');
-  await store.revokeCredential(revoked.keyId);
+  const good = await store.credentials.create('good');
+  const revoked = await store.credentials.create('revoked');
+  await store.credentials.revoke(revoked.keyId);
   const scrypt = mock.method(crypto, 'scrypt');
   t.after(() => scrypt.mock.restore());
 
-  assert.equal(await store.verifyCredential('sk_000000000000000000000000', good.secret), null);
-  assert.equal(await store.verifyCredential(revoked.keyId, revoked.secret), null);
+  assert.equal(await store.credentials.verify('sk_000000000000000000000000', good.secret), null);
+  assert.equal(await store.credentials.verify(revoked.keyId, revoked.secret), null);
   assert.equal(scrypt.mock.callCount(), 0, 'unknown and revoked key ids are refused without hashing');
-  assert.equal(await store.verifyCredential(good.keyId, `${good.secret.slice(0, -1)}x`), null);
-  assert.equal(await store.verifyCredential(good.keyId, good.secret), good.id);
+  assert.equal(await store.credentials.verify(good.keyId, `${good.secret.slice(0, -1)}x`), null);
+  assert.equal(await store.credentials.verify(good.keyId, good.secret), good.id);
   assert.equal(scrypt.mock.callCount(), 2);
 });
 

@@ -10,15 +10,15 @@ import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KeyRing } from '../src/http/auth';
-import { InvalidCursorError, openStore, type NewScan, type ScanStore } from '../src/scan/store';
+import { InvalidCursorError, openStore, type NewScan, type Store } from '../src/scan/store';
 import { startTestPostgres } from './helpers/postgres';
 import { repoRoot } from './helpers/paths';
 
 interface Backend {
   /** A store on a fresh, empty database. */
-  fresh(): Promise<ScanStore>;
+  fresh(): Promise<Store>;
   /** A second store on the same database as the last `fresh()` (another "instance"). */
-  sibling(): Promise<ScanStore>;
+  sibling(): Promise<Store>;
   cleanup(): Promise<void>;
 }
 
@@ -55,53 +55,39 @@ function newScan(ownerId: string, over: Partial<NewScan> = {}): NewScan {
   };
 }
 
-async function created(store: ScanStore, scan: NewScan) {
-  const r = await store.create(scan);
+async function created(store: Store, scan: NewScan) {
+  const r = await store.scans.create(scan);
   assert.ok(!('conflict' in r));
   return r.scan;
 }
 
-/** The backend under the interface, for the few checks the interface cannot express. */
-function backendOf(store: ScanStore) {
-  return store as unknown as {
-    db?: { prepare(sql: string): { get(...a: unknown[]): unknown; run(...a: unknown[]): unknown } };
-    pool?: { query(sql: string, p?: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }> };
-  };
-}
-
-/** Raw image column, read around the interface (to check it is really gone). */
-async function imageIsNull(store: ScanStore, id: string): Promise<boolean> {
-  // The interface never returns image bytes except from claim; a finished scan is never claimed
-  // again, so the only way to look is the backend itself.
-  const { db, pool } = backendOf(store);
-  if (db) return (db.prepare('SELECT image FROM scans WHERE id = ?').get(id) as { image: Buffer | null }).image === null;
-  const { rows } = await pool!.query('SELECT image FROM scans WHERE id = $1', [id]);
-  return rows[0]!.image === null;
+/** Raw image column, read through the SQL seam (the stores never return it after a claim). */
+async function imageIsNull(store: Store, id: string): Promise<boolean> {
+  const [row] = await store.db.query<{ image: Buffer | null }>('SELECT image FROM scans WHERE id = $1', [id]);
+  return row!.image === null;
 }
 
 /** Length of the lease a claim gave (lease_until - updated_at, both set by the claim), in ms. */
-async function leaseLength(store: ScanStore, id: string): Promise<number> {
-  const { db, pool } = backendOf(store);
-  if (db) {
-    const row = db.prepare('SELECT lease_until - updated_at AS ms FROM scans WHERE id = ?').get(id) as { ms: number };
-    return row.ms;
-  }
-  const { rows } = await pool!.query('SELECT (extract(epoch FROM lease_until - updated_at) * 1000)::float8 AS ms FROM scans WHERE id = $1', [id]);
-  return rows[0]!.ms as number;
+async function leaseLength(store: Store, id: string): Promise<number> {
+  const sql =
+    store.kind === 'sqlite'
+      ? 'SELECT lease_until - updated_at AS ms FROM scans WHERE id = $1'
+      : 'SELECT (extract(epoch FROM lease_until - updated_at) * 1000)::float8 AS ms FROM scans WHERE id = $1';
+  const [row] = await store.db.query<{ ms: number }>(sql, [id]);
+  return row!.ms;
 }
 
 /**
  * Every running lease ends, as if an hour had passed: lease_until moves an hour back. Leases
  * in these tests are a minute long, so none can run out by itself on a slow machine.
  */
-async function endLeases(store: ScanStore): Promise<void> {
-  const { db, pool } = backendOf(store);
-  if (db) db.prepare("UPDATE scans SET lease_until = lease_until - 3600000 WHERE status = 'PROCESSING'").run();
-  else await pool!.query("UPDATE scans SET lease_until = lease_until - interval '1 hour' WHERE status = 'PROCESSING'");
+async function endLeases(store: Store): Promise<void> {
+  const back = store.kind === 'sqlite' ? '3600000' : "interval '1 hour'";
+  await store.db.run(`UPDATE scans SET lease_until = lease_until - ${back} WHERE status = 'PROCESSING'`);
 }
 
 async function suite(t: TestContext, backend: Backend): Promise<void> {
-  const withStore = (name: string, fn: (store: ScanStore) => Promise<void>) =>
+  const withStore = (name: string, fn: (store: Store) => Promise<void>) =>
     t.test(name, async () => {
       const store = await backend.fresh();
       try {
@@ -112,13 +98,13 @@ async function suite(t: TestContext, backend: Backend): Promise<void> {
     });
 
   await withStore('migrations are idempotent (migrate twice, second instance)', async (store) => {
-    await store.migrate();
-    await store.migrate();
+    await store.db.migrate();
+    await store.db.migrate();
     const other = await backend.sibling();
     try {
-      await other.migrate();
+      await other.db.migrate();
       const scan = await created(other, newScan('o1'));
-      assert.equal((await store.get('o1', scan.id))?.id, scan.id);
+      assert.equal((await store.scans.get('o1', scan.id))?.id, scan.id);
     } finally {
       await other.close();
     }
@@ -142,33 +128,33 @@ async function suite(t: TestContext, backend: Backend): Promise<void> {
       scan.logs.map((l) => l.event),
       ['submitted'],
     );
-    const again = await store.get('owner-a', scan.id);
+    const again = await store.scans.get('owner-a', scan.id);
     assert.deepEqual(again, scan);
-    assert.deepEqual(await store.get('owner-a', scan.id.toUpperCase()), scan);
-    assert.equal(await store.get('owner-b', scan.id), null);
-    assert.equal(await store.get('owner-a', randomUUID()), null);
-    assert.equal(await store.get('owner-a', 'not-a-uuid'), null);
+    assert.deepEqual(await store.scans.get('owner-a', scan.id.toUpperCase()), scan);
+    assert.equal(await store.scans.get('owner-b', scan.id), null);
+    assert.equal(await store.scans.get('owner-a', randomUUID()), null);
+    assert.equal(await store.scans.get('owner-a', 'not-a-uuid'), null);
     const url = await created(store, newScan('owner-a', { source: 'url', image: null, imageUrl: 'https://example.com/cat.jpg' }));
     assert.equal(url.imageUrl, 'https://example.com/cat.jpg');
   });
 
   await withStore('idempotent create: same key returns the scan, another body conflicts', async (store) => {
-    const first = await store.create(newScan('o', { idempotencyKey: 'k1', requestHash: 'hash-a' }));
+    const first = await store.scans.create(newScan('o', { idempotencyKey: 'k1', requestHash: 'hash-a' }));
     assert.ok('scan' in first && first.created);
-    const replay = await store.create(newScan('o', { idempotencyKey: 'k1', requestHash: 'hash-a' }));
+    const replay = await store.scans.create(newScan('o', { idempotencyKey: 'k1', requestHash: 'hash-a' }));
     assert.ok('scan' in replay);
     assert.equal(replay.created, false);
     assert.equal(replay.scan.id, first.scan.id);
-    assert.deepEqual(await store.create(newScan('o', { idempotencyKey: 'k1', requestHash: 'hash-b' })), { conflict: true });
+    assert.deepEqual(await store.scans.create(newScan('o', { idempotencyKey: 'k1', requestHash: 'hash-b' })), { conflict: true });
     // The key is per owner, and no key means no deduplication.
-    const otherOwner = await store.create(newScan('o2', { idempotencyKey: 'k1', requestHash: 'hash-b' }));
+    const otherOwner = await store.scans.create(newScan('o2', { idempotencyKey: 'k1', requestHash: 'hash-b' }));
     assert.ok('scan' in otherOwner && otherOwner.created && otherOwner.scan.id !== first.scan.id);
     const a = await created(store, newScan('o'));
     const b = await created(store, newScan('o'));
     assert.notEqual(a.id, b.id);
     // Concurrent creates with one key: exactly one is created.
     const results = await Promise.all(
-      Array.from({ length: 8 }, () => store.create(newScan('o', { idempotencyKey: 'k2', requestHash: 'hash-c' }))),
+      Array.from({ length: 8 }, () => store.scans.create(newScan('o', { idempotencyKey: 'k2', requestHash: 'hash-c' }))),
     );
     const scans = results.map((r) => {
       assert.ok('scan' in r);
@@ -189,7 +175,7 @@ async function suite(t: TestContext, backend: Backend): Promise<void> {
       if (i % 7 === 0) await sleep(2); // a mix of equal and different timestamps
     }
     await created(store, newScan('someone-else', { metadata: { petId: 'even' } }));
-    const all = await store.list('lister', { limit: 100 });
+    const all = await store.scans.list('lister', { limit: 100 });
     assert.equal(all.items.length, 25);
     assert.equal(all.nextCursor, null);
     for (let i = 1; i < all.items.length; i += 1) {
@@ -205,7 +191,7 @@ async function suite(t: TestContext, backend: Backend): Promise<void> {
     let cursor: string | undefined;
     let pages = 0;
     do {
-      const page = await store.list('lister', { limit: 4, ...(cursor ? { cursor } : {}) });
+      const page = await store.scans.list('lister', { limit: 4, ...(cursor ? { cursor } : {}) });
       assert.ok(page.items.length <= 4);
       paged.push(...page.items.map((s) => s.id));
       cursor = page.nextCursor ?? undefined;
@@ -216,10 +202,10 @@ async function suite(t: TestContext, backend: Backend): Promise<void> {
     assert.equal(pages, 7);
     assert.deepEqual(paged, all.items.map((s) => s.id));
 
-    const even = await store.list('lister', { petId: 'even', limit: 100 });
+    const even = await store.scans.list('lister', { petId: 'even', limit: 100 });
     assert.equal(even.items.length, 13);
     assert.ok(even.items.every((s) => s.metadata.petId === 'even'));
-    const both = await store.list('lister', { petId: 'even', customerId: 'c5', limit: 100 });
+    const both = await store.scans.list('lister', { petId: 'even', customerId: 'c5', limit: 100 });
     assert.deepEqual(
       both.items.map((s) => s.metadata.n),
       [20, 10, 0],
@@ -227,34 +213,34 @@ async function suite(t: TestContext, backend: Backend): Promise<void> {
     const evenPaged: string[] = [];
     cursor = undefined;
     do {
-      const page = await store.list('lister', { petId: 'even', limit: 5, ...(cursor ? { cursor } : {}) });
+      const page = await store.scans.list('lister', { petId: 'even', limit: 5, ...(cursor ? { cursor } : {}) });
       evenPaged.push(...page.items.map((s) => s.id));
       cursor = page.nextCursor ?? undefined;
     } while (cursor !== undefined);
     assert.deepEqual(evenPaged, even.items.map((s) => s.id));
-    assert.equal((await store.list('lister', { petId: 'EVEN', limit: 10 })).items.length, 0);
-    assert.equal((await store.list('nobody', { limit: 10 })).items.length, 0);
+    assert.equal((await store.scans.list('lister', { petId: 'EVEN', limit: 10 })).items.length, 0);
+    assert.equal((await store.scans.list('nobody', { limit: 10 })).items.length, 0);
 
-    await assert.rejects(store.list('lister', { limit: 10, cursor: 'garbage!' }), InvalidCursorError);
+    await assert.rejects(store.scans.list('lister', { limit: 10, cursor: 'garbage!' }), InvalidCursorError);
     await assert.rejects(
-      store.list('lister', { limit: 10, cursor: Buffer.from('["x","y"]').toString('base64url') }),
+      store.scans.list('lister', { limit: 10, cursor: Buffer.from('["x","y"]').toString('base64url') }),
       InvalidCursorError,
     );
-    await assert.rejects(store.list('lister', { limit: 0 }), RangeError);
-    await assert.rejects(store.list('lister', { limit: 101 }), RangeError);
+    await assert.rejects(store.scans.list('lister', { limit: 0 }), RangeError);
+    await assert.rejects(store.scans.list('lister', { limit: 101 }), RangeError);
   });
 
   await withStore('claim: oldest first, PROCESSING with a lease, then complete drops the image', async (store) => {
-    assert.equal(await store.claim('w1', 60_000, 3), null);
+    assert.equal(await store.scans.claim('w1', 60_000, 3), null);
     const first = await created(store, newScan('o', { image: Buffer.from('one') }));
     const second = await created(store, newScan('o', { source: 'url', image: null, imageUrl: 'https://example.com/c.png' }));
-    const c1 = await store.claim('w1', 60_000, 3);
+    const c1 = await store.scans.claim('w1', 60_000, 3);
     assert.deepEqual(c1, { id: first.id, ownerId: 'o', source: 'base64', image: Buffer.from('one'), imageUrl: null, attempts: 1 });
-    const c2 = await store.claim('w2', 60_000, 3);
+    const c2 = await store.scans.claim('w2', 60_000, 3);
     assert.equal(c2?.id, second.id);
     assert.equal(c2?.imageUrl, 'https://example.com/c.png');
-    assert.equal(await store.claim('w3', 60_000, 3), null, 'leased scans are not claimable');
-    const processing = await store.get('o', first.id);
+    assert.equal(await store.scans.claim('w3', 60_000, 3), null, 'leased scans are not claimable');
+    const processing = await store.scans.get('o', first.id);
     assert.equal(processing?.status, 'PROCESSING');
     assert.equal(processing?.attempts, 1);
     assert.deepEqual(
@@ -262,15 +248,15 @@ async function suite(t: TestContext, backend: Backend): Promise<void> {
       ['submitted', 'claimed'],
     );
 
-    await store.appendLog(first.id, 'fetching_url', 'nothing to fetch');
-    assert.equal(await store.extendLease(first.id, 'w1', 60_000), true);
-    assert.equal(await store.extendLease(first.id, 'w2', 60_000), false);
-    assert.equal(await store.complete(first.id, 'w2', { isCat: true }), false, 'not the holder');
+    await store.scans.appendLog(first.id, 'fetching_url', 'nothing to fetch');
+    assert.equal(await store.scans.extendLease(first.id, 'w1', 60_000), true);
+    assert.equal(await store.scans.extendLease(first.id, 'w2', 60_000), false);
+    assert.equal(await store.scans.complete(first.id, 'w2', { isCat: true }), false, 'not the holder');
     const result = { isCat: true, isHappy: false, predictions: { prediction: 'Unhappy', probability: 0.8 } };
-    assert.equal(await store.complete(first.id, 'w1', result), true);
-    assert.equal(await store.complete(first.id, 'w1', result), false, 'already completed');
-    assert.equal(await store.fail(first.id, 'w1', { code: 'x', message: 'y' }), false);
-    const done = await store.get('o', first.id);
+    assert.equal(await store.scans.complete(first.id, 'w1', result), true);
+    assert.equal(await store.scans.complete(first.id, 'w1', result), false, 'already completed');
+    assert.equal(await store.scans.fail(first.id, 'w1', { code: 'x', message: 'y' }), false);
+    const done = await store.scans.get('o', first.id);
     assert.equal(done?.status, 'COMPLETED');
     assert.deepEqual(done?.result, result);
     assert.equal(done?.error, null);
@@ -281,37 +267,37 @@ async function suite(t: TestContext, backend: Backend): Promise<void> {
     );
     assert.ok(await imageIsNull(store, first.id));
 
-    assert.equal(await store.fail(second.id, 'w2', { code: 'fetch_failed', message: 'HTTP 404' }), true);
-    const failed = await store.get('o', second.id);
+    assert.equal(await store.scans.fail(second.id, 'w2', { code: 'fetch_failed', message: 'HTTP 404' }), true);
+    const failed = await store.scans.get('o', second.id);
     assert.equal(failed?.status, 'FAILED');
     assert.deepEqual(failed?.error, { code: 'fetch_failed', message: 'HTTP 404' });
     assert.equal(failed?.result, null);
     assert.equal(failed?.logs.at(-1)?.event, 'failed');
     assert.ok(await imageIsNull(store, second.id));
-    assert.equal(await store.claim('w1', 60_000, 3), null);
+    assert.equal(await store.scans.claim('w1', 60_000, 3), null);
   });
 
   await withStore('lease expiry: claimable again with attempts+1; lost lease cannot complete; maxAttempts fails', async (store) => {
     const scan = await created(store, newScan('o'));
-    const a1 = await store.claim('w1', 60_000, 3);
+    const a1 = await store.scans.claim('w1', 60_000, 3);
     assert.equal(a1?.attempts, 1);
     assert.equal(await leaseLength(store, scan.id), 60_000);
-    assert.equal(await store.claim('w2', 60_000, 3), null, 'the lease is held');
+    assert.equal(await store.scans.claim('w2', 60_000, 3), null, 'the lease is held');
     await endLeases(store);
-    const a2 = await store.claim('w2', 60_000, 3);
+    const a2 = await store.scans.claim('w2', 60_000, 3);
     assert.equal(a2?.id, scan.id);
     assert.equal(a2?.attempts, 2);
     assert.ok(a2?.image !== null, 'image still there for the retry');
-    assert.equal(await store.complete(scan.id, 'w1', { late: true }), false, 'w1 lost its lease');
-    assert.equal(await store.extendLease(scan.id, 'w1', 1000), false);
+    assert.equal(await store.scans.complete(scan.id, 'w1', { late: true }), false, 'w1 lost its lease');
+    assert.equal(await store.scans.extendLease(scan.id, 'w1', 1000), false);
     await endLeases(store);
-    assert.equal(await store.extendLease(scan.id, 'w2', 60_000), true, 'the holder renews its lease');
-    assert.equal(await store.claim('w3', 60_000, 3), null, 'the renewed lease is held');
+    assert.equal(await store.scans.extendLease(scan.id, 'w2', 60_000), true, 'the holder renews its lease');
+    assert.equal(await store.scans.claim('w3', 60_000, 3), null, 'the renewed lease is held');
     await endLeases(store);
-    assert.equal((await store.claim('w3', 60_000, 3))?.attempts, 3);
+    assert.equal((await store.scans.claim('w3', 60_000, 3))?.attempts, 3);
     await endLeases(store);
-    assert.equal(await store.claim('w4', 60_000, 3), null, 'third lease expired: no more attempts');
-    const failed = await store.get('o', scan.id);
+    assert.equal(await store.scans.claim('w4', 60_000, 3), null, 'third lease expired: no more attempts');
+    const failed = await store.scans.get('o', scan.id);
     assert.equal(failed?.status, 'FAILED');
     assert.equal(failed?.error?.code, 'processing_failed');
     assert.equal(failed?.attempts, 3);
@@ -322,31 +308,31 @@ async function suite(t: TestContext, backend: Backend): Promise<void> {
     );
     for (const log of failed!.logs) assert.match(log.at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     assert.ok(await imageIsNull(store, scan.id));
-    assert.equal(await store.complete(scan.id, 'w3', { late: true }), false);
+    assert.equal(await store.scans.complete(scan.id, 'w3', { late: true }), false);
 
     // A worker still holding an expired lease (nobody reclaimed yet) may still finish.
     const other = await created(store, newScan('o'));
-    assert.equal((await store.claim('w5', 60_000, 3))?.id, other.id);
+    assert.equal((await store.scans.claim('w5', 60_000, 3))?.id, other.id);
     await endLeases(store);
-    assert.equal(await store.complete(other.id, 'w5', { ok: 1 }), true);
+    assert.equal(await store.scans.complete(other.id, 'w5', { ok: 1 }), true);
   });
 
   await withStore('purge removes finished scans older than the cutoff', async (store) => {
     const done = await created(store, newScan('o'));
     const pending = await created(store, newScan('o'));
-    await store.claim('w', 60_000, 3);
-    await store.complete(done.id, 'w', { ok: true });
-    assert.equal(await store.purge(new Date(Date.now() - 60_000)), 0);
-    assert.equal(await store.purge(new Date(Date.now() + 1000)), 1);
-    assert.equal(await store.get('o', done.id), null);
-    assert.equal((await store.get('o', pending.id))?.status, 'PENDING');
+    await store.scans.claim('w', 60_000, 3);
+    await store.scans.complete(done.id, 'w', { ok: true });
+    assert.equal(await store.scans.purge(new Date(Date.now() - 60_000)), 0);
+    assert.equal(await store.scans.purge(new Date(Date.now() + 1000)), 1);
+    assert.equal(await store.scans.get('o', done.id), null);
+    assert.equal((await store.scans.get('o', pending.id))?.status, 'PENDING');
     // The idempotency key of a purged scan is free again.
     const k = await created(store, newScan('o', { idempotencyKey: 'kp' }));
-    await store.claim('w', 60_000, 3);
-    await store.claim('w', 60_000, 3);
-    assert.equal(await store.fail(k.id, 'w', { code: 'invalid_image', message: 'bad' }), true);
-    assert.equal(await store.purge(new Date(Date.now() + 1000)), 1);
-    const again = await store.create(newScan('o', { idempotencyKey: 'kp', requestHash: 'other' }));
+    await store.scans.claim('w', 60_000, 3);
+    await store.scans.claim('w', 60_000, 3);
+    assert.equal(await store.scans.fail(k.id, 'w', { code: 'invalid_image', message: 'bad' }), true);
+    assert.equal(await store.scans.purge(new Date(Date.now() + 1000)), 1);
+    const again = await store.scans.create(newScan('o', { idempotencyKey: 'kp', requestHash: 'other' }));
     assert.ok('scan' in again && again.created);
   });
 
@@ -355,17 +341,17 @@ async function suite(t: TestContext, backend: Backend): Promise<void> {
     for (let i = 0; i < 20; i += 1) ids.add((await created(store, newScan(`o${i % 3}`))).id);
     const other = await backend.sibling();
     try {
-      const take = async (s: ScanStore, worker: string): Promise<string[]> => {
+      const take = async (s: Store, worker: string): Promise<string[]> => {
         const got: string[] = [];
         for (;;) {
-          const c = await s.claim(worker, 60_000, 3);
+          const c = await s.scans.claim(worker, 60_000, 3);
           if (c === null) return got;
           got.push(c.id);
         }
       };
       // The second instance claims one on its own first (so it certainly works this queue), then
       // six claimers on the two instances race for the rest.
-      const first = await other.claim('b0', 60_000, 3);
+      const first = await other.scans.claim('b0', 60_000, 3);
       assert.ok(first !== null, 'the second instance took one');
       const results = await Promise.all([
         take(store, 'a1'),
@@ -384,16 +370,16 @@ async function suite(t: TestContext, backend: Backend): Promise<void> {
   });
 
   await withStore('scan credentials: create, verify, wrong secret, unknown key, revoke', async (store) => {
-    const cred = await store.createCredential('partner A');
+    const cred = await store.credentials.create('partner A');
     assert.match(cred.keyId, /^sk_[0-9a-f]{24}$/);
     assert.ok(cred.secret.length >= 40);
-    assert.equal(await store.verifyCredential(cred.keyId, cred.secret), cred.id);
-    assert.equal(await store.verifyCredential(cred.keyId, cred.secret + 'x'), null);
-    assert.equal(await store.verifyCredential(cred.keyId, ''), null);
-    assert.equal(await store.verifyCredential('sk_unknown', cred.secret), null);
-    const other = await store.createCredential('partner B');
-    assert.equal(await store.verifyCredential(other.keyId, cred.secret), null, 'secrets are per credential');
-    const list = await store.listCredentials();
+    assert.equal(await store.credentials.verify(cred.keyId, cred.secret), cred.id);
+    assert.equal(await store.credentials.verify(cred.keyId, cred.secret + 'x'), null);
+    assert.equal(await store.credentials.verify(cred.keyId, ''), null);
+    assert.equal(await store.credentials.verify('sk_unknown', cred.secret), null);
+    const other = await store.credentials.create('partner B');
+    assert.equal(await store.credentials.verify(other.keyId, cred.secret), null, 'secrets are per credential');
+    const list = await store.credentials.list();
     assert.deepEqual(
       list.map((c) => [c.keyId, c.name, c.revokedAt]),
       [
@@ -402,36 +388,36 @@ async function suite(t: TestContext, backend: Backend): Promise<void> {
       ],
     );
     assert.ok(!JSON.stringify(list).includes(cred.secret));
-    assert.equal(await store.revokeCredential(cred.keyId), true);
-    assert.equal(await store.revokeCredential(cred.keyId), true, 'revoking twice is fine');
-    assert.equal(await store.verifyCredential(cred.keyId, cred.secret), null);
-    assert.equal(await store.revokeCredential(other.id), true, 'by credential id too');
-    assert.equal(await store.revokeCredential('sk_nope'), false);
-    assert.ok((await store.listCredentials()).every((c) => c.revokedAt !== null));
-    await assert.rejects(store.createCredential('  '), TypeError);
+    assert.equal(await store.credentials.revoke(cred.keyId), true);
+    assert.equal(await store.credentials.revoke(cred.keyId), true, 'revoking twice is fine');
+    assert.equal(await store.credentials.verify(cred.keyId, cred.secret), null);
+    assert.equal(await store.credentials.revoke(other.id), true, 'by credential id too');
+    assert.equal(await store.credentials.revoke('sk_nope'), false);
+    assert.ok((await store.credentials.list()).every((c) => c.revokedAt !== null));
+    await assert.rejects(store.credentials.create('  '), TypeError);
   });
 
   await withStore('api keys: create, list, digests, revoke', async (store) => {
-    const k1 = await store.createApiKey('mobile app');
-    const k2 = await store.createApiKey('partner');
+    const k1 = await store.apiKeys.create('mobile app');
+    const k2 = await store.apiKeys.create('partner');
     assert.match(k1.key, /^cc_[A-Za-z0-9_-]{32}$/);
     const sha = (s: string) => createHash('sha256').update(s).digest('hex');
-    assert.deepEqual(await store.activeApiKeyDigests(), [sha(k1.key), sha(k2.key)]);
+    assert.deepEqual(await store.apiKeys.activeDigests(), [sha(k1.key), sha(k2.key)]);
     const ring = new KeyRing([]);
-    ring.setIssuedDigests(await store.activeApiKeyDigests());
+    ring.setIssuedDigests(await store.apiKeys.activeDigests());
     assert.ok(ring.check(k1.key) && ring.check(k2.key) && !ring.check('cc_other'));
     assert.deepEqual(
-      (await store.listApiKeys()).map((k) => [k.id, k.name, k.revokedAt]),
+      (await store.apiKeys.list()).map((k) => [k.id, k.name, k.revokedAt]),
       [
         [k1.id, 'mobile app', null],
         [k2.id, 'partner', null],
       ],
     );
-    assert.equal(await store.revokeApiKey(k1.id), true);
-    assert.equal(await store.revokeApiKey(randomUUID()), false);
-    assert.equal(await store.revokeApiKey('nope'), false);
-    assert.deepEqual(await store.activeApiKeyDigests(), [sha(k2.key)]);
-    assert.notEqual((await store.listApiKeys())[0]!.revokedAt, null);
+    assert.equal(await store.apiKeys.revoke(k1.id), true);
+    assert.equal(await store.apiKeys.revoke(randomUUID()), false);
+    assert.equal(await store.apiKeys.revoke('nope'), false);
+    assert.deepEqual(await store.apiKeys.activeDigests(), [sha(k2.key)]);
+    assert.notEqual((await store.apiKeys.list())[0]!.revokedAt, null);
   });
 }
 
@@ -443,9 +429,8 @@ test('SQLite store', async (t) => {
       const dir = tempDir();
       const store = await openStore({ dataDir: path.join(dir, 'nested') });
       try {
-        const db = (store as unknown as { db: { pragma(s: string, o: { simple: true }): unknown } }).db;
-        assert.equal(db.pragma('journal_mode', { simple: true }), 'wal');
-        assert.equal(db.pragma('synchronous', { simple: true }), 2);
+        assert.deepEqual(await store.db.query('PRAGMA journal_mode'), [{ journal_mode: 'wal' }]);
+        assert.deepEqual(await store.db.query('PRAGMA synchronous'), [{ synchronous: 2 }]);
         assert.ok(fs.existsSync(path.join(dir, 'nested', 'catcomfort.sqlite3')));
       } finally {
         await store.close();
@@ -465,7 +450,7 @@ test('PostgreSQL store', { timeout: 180_000 }, async (t) => {
   }
   const server = probe.pg;
   t.diagnostic(`PostgreSQL: ${server.description}`);
-  const stores: ScanStore[] = [];
+  const stores: Store[] = [];
   let url = '';
   const backend: Backend = {
     async fresh() {
@@ -487,8 +472,7 @@ test('PostgreSQL store', { timeout: 180_000 }, async (t) => {
       url = await server.createDatabase();
       const opened = await Promise.all(Array.from({ length: 4 }, () => openStore({ databaseUrl: url, dataDir: '/nonexistent' })));
       try {
-        const pool = (opened[0] as unknown as { pool: { query(s: string): Promise<{ rows: Array<{ version: number }> }> } }).pool;
-        const { rows } = await pool.query('SELECT version FROM schema_migrations ORDER BY version');
+        const rows = await opened[0]!.db.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version');
         assert.deepEqual(
           rows.map((r) => r.version),
           [1],
@@ -547,8 +531,8 @@ test('credentials CLI against SQLite', async () => {
 
     const store = await openStore({ dataDir: dir });
     try {
-      assert.ok((await store.verifyCredential(keyId, secret)) !== null);
-      assert.deepEqual(await store.activeApiKeyDigests(), [createHash('sha256').update(key).digest('hex')]);
+      assert.ok((await store.credentials.verify(keyId, secret)) !== null);
+      assert.deepEqual(await store.apiKeys.activeDigests(), [createHash('sha256').update(key).digest('hex')]);
     } finally {
       await store.close();
     }
@@ -567,8 +551,8 @@ test('credentials CLI against SQLite', async () => {
 
     const after = await openStore({ dataDir: dir });
     try {
-      assert.equal(await after.verifyCredential(keyId, secret), null);
-      assert.deepEqual(await after.activeApiKeyDigests(), []);
+      assert.equal(await after.credentials.verify(keyId, secret), null);
+      assert.deepEqual(await after.apiKeys.activeDigests(), []);
     } finally {
       await after.close();
     }

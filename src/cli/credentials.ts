@@ -1,7 +1,7 @@
 // Operator CLI: issues, lists and revokes scan credentials (key id + secret) and v1/v2 API keys.
 // Uses the same storage as the service: CATCOMFORT_DATABASE_URL (PostgreSQL) when set, else the
 // SQLite file under CATCOMFORT_DATA_DIR (default data/). Exit codes: 0 done, 1 failed, 2 bad usage.
-import { openStore, storeOptionsFromEnv, type ScanStore } from '../scan/store';
+import { openStore, storeOptionsFromEnv, type Store } from '../scan/store';
 
 const USAGE = `Usage: npm run credentials -- <command> [options]
 
@@ -71,9 +71,9 @@ function needNone(p: Parsed): void {
 
 type Out = (line: string) => void;
 
-const commands: Record<string, (store: ScanStore, p: Parsed, out: Out) => Promise<number>> = {
+const commands: Record<string, (store: Store, p: Parsed, out: Out) => Promise<number>> = {
   async 'create-scan-credential'(store, p, out) {
-    const created = await store.createCredential(needName(p));
+    const created = await store.credentials.create(needName(p));
     out(`key id: ${created.keyId}`);
     out(`secret: ${created.secret}`);
     out(`credential id: ${created.id}`);
@@ -82,7 +82,7 @@ const commands: Record<string, (store: ScanStore, p: Parsed, out: Out) => Promis
   },
   async 'list-scan-credentials'(store, p, out) {
     needNone(p);
-    const list = await store.listCredentials();
+    const list = await store.credentials.list();
     if (list.length === 0) out('no scan credentials');
     for (const c of list) {
       out([c.keyId, c.id, c.revokedAt === null ? 'active' : `revoked ${c.revokedAt}`, `created ${c.createdAt}`, c.name].join('\t'));
@@ -91,7 +91,7 @@ const commands: Record<string, (store: ScanStore, p: Parsed, out: Out) => Promis
   },
   async 'revoke-scan-credential'(store, p, out) {
     const target = needOne(p, 'KEY_ID');
-    if (!(await store.revokeCredential(target))) {
+    if (!(await store.credentials.revoke(target))) {
       out(`no scan credential ${target}`);
       return 1;
     }
@@ -99,7 +99,7 @@ const commands: Record<string, (store: ScanStore, p: Parsed, out: Out) => Promis
     return 0;
   },
   async 'create-api-key'(store, p, out) {
-    const created = await store.createApiKey(needName(p));
+    const created = await store.apiKeys.create(needName(p));
     out(`api key: ${created.key}`);
     out(`id: ${created.id}`);
     out('Store the key now: it is not shown again (only its sha256 is kept). Running instances load new keys at start.');
@@ -107,7 +107,7 @@ const commands: Record<string, (store: ScanStore, p: Parsed, out: Out) => Promis
   },
   async 'list-api-keys'(store, p, out) {
     needNone(p);
-    const list = await store.listApiKeys();
+    const list = await store.apiKeys.list();
     if (list.length === 0) out('no api keys');
     for (const k of list) {
       out([k.id, k.revokedAt === null ? 'active' : `revoked ${k.revokedAt}`, `created ${k.createdAt}`, k.name].join('\t'));
@@ -116,7 +116,7 @@ const commands: Record<string, (store: ScanStore, p: Parsed, out: Out) => Promis
   },
   async 'revoke-api-key'(store, p, out) {
     const target = needOne(p, 'ID');
-    if (!(await store.revokeApiKey(target))) {
+    if (!(await store.apiKeys.revoke(target))) {
       out(`no api key ${target}`);
       return 1;
     }
@@ -147,7 +147,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     }
     throw error;
   }
-  let store: ScanStore | undefined;
+  let store: Store | undefined;
   try {
     store = await openStore(storeOptionsFromEnv(env));
     return await handler(store, parsed, (line) => process.stdout.write(line + '\n'));

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { Semaphore } from '../pipeline/semaphore';
 import type { FailureThrottle } from './failure-throttle';
-import type { ScanStore } from './store';
+import type { Store } from './store';
 
 /** Too many failed checks from this client address; it may try again after the given seconds. */
 export class ThrottledError extends Error {
@@ -27,7 +27,7 @@ export class CredentialVerifier {
   private readonly inFlight = new Map<string, Promise<string | null>>();
 
   constructor(
-    private readonly store: ScanStore,
+    private readonly store: Store,
     private readonly throttle: FailureThrottle,
     private readonly ttlMs = 30_000,
     private readonly maxEntries = 10_000,
@@ -53,7 +53,7 @@ export class CredentialVerifier {
     if (hit && hit.expires > now) return hit.ownerId;
     let pending = this.inFlight.get(cacheKey);
     if (!pending) {
-      pending = this.slots.run(() => this.store.verifyCredential(keyId, secret));
+      pending = this.slots.run(() => this.store.credentials.verify(keyId, secret));
       this.inFlight.set(cacheKey, pending);
       void pending.finally(() => this.inFlight.delete(cacheKey)).catch(() => undefined);
     }

@@ -13,13 +13,13 @@ import { parseJsonObject } from '../v2/validate';
 import { ThrottledError, type CredentialVerifier } from './auth';
 import { buildScanOpenApi } from './openapi';
 import { presentScan } from './present';
-import { InvalidCursorError, type ScanStore } from './store';
+import { InvalidCursorError, type Store } from './store';
 import { decodeStrictBase64, validateListQuery, validateSubmission } from './validate';
 import type { ScanWorkers } from './worker';
 
 export interface ScanContext {
   service: Service;
-  store: ScanStore;
+  store: Store;
   verifier: CredentialVerifier;
   workers: ScanWorkers;
   maxImageBytes: number;
@@ -89,7 +89,7 @@ export function registerScan(router: Router, ctx: ScanContext): void {
           if (image.length === 0) throw new ApiError('invalid_image', 'Image is empty.');
           if (image.length > ctx.maxImageBytes) throw new ApiError('invalid_image', `Image is larger than ${ctx.maxImageBytes} bytes.`);
         }
-        const created = await ctx.store.create({
+        const created = await ctx.store.scans.create({
           ownerId,
           source: image ? 'base64' : 'url',
           image,
@@ -116,7 +116,7 @@ export function registerScan(router: Router, ctx: ScanContext): void {
       authed(ctx, false, async (ex, requestId, ownerId) => {
         const params = validateListQuery(new URLSearchParams(ex.query));
         try {
-          const page = await ctx.store.list(ownerId, params);
+          const page = await ctx.store.scans.list(ownerId, params);
           return {
             status: 200,
             body: { request_id: requestId, items: page.items.map((s) => presentScan(s, defaultModel(ctx))), nextCursor: page.nextCursor },
@@ -133,7 +133,7 @@ export function registerScan(router: Router, ctx: ScanContext): void {
       'GET',
       '/scan/:scanId',
       authed(ctx, false, async (ex, requestId, ownerId) => {
-        const scan = await ctx.store.get(ownerId, ex.params.scanId!);
+        const scan = await ctx.store.scans.get(ownerId, ex.params.scanId!);
         if (!scan) throw new ApiError('not_found', 'Scan not found.', { scanId: ex.params.scanId });
         return { status: 200, body: { request_id: requestId, ...presentScan(scan, defaultModel(ctx)) } };
       }),

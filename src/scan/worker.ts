@@ -8,7 +8,7 @@ import { ImageError } from '../pipeline/analysis';
 import { QueueFullError } from '../pipeline/batcher';
 import { fetchImage, isFetchRefusedError, type FetchPolicy } from './fetch';
 import type { StoredResult } from './present';
-import type { ClaimedScan, ScanStore } from './store';
+import type { ClaimedScan, Store } from './store';
 
 export interface WorkerOptions {
   workers: number;
@@ -27,7 +27,7 @@ export class ScanWorkers {
   private purgeTimer: NodeJS.Timeout | null = null;
 
   constructor(
-    private readonly store: ScanStore,
+    private readonly store: Store,
     private readonly model: Model,
     private readonly options: WorkerOptions,
   ) {}
@@ -40,7 +40,7 @@ export class ScanWorkers {
     this.running = true;
     for (let i = 0; i < this.options.workers; i++) this.loops.push(this.loop(`${process.pid}-${randomUUID().slice(0, 8)}`));
     const purge = () =>
-      this.store.purge(new Date(Date.now() - this.options.retentionMs)).then(
+      this.store.scans.purge(new Date(Date.now() - this.options.retentionMs)).then(
         (n) => n > 0 && log.info('purged scans past retention', { count: n }),
         (error: unknown) => log.warn('scan purge failed', { error: String(error) }),
       );
@@ -78,7 +78,7 @@ export class ScanWorkers {
     while (this.running) {
       let claimed: ClaimedScan | null = null;
       try {
-        claimed = await this.store.claim(workerId, this.options.leaseMs, this.options.maxAttempts);
+        claimed = await this.store.scans.claim(workerId, this.options.leaseMs, this.options.maxAttempts);
       } catch (error) {
         log.error('scan claim failed', { error: String(error) });
       }
@@ -90,7 +90,7 @@ export class ScanWorkers {
       // hands a live scan to a second worker.
       const scan = claimed;
       const heartbeat = setInterval(() => {
-        this.store.extendLease(scan.id, workerId, this.options.leaseMs).catch((error: unknown) => {
+        this.store.scans.extendLease(scan.id, workerId, this.options.leaseMs).catch((error: unknown) => {
           log.warn('scan lease renewal failed', { scan: scan.id, error: String(error) });
         });
       }, Math.max(50, Math.floor(this.options.leaseMs / 3)));
@@ -116,17 +116,17 @@ export class ScanWorkers {
   }
 
   private async process(workerId: string, scan: ClaimedScan): Promise<void> {
-    await this.store.appendLog(scan.id, 'worker', `processed by worker ${workerId} (pid ${process.pid})`);
+    await this.store.scans.appendLog(scan.id, 'worker', `processed by worker ${workerId} (pid ${process.pid})`);
     let bytes = scan.image;
     if (scan.source === 'url') {
-      await this.store.appendLog(scan.id, 'fetching_url', 'fetching the image URL');
+      await this.store.scans.appendLog(scan.id, 'fetching_url', 'fetching the image URL');
       try {
         const fetched = await fetchImage(scan.imageUrl!, this.options.fetchPolicy);
         bytes = fetched.bytes;
-        await this.store.appendLog(scan.id, 'fetched', `${fetched.bytes.length} bytes, ${fetched.contentType}`);
+        await this.store.scans.appendLog(scan.id, 'fetched', `${fetched.bytes.length} bytes, ${fetched.contentType}`);
       } catch (error) {
         if (!isFetchRefusedError(error)) throw error;
-        await this.store.fail(scan.id, workerId, { code: `fetch_${error.code}`, message: error.message });
+        await this.store.scans.fail(scan.id, workerId, { code: `fetch_${error.code}`, message: error.message });
         return;
       }
     }
@@ -143,10 +143,10 @@ export class ScanWorkers {
         modelId: this.model.id,
         modelVersion: this.options.serviceVersion,
       };
-      await this.store.complete(scan.id, workerId, { ...result });
+      await this.store.scans.complete(scan.id, workerId, { ...result });
     } catch (error) {
       if (!(error instanceof ImageError)) throw error;
-      await this.store.fail(scan.id, workerId, { code: 'invalid_image', message: error.message });
+      await this.store.scans.fail(scan.id, workerId, { code: 'invalid_image', message: error.message });
     }
   }
 }

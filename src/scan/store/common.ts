@@ -1,6 +1,6 @@
-// Helpers shared by both backends: ids, cursors, validation, credential hashing.
+// Helpers of the stores: ids, cursors, validation, credential hashing.
 import { createHash, randomBytes, randomInt, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from 'node:crypto';
-import { InvalidCursorError, type ListQuery, type NewScan, type ScanLogEntry, type ScanRecord } from './types';
+import { InvalidCursorError, type ListQuery, type NewScan } from './types';
 
 // Last timestamp and counter of newId(): ids made by one process sort in creation order.
 let lastMs = 0;
@@ -165,23 +165,4 @@ export async function verifySecret(secret: string, stored: string | null): Promi
   if (parsed === null) return false;
   const derived = await scrypt(secret, parsed.salt, parsed.hash.length, { N: parsed.N, r: parsed.r, p: parsed.p });
   return timingSafeEqual(derived, parsed.hash);
-}
-
-/** A scan row with the backend's column types already converted (times ISO 8601, JSON parsed). */
-export type ScanRowValues = Omit<ScanRecord, 'logs'>;
-
-/** Joins scan rows with their log rows (in log order) into records; shared by both backends. */
-export function assembleRecords(rows: ScanRowValues[], logs: Array<ScanLogEntry & { scanId: string }>): ScanRecord[] {
-  const byScan = new Map<string, ScanLogEntry[]>();
-  for (const { scanId, ...entry } of logs) {
-    let list = byScan.get(scanId);
-    if (list === undefined) byScan.set(scanId, (list = []));
-    list.push(entry);
-  }
-  return rows.map((row) => ({ ...row, logs: byScan.get(row.id) ?? [] }));
-}
-
-/** The error of a row's error columns, or null. */
-export function rowError(code: string | null, message: string | null): ScanRecord['error'] {
-  return code === null ? null : { code, message: message ?? '' };
 }

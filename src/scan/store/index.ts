@@ -1,17 +1,21 @@
-// Storage of the scan interface: scans (with their logs), scan credentials and CLI-issued API keys,
-// behind one interface (ScanStore) with two backends:
+// Storage of the scan interface: three small stores (the scan queue, scan credentials, CLI-issued
+// API keys) written once over one SQL-dialect seam (sql.ts), with two drivers:
 //  - SQLite (default, embedded): `<dataDir>/catcomfort.sqlite3`, WAL, synchronous=FULL.
 //  - PostgreSQL when a database URL is given: instances share scans and claim work with
 //    FOR UPDATE SKIP LOCKED.
-// See types.ts for the contract of every method.
 import path from 'node:path';
-import { PostgresScanStore } from './postgres';
-import { SqliteScanStore } from './sqlite';
-import type { ScanStore } from './types';
+import { ApiKeys } from './api-keys';
+import { ScanCredentials } from './credentials';
+import { PostgresDb } from './postgres-db';
+import { ScanQueue } from './scans';
+import type { SqlDb } from './sql';
+import { SqliteDb } from './sqlite-db';
 
 export * from './types';
-export { SQLITE_FILE } from './sqlite';
+export { SQLITE_FILE } from './sqlite-db';
 export { sha256Hex } from './common';
+export type { SqlDb } from './sql';
+export { ApiKeys, ScanCredentials, ScanQueue };
 
 export interface StoreOptions {
   /** postgres://... ; when set, PostgreSQL is used and dataDir is ignored. */
@@ -20,6 +24,17 @@ export interface StoreOptions {
   dataDir: string;
   /** Run migrations on open (default true). */
   migrate?: boolean;
+}
+
+export interface Store {
+  /** Which database this is. */
+  readonly kind: 'sqlite' | 'postgres';
+  readonly scans: ScanQueue;
+  readonly credentials: ScanCredentials;
+  readonly apiKeys: ApiKeys;
+  /** The database under the stores (migrations; tests reach the tables through it). */
+  readonly db: SqlDb;
+  close(): Promise<void>;
 }
 
 /** Default data folder: `data/` in the repository root. */
@@ -35,19 +50,30 @@ export function storeOptionsFromEnv(env: Record<string, string | undefined> = pr
   };
 }
 
-/** Opens the backend the options select and (unless `migrate: false`) brings its schema up to date. */
-export async function openStore(opts: StoreOptions): Promise<ScanStore> {
-  const store: ScanStore =
+function idlePostgresError(error: Error): void {
+  process.stderr.write(JSON.stringify({ time: new Date().toISOString(), level: 'warn', msg: 'postgres idle client error', error: error.message }) + '\n');
+}
+
+/** Opens the database the options select and (unless `migrate: false`) brings its schema up to date. */
+export async function openStore(opts: StoreOptions): Promise<Store> {
+  const db: SqlDb =
     opts.databaseUrl !== undefined && opts.databaseUrl !== ''
-      ? new PostgresScanStore(opts.databaseUrl)
-      : new SqliteScanStore(opts.dataDir);
+      ? new PostgresDb(opts.databaseUrl, { onIdleError: idlePostgresError })
+      : new SqliteDb(opts.dataDir);
   if (opts.migrate !== false) {
     try {
-      await store.migrate();
+      await db.migrate();
     } catch (error) {
-      await store.close().catch(() => undefined);
+      await db.close().catch(() => undefined);
       throw error;
     }
   }
-  return store;
+  return {
+    kind: db.dialect.kind,
+    scans: new ScanQueue(db),
+    credentials: new ScanCredentials(db),
+    apiKeys: new ApiKeys(db),
+    db,
+    close: () => db.close(),
+  };
 }

@@ -1,12 +1,6 @@
-// Types of the scan store: one interface, two backends (SQLite embedded, PostgreSQL shared).
+// Types of the scan store's records, inputs and answers (the stores: scans.ts, credentials.ts, api-keys.ts).
 
-/**
- * Lifecycle of a scan:
- *   PENDING -> PROCESSING (claimed by a worker, with a lease) -> COMPLETED | FAILED.
- * A PROCESSING scan whose lease ran out (the worker died or stalled) is claimable again, exactly
- * like a PENDING one; every claim counts one attempt, and a scan whose lease ran out after
- * `maxAttempts` attempts becomes FAILED with code `processing_failed`.
- */
+/** Lifecycle: see scans.ts. */
 export type ScanStatus = 'PENDING' | 'PROCESSING' | 'COMPLETED' | 'FAILED';
 
 export type ScanSource = 'base64' | 'url';
@@ -96,58 +90,6 @@ export interface ApiKeyInfo {
   name: string;
   createdAt: string;
   revokedAt: string | null;
-}
-
-export interface ScanStore {
-  /** Which backend this is. */
-  readonly kind: 'sqlite' | 'postgres';
-  /** Applies pending schema migrations; idempotent, safe with several instances starting at once. */
-  migrate(): Promise<void>;
-  /**
-   * Stores a new PENDING scan. With an idempotency key already used by this owner: the existing
-   * scan with `created: false` when the request hash matches, `{ conflict: true }` when it differs.
-   */
-  create(scan: NewScan): Promise<CreateResult>;
-  /** The owner's scan, or null (unknown id, malformed id, or another owner's scan). */
-  get(ownerId: string, id: string): Promise<ScanRecord | null>;
-  /** Newest first (createdAt desc, id desc). Throws InvalidCursorError / RangeError on bad input. */
-  list(ownerId: string, q: ListQuery): Promise<{ items: ScanRecord[]; nextCursor: string | null }>;
-  /**
-   * Takes the oldest claimable scan (PENDING, or PROCESSING with an expired lease) and marks it
-   * PROCESSING for `workerId` until now + leaseMs. First fails (processing_failed) every scan whose
-   * lease expired after `maxAttempts` attempts. Null when there is nothing to do.
-   */
-  claim(workerId: string, leaseMs: number, maxAttempts: number): Promise<ClaimedScan | null>;
-  /** Pushes the lease of a scan this worker still holds; false if it no longer holds it. */
-  extendLease(id: string, workerId: string, leaseMs: number): Promise<boolean>;
-  appendLog(id: string, event: string, message: string): Promise<void>;
-  /**
-   * COMPLETED with the result; drops the image bytes. False when `workerId` no longer holds the
-   * scan (another worker claimed it after the lease expired, or it already finished).
-   */
-  complete(id: string, workerId: string, result: ScanResult): Promise<boolean>;
-  /** FAILED with the error; drops the image bytes. False as for complete. */
-  fail(id: string, workerId: string, error: ScanError): Promise<boolean>;
-  /** Deletes COMPLETED/FAILED scans (with their logs) finished before `olderThan`; returns how many. */
-  purge(olderThan: Date): Promise<number>;
-
-  /** New scan credential; the secret is returned once and only its scrypt hash is stored. */
-  createCredential(name: string): Promise<{ id: string; keyId: string; secret: string }>;
-  listCredentials(): Promise<ScanCredentialInfo[]>;
-  /** Revokes by key id or credential id; true if it exists (revoked now or before). */
-  revokeCredential(keyIdOrId: string): Promise<boolean>;
-  /** Credential id when the key id exists, is not revoked and the secret matches; else null. */
-  verifyCredential(keyId: string, secret: string): Promise<string | null>;
-
-  /** New v1/v2 API key (format of KeyRing.generateKey); returned once, stored as sha256 hex. */
-  createApiKey(name: string): Promise<{ id: string; key: string }>;
-  listApiKeys(): Promise<ApiKeyInfo[]>;
-  /** True if the key exists (revoked now or before). */
-  revokeApiKey(id: string): Promise<boolean>;
-  /** sha256 hex digests of the keys not revoked, for KeyRing.setIssuedDigests. */
-  activeApiKeyDigests(): Promise<string[]>;
-
-  close(): Promise<void>;
 }
 
 /** A `cursor` that this store did not produce (HTTP layer: 400/422). */

@@ -1,0 +1,147 @@
+// SQLite driver of the SQL seam (embedded default): one file under the data folder, WAL journal,
+// synchronous=FULL so a commit that returned survives power loss. better-sqlite3 is synchronous;
+// writers take the lock up front (BEGIN IMMEDIATE), so several processes may share the file
+// (busy_timeout waits for the lock). Within this process, a transaction holds the file until it
+// ends: statements on any connection to the same file wait for it in JavaScript, so they neither
+// land inside it nor block the thread on a lock that only this thread could release.
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { sqliteMigrations } from './migrations';
+import type { Dialect, SqlDb, SqlValue } from './sql';
+
+export const SQLITE_FILE = 'catcomfort.sqlite3';
+
+const dialect: Dialect = {
+  kind: 'sqlite',
+  // Epoch milliseconds; julianday('now') is fixed for the duration of one statement.
+  now: "CAST(ROUND((julianday('now') - 2440587.5) * 86400000) AS INTEGER)",
+  plusMs: (time, ms) => `(${time} + ${ms})`,
+  lockSkipLocked: '',
+  timeParam: (p) => p,
+  uuidParam: (p) => p,
+  timeValue: (iso) => Date.parse(iso),
+  iso: (value) => new Date(value as number).toISOString(),
+  json: <T>(value: unknown) => JSON.parse(value as string) as T,
+};
+
+/** `$n` placeholders to SQLite's positional `?`, with the values in matching order. */
+function positional(sql: string, params: readonly SqlValue[]): { sql: string; values: SqlValue[] } {
+  const values: SqlValue[] = [];
+  const text = sql.replace(/\$(\d+)/g, (_, n: string) => {
+    const index = Number(n) - 1;
+    if (index < 0 || index >= params.length) throw new RangeError(`placeholder $${n} has no value`);
+    values.push(params[index]!);
+    return '?';
+  });
+  return { sql: text, values };
+}
+
+/** Per database file of this process: settles when the running transaction (if any) has ended. */
+interface FileGate {
+  busy: Promise<void>;
+}
+const gates = new Map<string, FileGate>();
+
+export class SqliteDb implements SqlDb {
+  readonly dialect = dialect;
+  private readonly db: Database.Database;
+  private readonly gate: FileGate;
+
+  constructor(dataDir: string) {
+    fs.mkdirSync(dataDir, { recursive: true });
+    const file = path.join(fs.realpathSync(dataDir), SQLITE_FILE);
+    let gate = gates.get(file);
+    if (gate === undefined) gates.set(file, (gate = { busy: Promise.resolve() }));
+    this.gate = gate;
+    this.db = new Database(file);
+    this.db.pragma('busy_timeout = 10000');
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = FULL');
+    this.db.pragma('foreign_keys = ON');
+  }
+
+  private statement(sql: string, params: readonly SqlValue[]) {
+    const { sql: text, values } = positional(sql, params);
+    return { stmt: this.db.prepare(text), values };
+  }
+
+  private queryNow<R>(sql: string, params: readonly SqlValue[]): R[] {
+    const { stmt, values } = this.statement(sql, params);
+    return (stmt.reader ? stmt.all(...values) : (stmt.run(...values), [])) as R[];
+  }
+
+  private runNow(sql: string, params: readonly SqlValue[]): number {
+    const { stmt, values } = this.statement(sql, params);
+    return stmt.run(...values).changes;
+  }
+
+  /** Runs `fn` as soon as no transaction holds the connection, in the same tick as the check. */
+  private async whenIdle<T>(fn: () => T): Promise<T> {
+    for (;;) {
+      const current = this.gate.busy;
+      await current;
+      if (this.gate.busy === current) return fn();
+    }
+  }
+
+  query<R>(sql: string, params: readonly SqlValue[] = []): Promise<R[]> {
+    return this.whenIdle(() => this.queryNow<R>(sql, params));
+  }
+
+  run(sql: string, params: readonly SqlValue[] = []): Promise<number> {
+    return this.whenIdle(() => this.runNow(sql, params));
+  }
+
+  async transaction<T>(fn: (tx: SqlDb) => Promise<T>): Promise<T> {
+    const release = await this.whenIdle(() => {
+      let done!: () => void;
+      this.gate.busy = new Promise<void>((resolve) => (done = resolve));
+      return done;
+    });
+    const inner: SqlDb = {
+      dialect,
+      query: async <R>(sql: string, params: readonly SqlValue[] = []) => this.queryNow<R>(sql, params),
+      run: async (sql, params = []) => this.runNow(sql, params),
+      transaction: () => Promise.reject(new Error('nested transactions are not supported')),
+      migrate: () => Promise.reject(new Error('migrate inside a transaction')),
+      close: () => Promise.reject(new Error('close inside a transaction')),
+    };
+    try {
+      this.db.exec('BEGIN IMMEDIATE');
+      try {
+        const value = await fn(inner);
+        this.db.exec('COMMIT');
+        return value;
+      } catch (error) {
+        if (this.db.inTransaction) this.db.exec('ROLLBACK');
+        throw error;
+      }
+    } finally {
+      release();
+    }
+  }
+
+  async migrate(): Promise<void> {
+    await this.transaction(async (tx) => {
+      await tx.run(`CREATE TABLE IF NOT EXISTS schema_migrations (
+        version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`);
+      const applied = new Set((await tx.query<{ version: number }>('SELECT version FROM schema_migrations')).map((r) => r.version));
+      for (const migration of sqliteMigrations) {
+        if (applied.has(migration.version)) continue;
+        this.db.exec(migration.sql);
+        await tx.run('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
+          migration.version,
+          migration.name,
+          new Date().toISOString(),
+        ]);
+      }
+    });
+  }
+
+  close(): Promise<void> {
+    return this.whenIdle(() => {
+      if (this.db.open) this.db.close();
+    });
+  }
+}
