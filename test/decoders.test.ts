@@ -19,6 +19,7 @@ import { decodeSsdBox, ssdAnchors } from '../src/models/ssd-anchors';
 import { loadAddon, type DecodedDetection, type FloatTensor, type ItemSuccess, type NativeAddon, type NativePipeline, type PipelineSpec } from '../src/native/addon';
 import { photo, repoRoot } from './helpers/paths';
 import { encodeRgbPng } from './helpers/png';
+import { iou } from '../src/tools/iou';
 
 const SSD_PACK = 'bc-v1';
 const YOLOX_PACK = 'bc-legacy';
@@ -175,11 +176,8 @@ describe('dispatch: output.format picks the decoder; settings are checked once',
       try {
         const [r] = await addon.analyze(pipeline, [{ data: readFileSync(photo(CHELSEA)), encoding: 'bytes' }]);
         assert.ok(r && r.ok && r.cat, `${pack.manifest.id}: a cat`);
-        const [x1, y1, x2, y2] = r.cat.box;
-        const iw = Math.max(0, Math.min(x2, label[2]!) - Math.max(x1, label[0]!));
-        const ih = Math.max(0, Math.min(y2, label[3]!) - Math.max(y1, label[1]!));
-        const iou = (iw * ih) / ((x2 - x1) * (y2 - y1) + 400 * 300 - iw * ih);
-        assert.ok(iou > 0.7, `${pack.manifest.id} (${pack.spec.detector.output.format}): box ${r.cat.box}, IoU ${iou}`);
+        const overlap = iou(r.cat.box, label);
+        assert.ok(overlap > 0.7, `${pack.manifest.id} (${pack.spec.detector.output.format}): box ${r.cat.box}, IoU ${overlap}`);
         assert.ok(r.cat.confidence >= pack.manifest.cutoffs.detected, `${pack.manifest.id}: confidence ${r.cat.confidence}`);
       } finally {
         addon.releasePipeline(pipeline);

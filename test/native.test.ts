@@ -4,7 +4,6 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import zlib from 'node:zlib';
 import {
   loadAddon,
   type AnalyzeItem,
@@ -16,16 +15,13 @@ import {
   type PipelineSpec,
   type PreprocessSpec,
 } from '../src/native/addon';
+import { withDynamicBatch } from '../src/models/onnx-batch';
+import { iou } from '../src/tools/iou';
+import { fixture, modelMirror, photoEntry, repoRoot } from './helpers/paths';
+import { decodeRgbPng, encodeRgbPng, makeHugeHeaderPng } from './helpers/png';
 
-const repoRoot = path.resolve(__dirname, '../..');
-const modelMirror = path.resolve(repoRoot, process.env.CATCOMFORT_MODEL_MIRROR ?? '../shared/models');
 const detectorPath = path.join(modelMirror, 'yolox-nano/yolox_nano.onnx');
-const photosDir = path.resolve(repoRoot, process.env.CATCOMFORT_PHOTOS ?? '../shared/fixtures/photos');
-const fixturesDir = path.join(repoRoot, 'test/fixtures');
-// The real reference classifier once it lands; until then a tiny stand-in with the same
-// interface (float32 [N,3,224,224] -> [N,1] sigmoid).
-const realClassifier = path.join(repoRoot, 'models/bc-v1/classifier.onnx');
-const classifierPath = fs.existsSync(realClassifier) ? realClassifier : path.join(fixturesDir, 'tiny_classifier.onnx');
+const classifierPath = path.join(repoRoot, 'models/bc-v1/classifier.onnx');
 
 const DETECTED = 0.69; // models/bc-v1/manifest.json cutoffs.detected
 const MAX_PIXELS = 40_000_000;
@@ -90,227 +86,17 @@ function spec(detector: Buffer, views: PipelineSpec['detector']['views'], maxSes
   };
 }
 
-// ---------------------------------------------------------------------------------------------
-// A minimal protobuf rewrite of the YOLOX ONNX file for a dynamic batch: graph input/output dim 0
-// becomes the symbol "N", stale value_info shapes are dropped, and the head's Reshape target
-// [1, 85, -1] becomes [0, 85, -1] (0 = copy the batch). Same edit as models/bc-v1 dynamicBatch.
-
-interface Field {
-  num: number;
-  wire: number;
-  bytes: Buffer; // payload (LEN) or the raw value bytes (VARINT/I64/I32)
-}
-
-function readVarint(buf: Buffer, at: number): [number, number] {
-  let value = 0;
-  let mul = 1;
-  for (;;) {
-    const b = buf[at++];
-    if (b === undefined) throw new Error('truncated varint');
-    value += (b & 0x7f) * mul;
-    if ((b & 0x80) === 0) return [value, at];
-    mul *= 128;
-  }
-}
-
-function varint(value: number): Buffer {
-  const out: number[] = [];
-  do {
-    let b = value % 128;
-    value = Math.floor(value / 128);
-    if (value > 0) b |= 0x80;
-    out.push(b);
-  } while (value > 0);
-  return Buffer.from(out);
-}
-
-function parse(buf: Buffer): Field[] {
-  const fields: Field[] = [];
-  let at = 0;
-  while (at < buf.length) {
-    const [key, next] = readVarint(buf, at);
-    at = next;
-    const num = Math.floor(key / 8);
-    const wire = key % 8;
-    const start = at;
-    if (wire === 0) {
-      at = readVarint(buf, at)[1];
-      fields.push({ num, wire, bytes: buf.subarray(start, at) });
-    } else if (wire === 1 || wire === 5) {
-      at += wire === 1 ? 8 : 4;
-      fields.push({ num, wire, bytes: buf.subarray(start, at) });
-    } else if (wire === 2) {
-      const [length, body] = readVarint(buf, at);
-      at = body + length;
-      fields.push({ num, wire, bytes: buf.subarray(body, at) });
-    } else {
-      throw new Error(`unsupported wire type ${wire}`);
-    }
-  }
-  return fields;
-}
-
-function serialize(fields: Field[]): Buffer {
-  const parts: Buffer[] = [];
-  for (const f of fields) {
-    parts.push(varint(f.num * 8 + f.wire));
-    if (f.wire === 2) parts.push(varint(f.bytes.length));
-    parts.push(f.bytes);
-  }
-  return Buffer.concat(parts);
-}
-
-function rewrite(buf: Buffer, num: number, fn: (payload: Buffer) => Buffer): Buffer {
-  return serialize(parse(buf).map((f) => (f.num === num && f.wire === 2 ? { ...f, bytes: fn(f.bytes) } : f)));
-}
-
-function symbolicBatch(valueInfo: Buffer): Buffer {
-  // ValueInfoProto.type(2) -> TypeProto.tensor_type(1) -> shape(2) -> first dim(1) := {dim_param: "N"}
-  return rewrite(valueInfo, 2, (type) =>
-    rewrite(type, 1, (tensor) =>
-      rewrite(tensor, 2, (shape) => {
-        const dims = parse(shape);
-        const first = dims.findIndex((d) => d.num === 1);
-        if (first >= 0) dims[first] = { num: 1, wire: 2, bytes: serialize([{ num: 2, wire: 2, bytes: Buffer.from('N') }]) };
-        return serialize(dims);
-      }),
-    ),
-  );
-}
-
-function batchedYolox(model: Buffer): Buffer {
-  const target = Buffer.alloc(24);
-  target.writeBigInt64LE(1n, 0);
-  target.writeBigInt64LE(85n, 8);
-  target.writeBigInt64LE(-1n, 16);
-  let patched = 0;
-  const out = rewrite(model, 7, (graph) => {
-    const fields = parse(graph).filter((f) => f.num !== 13); // value_info
-    return serialize(
-      fields.map((f) => {
-        if (f.num === 11 || f.num === 12) return { ...f, bytes: symbolicBatch(f.bytes) };
-        if (f.num === 5) {
-          return {
-            ...f,
-            bytes: rewrite(f.bytes, 9, (raw) => {
-              if (!raw.equals(target)) return raw;
-              patched += 1;
-              const copy = Buffer.from(raw);
-              copy.writeBigInt64LE(0n, 0);
-              return copy;
-            }),
-          };
-        }
-        return f;
-      }),
-    );
-  });
-  assert.equal(patched, 3, 'the three YOLOX head reshapes');
-  return out;
-}
-
-// ---------------------------------------------------------------------------------------------
-
-function pngChunk(type: string, data: Buffer): Buffer {
-  const length = Buffer.alloc(4);
-  length.writeUInt32BE(data.length);
-  const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(zlib.crc32(body));
-  return Buffer.concat([length, body, crc]);
-}
-
-/** A valid PNG whose IHDR claims width x height RGB but whose data is tiny. */
-function hugePng(width: number, height: number): Buffer {
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(width, 0);
-  ihdr.writeUInt32BE(height, 4);
-  ihdr[8] = 8; // bit depth
-  ihdr[9] = 2; // RGB
-  return Buffer.concat([
-    Buffer.from('89504e470d0a1a0a', 'hex'),
-    pngChunk('IHDR', ihdr),
-    pngChunk('IDAT', zlib.deflateSync(Buffer.alloc(64))),
-    pngChunk('IEND', Buffer.alloc(0)),
-  ]);
-}
-
-/** Decodes an 8-bit, non-interlaced RGB/RGBA PNG to interleaved RGB (enough for the fixtures). */
-function decodePng(png: Buffer): { width: number; height: number; rgb: Buffer } {
-  let at = 8;
-  let width = 0;
-  let height = 0;
-  let channels = 0;
-  const idat: Buffer[] = [];
-  while (at < png.length) {
-    const length = png.readUInt32BE(at);
-    const type = png.toString('latin1', at + 4, at + 8);
-    const data = png.subarray(at + 8, at + 8 + length);
-    if (type === 'IHDR') {
-      width = data.readUInt32BE(0);
-      height = data.readUInt32BE(4);
-      assert.equal(data[8], 8, 'bit depth 8');
-      assert.equal(data[12], 0, 'not interlaced');
-      channels = data[9] === 2 ? 3 : data[9] === 6 ? 4 : 0;
-      assert.ok(channels > 0, 'RGB or RGBA');
-    } else if (type === 'IDAT') {
-      idat.push(data);
-    }
-    at += 12 + length;
-  }
-  const raw = zlib.inflateSync(Buffer.concat(idat));
-  const stride = width * channels;
-  const pixels = Buffer.alloc(stride * height);
-  for (let y = 0; y < height; y++) {
-    const filter = raw[y * (stride + 1)];
-    const line = raw.subarray(y * (stride + 1) + 1, (y + 1) * (stride + 1));
-    for (let x = 0; x < stride; x++) {
-      const a = x >= channels ? pixels[y * stride + x - channels]! : 0;
-      const b = y > 0 ? pixels[(y - 1) * stride + x]! : 0;
-      const c = x >= channels && y > 0 ? pixels[(y - 1) * stride + x - channels]! : 0;
-      let predictor = 0;
-      if (filter === 1) predictor = a;
-      else if (filter === 2) predictor = b;
-      else if (filter === 3) predictor = (a + b) >> 1;
-      else if (filter === 4) {
-        const p = a + b - c;
-        const pa = Math.abs(p - a);
-        const pb = Math.abs(p - b);
-        const pc = Math.abs(p - c);
-        predictor = pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
-      }
-      pixels[y * stride + x] = (line[x]! + predictor) & 0xff;
-    }
-  }
-  const rgb = Buffer.alloc(width * height * 3);
-  for (let i = 0; i < width * height; i++) pixels.copy(rgb, i * 3, i * channels, i * channels + 3);
-  return { width, height, rgb };
-}
-
-function encodePng(width: number, height: number, rgb: Buffer): Buffer {
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(width, 0);
-  ihdr.writeUInt32BE(height, 4);
-  ihdr[8] = 8;
-  ihdr[9] = 2;
-  const raw = Buffer.alloc((width * 3 + 1) * height);
-  for (let y = 0; y < height; y++) rgb.copy(raw, y * (width * 3 + 1) + 1, y * width * 3, (y + 1) * width * 3);
-  return Buffer.concat([
-    Buffer.from('89504e470d0a1a0a', 'hex'),
-    pngChunk('IHDR', ihdr),
-    pngChunk('IDAT', zlib.deflateSync(raw)),
-    pngChunk('IEND', Buffer.alloc(0)),
-  ]);
-}
+/** The YOLOX file as published has a fixed batch of 1: the product's dynamic-batch patch. */
+const batchedYolox = (model: Buffer): Buffer => withDynamicBatch(model, [1, 85, -1], [0, 85, -1]);
 
 /** The PNG mirrored left-right. */
 function mirroredPng(png: Buffer): Buffer {
-  const { width, height, rgb } = decodePng(png);
-  const out = Buffer.alloc(rgb.length);
+  const { width, height, data } = decodeRgbPng(png);
+  const out = Buffer.alloc(data.length);
   for (let y = 0; y < height; y++) {
-    for (let x = 0; x < width; x++) rgb.copy(out, (y * width + width - 1 - x) * 3, (y * width + x) * 3, (y * width + x) * 3 + 3);
+    for (let x = 0; x < width; x++) out.set(data.subarray((y * width + x) * 3, (y * width + x) * 3 + 3), (y * width + width - 1 - x) * 3);
   }
-  return encodePng(width, height, out);
+  return encodeRgbPng(width, height, out);
 }
 
 /** Deterministic pseudo-random bytes (xorshift32). */
@@ -342,29 +128,10 @@ function failure(result: ItemResult | undefined, code: string, message?: string)
   if (message !== undefined) assert.equal(result.message, message);
 }
 
-function iou(a: readonly number[], b: readonly number[]): number {
-  const [ax1 = 0, ay1 = 0, ax2 = 0, ay2 = 0] = a;
-  const [bx1 = 0, by1 = 0, bx2 = 0, by2 = 0] = b;
-  const iw = Math.max(0, Math.min(ax2, bx2) - Math.max(ax1, bx1));
-  const ih = Math.max(0, Math.min(ay2, by2) - Math.max(ay1, by1));
-  const inter = iw * ih;
-  return inter / ((ax2 - ax1) * (ay2 - ay1) + (bx2 - bx1) * (by2 - by1) - inter);
+function photo(file: string) {
+  const entry = photoEntry(file);
+  return { bytes: fs.readFileSync(entry.path), entry };
 }
-
-interface ManifestImage {
-  file: string;
-  box: [number, number, number, number] | null;
-  width: number;
-  height: number;
-}
-
-const manifest = JSON.parse(fs.readFileSync(path.join(photosDir, 'manifest.json'), 'utf8')) as { images: ManifestImage[] };
-function photo(file: string): { bytes: Buffer; entry: ManifestImage } {
-  const entry = manifest.images.find((m) => m.file === file);
-  assert.ok(entry, `${file} in the manifest`);
-  return { bytes: fs.readFileSync(path.join(photosDir, file)), entry };
-}
-const fixture = (name: string): Buffer => fs.readFileSync(path.join(fixturesDir, name));
 
 describe('native addon', () => {
   let addon: NativeAddon;
@@ -498,15 +265,15 @@ describe('native addon', () => {
   test('a header claiming 30000x30000 is too_many_pixels before any decoding', async () => {
     // The pixel data is a few bytes, so decoding fails (control: the same under the limit is
     // undecodable); too_many_pixels can only come from the header.
-    failure(await analyzeOne({ data: hugePng(6000, 6000), encoding: 'bytes' }), 'undecodable');
+    failure(await analyzeOne({ data: makeHugeHeaderPng(6000, 6000), encoding: 'bytes' }), 'undecodable');
     failure(
-      await analyzeOne({ data: hugePng(30000, 30000), encoding: 'bytes' }),
+      await analyzeOne({ data: makeHugeHeaderPng(30000, 30000), encoding: 'bytes' }),
       'too_many_pixels',
       `Image is too large; at most ${MAX_PIXELS} pixels.`,
     );
     // Same check through base64.
     failure(
-      await analyzeOne({ data: hugePng(20000, 2001).toString('base64'), encoding: 'base64-strict' }),
+      await analyzeOne({ data: makeHugeHeaderPng(20000, 2001).toString('base64'), encoding: 'base64-strict' }),
       'too_many_pixels',
     );
   });

@@ -3,10 +3,9 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { withDynamicBatch, summarizeOnnx, _wire } from '../src/models/onnx-batch';
+import { modelMirror } from './helpers/paths';
 
-const REPO_ROOT = path.resolve(__dirname, '../..');
-const MIRROR = path.resolve(REPO_ROOT, process.env.CATCOMFORT_MODEL_MIRROR ?? '../shared/models');
-const YOLOX = path.join(MIRROR, 'yolox-nano/yolox_nano.onnx');
+const YOLOX = path.join(modelMirror, 'yolox-nano/yolox_nano.onnx');
 const FROM = [1, 85, -1];
 const TO = [0, 85, -1];
 

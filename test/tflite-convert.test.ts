@@ -36,8 +36,9 @@ import { halfToFloat, widenFloat16 } from '../src/models/tflite/float16';
 import { GraphBuilder } from '../src/models/tflite/graph-builder';
 import { Activation, Padding, readTflite, tensorTypeName } from '../src/models/tflite/schema';
 import { loadAddon, type FloatTensor, type NativeAddon } from '../src/native/addon';
-import { decodeRgbPng } from './helpers/png-decode';
-import { photosDir, repoRoot } from './helpers/paths';
+import { decodeRgbPng } from './helpers/png';
+import { photoEntries, photosDir, repoRoot } from './helpers/paths';
+import { iou } from '../src/tools/iou';
 
 const packDir = path.join(repoRoot, 'models/bc-v1');
 const manifest: Manifest = validateManifest(JSON.parse(readFileSync(path.join(packDir, 'manifest.json'), 'utf8')), 'bc-v1');
@@ -512,16 +513,10 @@ describe('SSD anchors: the top Cat box of each cat photo lands on the labelled c
   });
 
   test('service preprocessing + converted model + anchors: IoU with the labelled boxes', async (t) => {
-    interface Entry {
-      file: string;
-      group: string;
-      box: [number, number, number, number] | null;
-    }
-    const entries = (JSON.parse(readFileSync(path.join(photosDir, 'manifest.json'), 'utf8')) as { images: Entry[] }).images;
-    const cats = entries.filter((e) => e.group === 'cat' && e.box);
+    const cats = photoEntries().filter((e) => e.group === 'cat' && e.box);
     const onnx = readFileSync(path.join(packDir, manifest.detector.file));
     const anchors = ssdAnchors(ssd.anchors);
-    const pre = await Promise.all(cats.map((e) => addon.preprocessImage(readFileSync(path.join(photosDir, e.file)), manifest.detector.preprocess)));
+    const pre = await Promise.all(cats.map((e) => addon.preprocessImage(readFileSync(e.path), manifest.detector.preprocess)));
     const batch = new Float32Array(pre.length * 300 * 300 * 3);
     pre.forEach((p, i) => batch.set(p.tensor.data, i * 300 * 300 * 3));
     const [boxes, logits] = await run(onnx, [{ name: 'normalized_input_image_tensor', dims: [pre.length, 300, 300, 3], data: batch }]);
@@ -533,14 +528,10 @@ describe('SSD anchors: the top Cat box of each cat photo lands on the labelled c
       const b = decodeSsdBox(boxes!.data.subarray((i * 1917 + top) * 4, (i * 1917 + top) * 4 + 4), anchors[top]!, ssd.boxCoderScales);
       const { width, height } = pre[i]!;
       const found = [Math.max(0, b.xMin * width), Math.max(0, b.yMin * height), Math.min(width, b.xMax * width), Math.min(height, b.yMax * height)];
-      const label = e.box!;
-      const iw = Math.max(0, Math.min(found[2]!, label[2]) - Math.max(found[0]!, label[0]));
-      const ih = Math.max(0, Math.min(found[3]!, label[3]) - Math.max(found[1]!, label[1]));
-      const area = (r: number[]) => (r[2]! - r[0]!) * (r[3]! - r[1]!);
-      const iou = (iw * ih) / (area(found) + area(label) - iw * ih);
+      const overlap = iou(found, e.box!);
       const probability = 1 / (1 + Math.exp(-cls[top * 24 + ssd.catClassIndex]!));
-      t.diagnostic(`${e.file}: Cat ${probability.toFixed(3)} at anchor ${top}, IoU ${iou.toFixed(2)}`);
-      ious.push(iou);
+      t.diagnostic(`${e.file}: Cat ${probability.toFixed(3)} at anchor ${top}, IoU ${overlap.toFixed(2)}`);
+      ious.push(overlap);
     });
     const mean = ious.reduce((a, b) => a + b, 0) / ious.length;
     t.diagnostic(`mean IoU over ${ious.length} cat photos: ${mean.toFixed(3)}`);

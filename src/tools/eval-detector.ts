@@ -18,6 +18,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadAddon, type DetectorView, type NativeAddon, type NativePipeline } from '../native/addon';
 import { loadPack } from '../models/pack';
+import { iou } from './iou';
 
 interface PhotoEntry {
   file: string;
@@ -40,14 +41,6 @@ interface PhotoResult {
 
 const SETS: Record<string, string> = { photos: 'fixtures/photos', dev: 'fixtures/photos-dev' };
 const GRID = [0.2, 0.25, 0.3, 0.325, 0.35, 0.37, 0.4, 0.45, 0.5, 0.6, 0.69];
-
-export function iou(a: readonly number[], b: readonly number[]): number {
-  const w = Math.max(0, Math.min(a[2]!, b[2]!) - Math.max(a[0]!, b[0]!));
-  const h = Math.max(0, Math.min(a[3]!, b[3]!) - Math.max(a[1]!, b[1]!));
-  const inter = w * h;
-  const union = (a[2]! - a[0]!) * (a[3]! - a[1]!) + (b[2]! - b[0]!) * (b[3]! - b[1]!) - inter;
-  return union > 0 ? inter / union : 0;
-}
 
 async function evaluateSet(addon: NativeAddon, pipeline: NativePipeline, set: string, dir: string): Promise<PhotoResult[]> {
   const entries = (JSON.parse(readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as { images: PhotoEntry[] }).images;
