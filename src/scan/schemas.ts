@@ -1,4 +1,5 @@
-// Wire schemas of the scan interface; they validate submissions and generate its OpenAPI.
+// Wire schemas of the scan interface: they generate its OpenAPI document. Requests are checked by
+// validate.ts, whose rules and error messages these descriptions state.
 import { Type, type Static } from '@sinclair/typebox';
 
 export const METADATA_LIMITS = { maxBytes: 8192, maxDepth: 4, maxKeys: 64 } as const;
