@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { request } from './helpers/http';
 import { repoRoot } from './helpers/paths';
+import { createCredential, scanHeaders, storeEnv, waitForScan } from './helpers/scan';
 import { startServer, TEST_KEY, type TestServer } from './helpers/server';
 
 const run = promisify(execFile);
@@ -144,6 +145,16 @@ describe('OpenAPI documents', () => {
       if (url.startsWith('/v2')) assert.equal(res.body.detection, 'detected', url);
       else assert.equal(res.body.cat_detected, true, url);
     }
+  });
+
+  test('"Try it out" on POST /scan with its request example: 202, then a completed scan of a cat', async () => {
+    const credential = createCredential(storeEnv(path.join(tmp, 'data'), null), 'docs-test');
+    const body = JSON.stringify(firstExample(docs.scan.paths['/scan'].post.requestBody.content['application/json']));
+    const res = await request(`${server.url}/scan`, { method: 'POST', body, key: null, headers: scanHeaders(credential) });
+    assert.equal(res.status, 202, res.text);
+    const scan = await waitForScan(server.url, res.body.scanId, credential);
+    assert.equal(scan.status, 'COMPLETED');
+    assert.equal(scan.isCat, true);
   });
 });
 
