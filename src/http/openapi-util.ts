@@ -1,11 +1,27 @@
 // Helpers for OpenAPI documents built from TypeBox schemas: plain JSON Schema without
-// TypeBox's symbols or $id, and the standard error-response entry.
+// TypeBox's symbols or $id, media types with examples, and what all three documents share.
 import type { TSchema } from '@sinclair/typebox';
 
 export function jsonSchema(schema: TSchema): Record<string, unknown> {
   return JSON.parse(JSON.stringify(schema, (key, value) => (key === '$id' ? undefined : value))) as Record<string, unknown>;
 }
 
-export function jsonContent(ref: string): Record<string, unknown> {
-  return { 'application/json': { schema: { $ref: `#/components/schemas/${ref}` } } };
+/** A named example shown (and sent by "Try it out") in the docs. */
+export interface Example {
+  summary: string;
+  value: unknown;
 }
+
+/** `application/json` content referring to a component schema, with its examples when given. */
+export function jsonContent(ref: string, examples?: Record<string, Example>): Record<string, unknown> {
+  return { 'application/json': { schema: { $ref: `#/components/schemas/${ref}` }, ...(examples ? { examples } : {}) } };
+}
+
+/** The project's licence, as `info.license`. */
+export const LICENSE = { name: 'Apache 2.0', identifier: 'Apache-2.0' };
+
+/** Requests go to the origin the document was loaded from. */
+export const SERVERS = [{ url: '/', description: 'This service (the origin serving this document)' }];
+
+/** A request id as the examples show it. */
+export const EXAMPLE_REQUEST_ID = '5f0c6a0e-2f7b-4c3e-9d1a-7b2e8c4d9a10';

@@ -1,9 +1,10 @@
-// The scan interface's OpenAPI 3.1 document, from the TypeBox schemas that validate it.
-import { jsonContent, jsonSchema } from '../http/openapi-util';
+// The scan interface's OpenAPI 3.1 document, from the TypeBox schemas that validate it, with
+// examples taken from real answers and the example photo as the request example.
+import { errorResponses, type ErrorDoc } from '../http/openapi-errors';
+import { EXAMPLE_REQUEST_ID, jsonContent, jsonSchema, LICENSE, SERVERS } from '../http/openapi-util';
 import { ErrorResponse } from '../v2/schemas';
 import { ScanAccepted, ScanList, ScanResource, ScanSubmitRequest } from './schemas';
 
-const error = (description: string) => ({ description, content: jsonContent('ErrorResponse') });
 const security = [{ ScanKey: [], ScanSecret: [] }];
 const requestId = {
   name: 'X-Request-ID',
@@ -11,56 +12,141 @@ const requestId = {
   required: false,
   description: 'Optional client request ID (1-128 of `A-Z a-z 0-9 . _ : -`), echoed as `request_id`',
   schema: { type: 'string' },
+  example: 'checkout-42',
 };
 
-export function buildScanOpenApi(serviceVersion: string): Record<string, unknown> {
+const SCAN_ID = '01a208fa-a657-73b8-843a-c575e0b46488';
+const CREATED = '2026-11-23T15:16:14.039Z';
+const DONE = '2026-11-23T15:16:14.087Z';
+
+const unauthorized: ErrorDoc = { kind: 'unauthorized', when: 'missing or invalid `api-key` / `api-secret`' };
+const throttled: ErrorDoc = {
+  kind: 'auth_throttled',
+  when: 'too many failed credential checks from this client address (CATCOMFORT_SCAN_AUTH_FAILURES_PER_MINUTE); see `Retry-After`',
+};
+const overloaded: ErrorDoc = { kind: 'overloaded', when: 'too many credential checks at once; see `Retry-After`' };
+const internal: ErrorDoc = { kind: 'internal_error', when: 'unexpected failure; nothing internal is disclosed' };
+const unavailable: ErrorDoc = { kind: 'unavailable', when: 'the service is shutting down', message: 'The service is shutting down.' };
+
+function completedScan(version: string): Record<string, unknown> {
+  return {
+    scanId: SCAN_ID,
+    status: 'COMPLETED',
+    createdAt: CREATED,
+    updatedAt: DONE,
+    completedAt: DONE,
+    isCat: true,
+    isHappy: false,
+    predictions: { prediction: 'Unhappy', probability: 0.319968, cat_quality: 0.943509, message: 'Success' },
+    detection: 'detected',
+    boundingBox: { x_min: 1, y_min: 0, x_max: 158, y_max: 106 },
+    image: { width: 160, height: 106 },
+    model: { id: 'bc-v1', version },
+    source: 'base64',
+    imageUrl: null,
+    metadata: { petId: 'pet-7', customerId: 'customer-3' },
+    logs: [
+      { at: CREATED, event: 'submitted', message: 'Scan accepted (image from base64).' },
+      { at: '2026-11-23T15:16:14.042Z', event: 'claimed', message: 'Processing started (attempt 1).' },
+      { at: '2026-11-23T15:16:14.043Z', event: 'worker', message: 'processed by worker 21727-6bb436fb (pid 21727)' },
+      { at: DONE, event: 'completed', message: 'Scan completed.' },
+    ],
+    error: null,
+  };
+}
+
+const accepted = { request_id: EXAMPLE_REQUEST_ID, scanId: SCAN_ID, status: 'PENDING', createdAt: CREATED };
+
+export function buildScanOpenApi(serviceVersion: string, exampleImage: string): Record<string, unknown> {
   return {
     openapi: '3.1.0',
     info: {
       title: 'Cat Comfort scan API',
       version: '1',
-      description: `Asynchronous scans: submit a photo (base64 or URL), then fetch the result by scanId. Service release ${serviceVersion}. Errors use the v2 ErrorResponse. Statuses: PENDING -> PROCESSING -> COMPLETED | FAILED; a scan accepted with 202 always reaches COMPLETED or FAILED.`,
+      license: LICENSE,
+      description: `Asynchronous scans: submit a photo (base64 or URL), then fetch the result by scanId. Service release ${serviceVersion}. Errors use the v2 ErrorResponse. Statuses: PENDING -> PROCESSING -> COMPLETED | FAILED; a scan accepted with 202 always reaches COMPLETED or FAILED. Requests need a scan credential (\`api-key\` and \`api-secret\`, issued with \`npm run credentials\`).`,
     },
+    servers: SERVERS,
+    tags: [{ name: 'Scans', description: 'Submit photos and read their results' }],
     paths: {
       '/scan': {
         post: {
           operationId: 'submit_scan',
           summary: 'Submit a photo for analysis',
+          tags: ['Scans'],
           security,
           parameters: [
             requestId,
-            { name: 'Idempotency-Key', in: 'header', required: false, description: '1-255 printable ASCII characters. A retry with the same key and body returns the same scan (200, `Idempotent-Replayed: true`); the same key with another body is 409 `idempotency_conflict`.', schema: { type: 'string' } },
+            {
+              name: 'Idempotency-Key',
+              in: 'header',
+              required: false,
+              description:
+                '1-255 printable ASCII characters. A retry with the same key and body returns the same scan (200, `Idempotent-Replayed: true`); the same key with another body is 409 `idempotency_conflict`.',
+              schema: { type: 'string' },
+              example: 'order-1234-photo-1',
+            },
           ],
-          requestBody: { required: true, content: jsonContent('ScanSubmitRequest') },
+          requestBody: {
+            required: true,
+            content: jsonContent('ScanSubmitRequest', {
+              image: { summary: 'A 160x106 JPEG of a cat, with metadata', value: { image: exampleImage, metadata: { petId: 'pet-7', customerId: 'customer-3' } } },
+              url: { summary: 'A hosted photo', value: { imageUrl: 'https://images.example.org/cats/7.jpg', metadata: { petId: 'pet-7' } } },
+            }),
+          },
           responses: {
-            '202': { description: 'Accepted; `Location` names the scan', content: jsonContent('ScanAccepted') },
-            '200': { description: 'Idempotent replay of an earlier submission', content: jsonContent('ScanAccepted') },
-            '400': error('`invalid_image`: not valid base64, empty, or larger than 4 MB'),
-            '401': error('`unauthorized`: missing or invalid `api-key` / `api-secret`'),
-            '409': error('`idempotency_conflict`'),
-            '413': error('`http_error`: body over CATCOMFORT_MAX_BODY_BYTES'),
-            '415': error('`http_error`: Content-Type is not JSON'),
-            '422': error('`invalid_request`: `details.errors` lists `{field, message}`'),
-            '429': error('`too_many_failed_attempts`: too many failed credential checks from this client address (CATCOMFORT_SCAN_AUTH_FAILURES_PER_MINUTE), or `overloaded`; see `Retry-After`'),
-            '500': error('`internal_error`'),
+            '200': { description: 'Idempotent replay of an earlier submission', content: jsonContent('ScanAccepted', { replay: { summary: 'The scan of the first submission', value: accepted } }) },
+            '202': {
+              description: 'Accepted; `Location` names the scan',
+              headers: { Location: { description: 'Path of the scan, `/scan/{scanId}`', schema: { type: 'string' } } },
+              content: jsonContent('ScanAccepted', { accepted: { summary: 'Queued for analysis', value: accepted } }),
+            },
+            ...errorResponses([
+              { kind: 'invalid_image', when: 'not valid base64, empty, or larger than 4 MB', message: 'Image is not valid base64.' },
+              { kind: 'bad_request', when: 'malformed `Content-Length`', message: 'Invalid Content-Length header.' },
+              unauthorized,
+              { kind: 'idempotency_conflict', when: 'the `Idempotency-Key` was used with another body' },
+              { kind: 'payload_too_large', when: 'body over CATCOMFORT_MAX_BODY_BYTES', message: 'Request body exceeds the limit of 8388608 bytes.' },
+              { kind: 'unsupported_media_type', when: 'Content-Type is not JSON' },
+              {
+                kind: 'invalid_request',
+                when: '`details.errors` lists `{field, message}`',
+                details: { errors: [{ field: 'body', message: 'Exactly one of image and imageUrl is required' }] },
+              },
+              throttled,
+              overloaded,
+              internal,
+              unavailable,
+            ]),
           },
         },
         get: {
           operationId: 'list_scans',
           summary: "List the caller's scans, newest first",
+          tags: ['Scans'],
           security,
           parameters: [
             requestId,
-            { name: 'petId', in: 'query', required: false, description: 'Only scans whose metadata.petId equals this', schema: { type: 'string' } },
+            { name: 'petId', in: 'query', required: false, description: 'Only scans whose metadata.petId equals this', schema: { type: 'string' }, example: 'pet-7' },
             { name: 'customerId', in: 'query', required: false, description: 'Only scans whose metadata.customerId equals this', schema: { type: 'string' } },
             { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
             { name: 'cursor', in: 'query', required: false, description: '`nextCursor` of the previous page (opaque)', schema: { type: 'string' } },
           ],
           responses: {
-            '200': { description: 'One page', content: jsonContent('ScanList') },
-            '401': error('`unauthorized`'),
-            '422': error('`invalid_request`: bad limit or cursor'),
-            '429': error('`too_many_failed_attempts`: too many failed credential checks from this client address (CATCOMFORT_SCAN_AUTH_FAILURES_PER_MINUTE), or `overloaded`; see `Retry-After`'),
+            '200': {
+              description: 'One page',
+              content: jsonContent('ScanList', {
+                page: { summary: 'The last page: one scan', value: { request_id: EXAMPLE_REQUEST_ID, items: [completedScan(serviceVersion)], nextCursor: null } },
+              }),
+            },
+            ...errorResponses([
+              unauthorized,
+              { kind: 'invalid_request', when: 'bad limit or cursor', details: { errors: [{ field: 'limit', message: 'Input should be an integer from 1 to 100' }] } },
+              throttled,
+              overloaded,
+              internal,
+              unavailable,
+            ]),
           },
         },
       },
@@ -68,13 +154,19 @@ export function buildScanOpenApi(serviceVersion: string): Record<string, unknown
         get: {
           operationId: 'get_scan',
           summary: 'Retrieve a scan',
+          tags: ['Scans'],
           security,
-          parameters: [requestId, { name: 'scanId', in: 'path', required: true, schema: { type: 'string' } }],
+          parameters: [requestId, { name: 'scanId', in: 'path', required: true, schema: { type: 'string' }, example: SCAN_ID }],
           responses: {
-            '200': { description: 'The scan', content: jsonContent('ScanResource') },
-            '401': error('`unauthorized`'),
-            '404': error("`not_found`: unknown scanId, or another credential's scan"),
-            '429': error('`too_many_failed_attempts`: too many failed credential checks from this client address (CATCOMFORT_SCAN_AUTH_FAILURES_PER_MINUTE), or `overloaded`; see `Retry-After`'),
+            '200': { description: 'The scan', content: jsonContent('ScanResource', { completed: { summary: 'A completed scan', value: completedScan(serviceVersion) } }) },
+            ...errorResponses([
+              unauthorized,
+              { kind: 'not_found', when: "unknown scanId, or another credential's scan" },
+              throttled,
+              overloaded,
+              internal,
+              unavailable,
+            ]),
           },
         },
       },

@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import { isJsonContentType } from '../http/content-type';
 import { redocPage, swaggerPage } from '../http/docs';
+import { exampleImageBase64 } from '../http/example-image';
 import type { Exchange } from '../http/exchange';
 import { requestIdFrom } from '../http/request-id';
 import type { Router } from '../http/router';
@@ -64,7 +65,7 @@ function defaultModel(ctx: ScanContext) {
 }
 
 export function registerScan(router: Router, ctx: ScanContext): void {
-  const openapi = JSON.stringify(buildScanOpenApi(ctx.service.version));
+  const openapi = JSON.stringify(buildScanOpenApi(ctx.service.version, exampleImageBase64()));
   const html = (body: string) => (ex: Exchange) => ex.send(200, { 'Content-Type': 'text/html; charset=utf-8' }, body);
   router
     .add('GET', '/scan/openapi.json', (ex) => ex.send(200, { 'Content-Type': 'application/json' }, openapi))

@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import { isJsonContentType } from '../http/content-type';
 import { swaggerPage } from '../http/docs';
+import { exampleImageBase64 } from '../http/example-image';
 import { BadContentLengthError, BodyTooLargeError, ClientGoneError, type Exchange } from '../http/exchange';
 import type { Router } from '../http/router';
 import { log } from '../log';
@@ -148,7 +149,7 @@ export function registerV1(router: Router, service: Service): void {
     buildNumber: service.config.buildNumber,
     deprecationHeaders: deprecationHeaders(service.config.legacy),
   };
-  const openapi = JSON.stringify(buildV1OpenApi(service.version));
+  const openapi = JSON.stringify(buildV1OpenApi(service.version, exampleImageBase64()));
   const docs = swaggerPage('Cat Comfort API v1 (legacy)', '/openapi.json', '/docs', forwardKey);
   router
     .add('POST', '/invocations', invocation(ctx, { model: defaultModel, legacy: false }))

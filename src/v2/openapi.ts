@@ -1,10 +1,13 @@
-// The v2 OpenAPI 3.1 document, generated from the TypeBox schemas that validate requests.
-import { jsonContent, jsonSchema } from '../http/openapi-util';
+// The v2 OpenAPI 3.1 document, generated from the TypeBox schemas that validate requests,
+// with examples taken from real answers and the example photo as the request example.
+import { errorResponses, type ErrorDoc, type V2ErrorKind } from '../http/openapi-errors';
+import { EXAMPLE_REQUEST_ID, jsonContent, jsonSchema, LICENSE, SERVERS } from '../http/openapi-util';
 import { errorTable } from './errors';
-import { ErrorResponse, ModelList, ModelSummary, PredictRequest, PredictResponse } from './schemas';
+import { ErrorResponse, ModelList, PredictRequest, PredictResponse, StatsResponse } from './schemas';
 
-function errorResponse(description: string): Record<string, unknown> {
-  return { description, content: jsonContent('ErrorResponse') };
+/** An error v2 can answer; scan-only kinds do not type-check here. */
+interface V2ErrorDoc extends ErrorDoc {
+  kind: V2ErrorKind;
 }
 
 const requestIdHeader = {
@@ -14,88 +17,183 @@ const requestIdHeader = {
   description:
     'Client-chosen request ID: 1-128 characters of `A-Z a-z 0-9 . _ : -`. Other values are replaced by a generated UUID. Echoed in the body and the `X-Request-ID` response header.',
   schema: { type: 'string', maxLength: 128, pattern: '^[A-Za-z0-9._:-]{1,128}$' },
+  example: 'checkout-42',
 };
 
 const responseHeaders = {
   'X-Request-ID': { description: 'The request ID, equal to `request_id` in the body', schema: { type: 'string' } },
 };
 
-function predictOperation(operationId: string, summary: string, withModel: boolean): Record<string, unknown> {
-  const responses: Record<string, unknown> = {
-    '200': { description: 'Analysis result', headers: responseHeaders, content: jsonContent('PredictResponse') },
-    '400': errorResponse(
-      '`invalid_image`: `Image is not valid base64.`, `Image is empty.`, `Image could not be decoded.`, `Unsupported pixel format; send an 8-bit image.`, or `Image is too large; at most N pixels.`; `http_error`: malformed `Content-Length`',
-    ),
-    '401': errorResponse('`unauthorized`: missing or invalid `api-key`'),
-    '413': errorResponse('`http_error`: request body larger than `CATCOMFORT_MAX_BODY_BYTES`'),
-    '415': errorResponse('`http_error`: Content-Type is not `application/json`'),
-    '422': errorResponse(
-      '`invalid_request`: body missing or malformed, `image` missing, or invalid `threshold`. `details.errors` lists `{field, message}`; submitted values are never echoed.',
-    ),
-    '429': errorResponse('`overloaded`: the queue is full or the deadline cannot be met; see `Retry-After`'),
-    '500': errorResponse('`internal_error`: unexpected failure; nothing internal is disclosed'),
-    '503': errorResponse('`unavailable`: the service is shutting down; see `Retry-After`'),
-  };
-  if (withModel) responses['404'] = errorResponse('`model_not_found`: unknown `model_id`; `details.model_id` names it');
+const unauthorized: V2ErrorDoc = { kind: 'unauthorized', when: 'missing or invalid `api-key`' };
+const internal: V2ErrorDoc = { kind: 'internal_error', when: 'unexpected failure; nothing internal is disclosed' };
+const unavailable: V2ErrorDoc = { kind: 'unavailable', when: 'the service is shutting down', message: 'The service is shutting down.' };
+
+const predictErrors: V2ErrorDoc[] = [
+  {
+    kind: 'invalid_image',
+    when: '`Image is not valid base64.`, `Image is empty.`, `Image could not be decoded.`, `Unsupported pixel format; send an 8-bit image.`, or `Image is too large; at most N pixels.`',
+  },
+  { kind: 'bad_request', when: 'malformed `Content-Length`', message: 'Invalid Content-Length header.' },
+  unauthorized,
+  { kind: 'payload_too_large', when: 'request body larger than `CATCOMFORT_MAX_BODY_BYTES`', message: 'Request body exceeds the limit of 8388608 bytes.' },
+  { kind: 'unsupported_media_type', when: 'Content-Type is not `application/json`' },
+  {
+    kind: 'invalid_request',
+    when: 'body missing or malformed, `image` missing, or invalid `threshold`. `details.errors` lists `{field, message}`; submitted values are never echoed.',
+    details: { errors: [{ field: 'image', message: 'Field required' }] },
+  },
+  { kind: 'overloaded', when: 'the queue is full or the deadline cannot be met; see `Retry-After`' },
+  internal,
+  unavailable,
+];
+
+const modelNotFound: V2ErrorDoc = {
+  kind: 'model_not_found',
+  when: 'unknown `model_id`; `details.model_id` names it',
+  details: { model_id: 'bc-v9' },
+};
+
+function predictExamples(version: string) {
   return {
-    operationId,
-    summary,
-    security: [{ ApiKeyAuth: [] }],
-    parameters: [
-      ...(withModel
-        ? [{ name: 'model_id', in: 'path', required: true, description: 'Model identifier, e.g. `bc-v1`', schema: { type: 'string' } }]
-        : []),
-      requestIdHeader,
-    ],
-    requestBody: { required: true, content: jsonContent('PredictRequest') },
-    responses,
+    detected: {
+      summary: 'A cat was found and classified (the example photo with bc-v1)',
+      value: {
+        request_id: EXAMPLE_REQUEST_ID,
+        model: { id: 'bc-v1', version },
+        detection: 'detected',
+        prediction: { label: 'discomfort', score: 0.319968, threshold: 0.3 },
+        cat: { bounding_box: { x_min: 1, y_min: 0, x_max: 158, y_max: 106 }, detection_confidence: 0.943509 },
+        image: { width: 160, height: 106 },
+      },
+    },
+    not_detected: {
+      summary: 'No cat in the photo',
+      value: {
+        request_id: EXAMPLE_REQUEST_ID,
+        model: { id: 'bc-v1', version },
+        detection: 'not_detected',
+        prediction: null,
+        cat: null,
+        image: { width: 640, height: 480 },
+      },
+    },
   };
 }
 
-export function buildV2OpenApi(serviceVersion: string): Record<string, unknown> {
+function predictOperation(operationId: string, summary: string, withModel: boolean, exampleImage: string, version: string): Record<string, unknown> {
+  return {
+    operationId,
+    summary,
+    tags: ['Prediction'],
+    security: [{ ApiKeyAuth: [] }],
+    parameters: [
+      ...(withModel
+        ? [{ name: 'model_id', in: 'path', required: true, description: 'Model identifier, e.g. `bc-v1`', schema: { type: 'string' }, example: 'bc-v1' }]
+        : []),
+      requestIdHeader,
+    ],
+    requestBody: {
+      required: true,
+      content: jsonContent('PredictRequest', {
+        cat: { summary: 'A 160x106 JPEG of a cat (the model default threshold applies)', value: { image: exampleImage } },
+        threshold: { summary: 'The same photo with a threshold of 0.5', value: { image: exampleImage, threshold: 0.5 } },
+      }),
+    },
+    responses: {
+      '200': { description: 'Analysis result', headers: responseHeaders, content: jsonContent('PredictResponse', predictExamples(version)) },
+      ...errorResponses(withModel ? [...predictErrors, modelNotFound] : predictErrors),
+    },
+  };
+}
+
+function getOperation(operationId: string, summary: string, description: string, ok: Record<string, unknown>): Record<string, unknown> {
+  return {
+    operationId,
+    summary,
+    description,
+    tags: ['Models and service'],
+    security: [{ ApiKeyAuth: [] }],
+    parameters: [requestIdHeader],
+    responses: { '200': ok, ...errorResponses([unauthorized, internal, unavailable]) },
+  };
+}
+
+const statsExample = {
+  request_id: EXAMPLE_REQUEST_ID,
+  models: {
+    'bc-v1': {
+      submitted: 4,
+      completed: 4,
+      batches: 4,
+      batchSizes: [0, 4, 0, 0, 0],
+      queueTimeUsTotal: 1201.9,
+      queueTimeUsMax: 813.7,
+      rejectedFull: 0,
+      expired: 0,
+      aborted: 0,
+      queued: 0,
+      inFlight: 0,
+      sessionBatches: { detector: [{ batch: 1, runs: 28, padRows: 0 }], classifier: [{ batch: 1, runs: 14, padRows: 0 }] },
+    },
+  },
+};
+
+function modelsExample(version: string) {
+  return {
+    request_id: EXAMPLE_REQUEST_ID,
+    models: [
+      { id: 'bc-legacy', name: 'BC-Legacy', version, pack_version: '1.0.0', default_threshold: 0.5, deprecated: true },
+      { id: 'bc-v1', name: 'BC-V1', version, pack_version: '1.1.0', default_threshold: 0.3, deprecated: false },
+    ],
+  };
+}
+
+/** Codes any request can get from the HTTP layer before it reaches an operation. */
+const protocolCodes = ['bad_request', 'not_found', 'method_not_allowed', 'request_timeout', 'uri_too_long', 'header_too_large', 'not_implemented', 'http_version_not_supported'] as const;
+
+export function buildV2OpenApi(serviceVersion: string, exampleImage: string): Record<string, unknown> {
+  const v2Codes = Object.values(errorTable).filter((e) => !('scanOnly' in e));
   return {
     openapi: '3.1.0',
     info: {
       title: 'Cat Comfort Detection API',
       version: '2',
-      description: `Detects a cat in a photo and says whether it shows comfort or discomfort. Service release ${serviceVersion}. Error codes: ${Object.values(
-        errorTable,
-      )
-        .filter((e) => !('scanOnly' in e))
-        .map((e) => `\`${e.code}\` (${e.status})`)
-        .join(', ')}.`,
+      license: LICENSE,
+      description: [
+        `Detects a cat in a photo and says whether it shows comfort or discomfort. Service release ${serviceVersion}.`,
+        'Every request needs the `api-key` header (use **Authorize**). "Try it out" on a predict operation sends a small cat photo.',
+        `Error codes: ${[...new Map(v2Codes.map((e) => [`${e.code} ${e.status}`, `\`${e.code}\` (${e.status})`])).values()].join(', ')}.`,
+        `Any request can also be refused by the HTTP layer: ${protocolCodes.map((k) => `${errorTable[k].status} \`${errorTable[k].code}\``).join(', ')}.`,
+      ].join('\n\n'),
     },
-    servers: [{ url: '/' }],
+    servers: SERVERS,
+    tags: [
+      { name: 'Prediction', description: 'Analyse one photo: is there a cat, and does it show comfort or discomfort?' },
+      { name: 'Models and service', description: 'The loaded models and the micro-batcher counters' },
+    ],
     paths: {
-      '/v2/predict': { post: predictOperation('predict', 'Analyse one image with the latest model', false) },
+      '/v2/predict': { post: predictOperation('predict', 'Analyse one image with the latest model', false, exampleImage, serviceVersion) },
       '/v2/models/{model_id}/predict': {
-        post: predictOperation('predict_with_model', 'Analyse one image with the named model', true),
-      },
-      '/v2/stats': {
-        get: {
-          operationId: 'batching_stats',
-          summary: 'Micro-batcher and session counters per model',
-          description:
-            'Per model: `submitted`, `completed`, `batches`, `batchSizes` (index n = number of batches of size n), `queueTimeUsTotal`, `queueTimeUsMax`, `rejectedFull` (429, queue full), `expired` (429, deadline), `aborted` (client went away), `queued`, `inFlight`; `sessionBatches` `{detector, classifier}`: the batch sizes each ONNX Runtime session is run at, each with `runs` and `padRows` (zero rows that filled Runs up to that size).',
-          security: [{ ApiKeyAuth: [] }],
-          parameters: [requestIdHeader],
-          responses: {
-            '200': { description: 'Counters since start', headers: responseHeaders, content: { 'application/json': { schema: { type: 'object' } } } },
-            '401': errorResponse('`unauthorized`'),
-          },
-        },
+        post: predictOperation('predict_with_model', 'Analyse one image with the named model', true, exampleImage, serviceVersion),
       },
       '/v2/models': {
-        get: {
-          operationId: 'list_models',
-          summary: 'List the loaded models',
-          security: [{ ApiKeyAuth: [] }],
-          parameters: [requestIdHeader],
-          responses: {
-            '200': { description: 'Loaded models', headers: responseHeaders, content: jsonContent('ModelList') },
-            '401': errorResponse('`unauthorized`'),
+        get: getOperation('list_models', 'List the loaded models', 'Every loaded model pack with its default threshold.', {
+          description: 'Loaded models',
+          headers: responseHeaders,
+          content: jsonContent('ModelList', { models: { summary: 'The two packs shipped', value: modelsExample(serviceVersion) } }),
+        }),
+      },
+      '/v2/stats': {
+        get: getOperation(
+          'batching_stats',
+          'Micro-batcher and session counters per model',
+          'Counters since start, per model: requests through the micro-batcher, batch sizes, queue waits, refusals, and the batch sizes each ONNX Runtime session is run at.',
+          {
+            description: 'Counters since start',
+            headers: responseHeaders,
+            content: jsonContent('StatsResponse', { stats: { summary: 'After four requests to bc-v1', value: statsExample } }),
           },
-        },
+        ),
       },
     },
     components: {
@@ -104,8 +202,8 @@ export function buildV2OpenApi(serviceVersion: string): Record<string, unknown> 
         PredictRequest: jsonSchema(PredictRequest),
         PredictResponse: jsonSchema(PredictResponse),
         ErrorResponse: jsonSchema(ErrorResponse),
-        ModelSummary: jsonSchema(ModelSummary),
         ModelList: jsonSchema(ModelList),
+        StatsResponse: jsonSchema(StatsResponse),
       },
     },
   };

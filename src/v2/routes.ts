@@ -3,6 +3,7 @@
 import type { Exchange } from '../http/exchange';
 import { isJsonContentType } from '../http/content-type';
 import { redocPage, swaggerPage } from '../http/docs';
+import { exampleImageBase64 } from '../http/example-image';
 import { requestIdFrom } from '../http/request-id';
 import type { Router } from '../http/router';
 import type { Service } from '../service';
@@ -64,7 +65,7 @@ function staticRoute(body: string | Buffer, contentType: string) {
 }
 
 export function registerV2(router: Router, service: Service): void {
-  const openapi = JSON.stringify(buildV2OpenApi(service.version));
+  const openapi = JSON.stringify(buildV2OpenApi(service.version, exampleImageBase64()));
   router
     .add('POST', '/v2/predict', predictRoute(service, () => service.config.defaultModel))
     .add('POST', '/v2/models/:model_id/predict', predictRoute(service, (ex) => ex.params.model_id!))
@@ -94,6 +95,7 @@ export function registerV2(router: Router, service: Service): void {
         body: { request_id: requestId, models: Object.fromEntries(service.registry.list().map((m) => [m.id, { ...m.batcher.stats(), sessionBatches: m.sessionBatches() }])) },
       })),
     )
+    .add('GET', '/', (ex) => ex.send(302, { Location: '/v2/docs', 'Content-Type': 'text/plain; charset=utf-8' }, 'The API documentation is at /v2/docs\n'))
     .add('GET', '/v2/openapi.json', staticRoute(openapi, 'application/json'))
     .add('GET', '/v2/docs', staticRoute(swaggerPage('Cat Comfort API v2', '/v2/openapi.json', '/v2/docs'), 'text/html; charset=utf-8'))
     .add('GET', '/v2/redoc', staticRoute(redocPage('Cat Comfort API v2', '/v2/openapi.json', '/v2/redoc'), 'text/html; charset=utf-8'));

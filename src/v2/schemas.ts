@@ -103,3 +103,35 @@ export const ModelList = Type.Object(
   { request_id: Type.String(), models: Type.Array(ModelSummary) },
   { $id: 'ModelList' },
 );
+
+const SessionBatch = Type.Object({
+  batch: Type.Integer({ description: 'Batch size the ONNX Runtime session is run at' }),
+  runs: Type.Integer({ description: 'Runs at this size' }),
+  padRows: Type.Integer({ description: 'Zero rows that filled Runs up to this size' }),
+});
+
+const ModelStats = Type.Object(
+  {
+    submitted: Type.Integer({ description: 'Requests given to the micro-batcher' }),
+    completed: Type.Integer({ description: 'Requests answered by the pipeline' }),
+    batches: Type.Integer({ description: 'Micro-batches run' }),
+    batchSizes: Type.Array(Type.Integer(), { description: 'Index n: number of micro-batches of size n' }),
+    queueTimeUsTotal: Type.Number({ description: 'Sum of queue waits, microseconds' }),
+    queueTimeUsMax: Type.Number({ description: 'Longest queue wait, microseconds' }),
+    rejectedFull: Type.Integer({ description: 'Refused with 429: queue full' }),
+    expired: Type.Integer({ description: 'Refused with 429: deadline could not be met' }),
+    aborted: Type.Integer({ description: 'Dropped because the client went away' }),
+    queued: Type.Integer({ description: 'Waiting now' }),
+    inFlight: Type.Integer({ description: 'Running now' }),
+    sessionBatches: Type.Object({ detector: Type.Array(SessionBatch), classifier: Type.Array(SessionBatch) }),
+  },
+  { $id: 'ModelStats' },
+);
+
+export const StatsResponse = Type.Object(
+  {
+    request_id: Type.String(),
+    models: Type.Record(Type.String(), ModelStats, { description: 'Counters since start, by model id' }),
+  },
+  { $id: 'StatsResponse' },
+);
