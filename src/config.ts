@@ -34,6 +34,14 @@ export interface Config {
   buildNumber: string;
   scan: ScanConfig;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
+  metrics: MetricsConfig;
+}
+
+export interface MetricsConfig {
+  /** GET /metrics on the service port: behind the API key, open to all, or not served. */
+  access: 'key' | 'open' | 'off';
+  /** A second listener (same host) serving only GET /metrics, unauthenticated; null = none. */
+  port: number | null;
 }
 
 export interface BatchingConfig {
@@ -68,6 +76,59 @@ export interface ScanConfig {
 }
 
 export class ConfigError extends Error {}
+
+/** Every CATCOMFORT_* variable the service, its tools and its tests read (README lists them). */
+export const KNOWN_VARIABLES = [
+  'CATCOMFORT_HOST',
+  'CATCOMFORT_PORT',
+  'CATCOMFORT_API_KEYS',
+  'CATCOMFORT_MODELS_DIR',
+  'CATCOMFORT_DEFAULT_MODEL',
+  'CATCOMFORT_MODEL_MIRROR',
+  'CATCOMFORT_EXECUTION_PROVIDERS',
+  'CATCOMFORT_PROVIDER_PROBE_TIMEOUT_MS',
+  'CATCOMFORT_CUDNN_CONV_ALGO_SEARCH',
+  'CATCOMFORT_CUDA_DEVICE_ID',
+  'CATCOMFORT_TRT_CACHE_DIR',
+  'CATCOMFORT_TRT_FP16',
+  'CATCOMFORT_POOL_THREADS',
+  'CATCOMFORT_INTRA_OP_THREADS',
+  'CATCOMFORT_SESSION_BATCH',
+  'CATCOMFORT_MAX_BODY_BYTES',
+  'CATCOMFORT_MAX_PIXELS',
+  'CATCOMFORT_BATCH_MAX_SIZE',
+  'CATCOMFORT_BATCH_MAX_DELAY_US',
+  'CATCOMFORT_QUEUE_MAX',
+  'CATCOMFORT_BATCH_IN_FLIGHT',
+  'CATCOMFORT_REQUEST_TIMEOUT_MS',
+  'CATCOMFORT_LOG_LEVEL',
+  'CATCOMFORT_METRICS',
+  'CATCOMFORT_METRICS_PORT',
+  'CATCOMFORT_BUILD_NUMBER',
+  'CATCOMFORT_LEGACY_DEPRECATED_SINCE',
+  'CATCOMFORT_LEGACY_SUNSET',
+  'CATCOMFORT_FFMPEG',
+  'CATCOMFORT_VIDEO_CONCURRENCY',
+  'CATCOMFORT_VIDEO_MAX_SECONDS',
+  'CATCOMFORT_VIDEO_MAX_FRAMES',
+  'CATCOMFORT_VIDEO_TIMEOUT_MS',
+  'CATCOMFORT_VIDEO_MEMORY_MB',
+  'CATCOMFORT_DATA_DIR',
+  'CATCOMFORT_DATABASE_URL',
+  'CATCOMFORT_SCAN_MODEL',
+  'CATCOMFORT_SCAN_WORKERS',
+  'CATCOMFORT_SCAN_LEASE_MS',
+  'CATCOMFORT_SCAN_MAX_ATTEMPTS',
+  'CATCOMFORT_SCAN_RETENTION_HOURS',
+  'CATCOMFORT_SCAN_AUTH_FAILURES_PER_MINUTE',
+  'CATCOMFORT_FETCH_ALLOW_PRIVATE',
+  // Tests and their fixtures only.
+  'CATCOMFORT_TEST_PROBE_FAULT',
+  'CATCOMFORT_TEST_DATABASE_URL',
+  'CATCOMFORT_TEST_PG_BIN',
+  'CATCOMFORT_SHARED_DIR',
+  'CATCOMFORT_PHOTOS',
+] as const;
 
 type Env = Record<string, string | undefined>;
 
@@ -185,5 +246,15 @@ export function loadConfig(env: Env = process.env): Config {
       allowPrivateUrls: readBool(env, 'CATCOMFORT_FETCH_ALLOW_PRIVATE', false),
     },
     logLevel: logLevel as Config['logLevel'],
+    metrics: readMetrics(env),
   };
+}
+
+function readMetrics(env: Env): MetricsConfig {
+  const access = (env.CATCOMFORT_METRICS ?? 'key').trim().toLowerCase();
+  if (access !== 'key' && access !== 'open' && access !== 'off') {
+    throw new ConfigError(`CATCOMFORT_METRICS must be key, open or off, got "${env.CATCOMFORT_METRICS}"`);
+  }
+  const port = env.CATCOMFORT_METRICS_PORT?.trim() ? readInt(env, 'CATCOMFORT_METRICS_PORT', 0, 0, 65535) : null;
+  return { access, port };
 }

@@ -1,22 +1,34 @@
-// One-line JSON logs on stdout; small on purpose so the hot path stays cheap.
+// JSON-line logs through pino: debug and info on stdout, warn and error on stderr, each line
+// `{"level":"info","time":"<ISO 8601>",...fields,"msg":"..."}`. Writes are synchronous, so the
+// lines before a process.exit() are never lost.
+import pino from 'pino';
+
 type Level = 'debug' | 'info' | 'warn' | 'error';
-const order: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
-let threshold = order.info;
+type Fields = Record<string, unknown>;
+
+const logger = pino(
+  {
+    level: 'info',
+    base: null,
+    timestamp: pino.stdTimeFunctions.isoTime,
+    formatters: { level: (label) => ({ level: label }) },
+  },
+  pino.multistream(
+    [
+      { level: 'debug', stream: pino.destination({ fd: 1, sync: true }) },
+      { level: 'warn', stream: pino.destination({ fd: 2, sync: true }) },
+    ],
+    { dedupe: true },
+  ),
+);
 
 export function setLogLevel(level: Level): void {
-  threshold = order[level];
-}
-
-function write(level: Level, msg: string, fields?: Record<string, unknown>): void {
-  if (order[level] < threshold) return;
-  const line = JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields });
-  if (level === 'error' || level === 'warn') process.stderr.write(line + '\n');
-  else process.stdout.write(line + '\n');
+  logger.level = level;
 }
 
 export const log = {
-  debug: (msg: string, fields?: Record<string, unknown>) => write('debug', msg, fields),
-  info: (msg: string, fields?: Record<string, unknown>) => write('info', msg, fields),
-  warn: (msg: string, fields?: Record<string, unknown>) => write('warn', msg, fields),
-  error: (msg: string, fields?: Record<string, unknown>) => write('error', msg, fields),
+  debug: (msg: string, fields: Fields = {}) => logger.debug(fields, msg),
+  info: (msg: string, fields: Fields = {}) => logger.info(fields, msg),
+  warn: (msg: string, fields: Fields = {}) => logger.warn(fields, msg),
+  error: (msg: string, fields: Fields = {}) => logger.error(fields, msg),
 };

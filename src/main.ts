@@ -1,5 +1,6 @@
 // Entry point: `npm start`.
 import { ConfigError, loadConfig } from './config';
+import { unknownVariables } from './config-unknown';
 import { ListenError } from './http/listen-error';
 import { log, setLogLevel } from './log';
 import { startService } from './start';
@@ -16,6 +17,9 @@ async function main(): Promise<void> {
     throw error;
   }
   setLogLevel(config.logLevel);
+  for (const { name, closest } of unknownVariables(process.env)) {
+    log.warn(`unknown setting ${name} is ignored; did you mean ${closest}?`, { variable: name, closest });
+  }
   // A rejection nobody handled is a bug to log, not a reason to take every request down with it.
   process.on('unhandledRejection', (reason) => {
     log.error('unhandled promise rejection', { error: (reason as Error)?.stack ?? String(reason) });

@@ -1,4 +1,7 @@
-// Start-up: native runtime, model packs, keys, routes, listening socket; and shutdown.
+// Start-up and shutdown. The port opens first, with only health, readiness and metrics routed:
+// /readyz answers 503 with each pack's state while the store opens and the packs load and warm up,
+// and every other request gets 503 with Retry-After. Then the interfaces are registered and the
+// service turns ready.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from './config';
@@ -8,12 +11,18 @@ import { Router } from './http/router';
 import { HttpServer } from './http/server';
 import { log } from './log';
 import { loadModels, warmUpAll } from './models/runtime';
+import { ModelRegistry } from './models/registry';
+import { OPS_PATHS, recordRequest } from './ops/access-log';
+import { metrics } from './ops/metrics';
+import { startMetricsServer } from './ops/metrics-server';
+import { Readiness } from './ops/readiness';
+import { registerOps } from './ops/routes';
 import type { Service } from './service';
 import { CredentialVerifier } from './scan/auth';
 import { FailureThrottle } from './scan/failure-throttle';
 import { fetchPolicy } from './scan/fetch';
 import { registerScan } from './scan/routes';
-import { openStore } from './scan/store';
+import { openStore, type Store } from './scan/store';
 import { ScanWorkers } from './scan/worker';
 import { registerV1 } from './v1/routes';
 import { registerV2 } from './v2/routes';
@@ -29,18 +38,129 @@ export interface RunningService {
   close(): Promise<void>;
 }
 
+/** An address to print in a URL: the wildcard addresses become localhost, IPv6 gets brackets. */
+function urlHost(host: string): string {
+  if (host === '0.0.0.0' || host === '::') return 'localhost';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/** The scan store; a PostgreSQL URL that cannot be used is reported naming its variable (without its password). */
+async function openScanStore(config: Config): Promise<Store> {
+  const url = config.scan.databaseUrl;
+  if (!url) return openStore({ dataDir: config.scan.dataDir });
+  try {
+    return await openStore({ dataDir: config.scan.dataDir, databaseUrl: url });
+  } catch (error) {
+    let where = 'the database';
+    try {
+      const parsed = new URL(url);
+      where = `${parsed.host}${parsed.pathname}`;
+    } catch {
+      // not a URL: the message below says what failed
+    }
+    throw new Error(`CATCOMFORT_DATABASE_URL: cannot use the PostgreSQL database at ${where}: ${(error as Error)?.message ?? String(error)}`);
+  }
+}
+
 export async function startService(config: Config): Promise<RunningService> {
+  const version = serviceVersion();
+  metrics.collectProcessMetrics();
+  metrics.buildInfo.set({ version }, 1);
+  const readiness = new Readiness((ready) => metrics.ready.set(ready ? 1 : 0));
+  metrics.ready.set(0);
+  const packs = await ModelRegistry.packIds(config.modelsDir);
+  readiness.expect(packs.enabled);
+
+  const keys = new KeyRing(config.apiKeys);
+  if (config.apiKeys.length === 0) {
+    const key = KeyRing.generateKey();
+    keys.addKey(key);
+    // Printed once, on purpose: there is never a fixed default key. The JSON line is for log collectors.
+    process.stdout.write(`No CATCOMFORT_API_KEYS set; generated this API key for this run only: ${key}\n`);
+    log.info('generated API key', { api_key: key, note: 'valid for this run only; set CATCOMFORT_API_KEYS to keep keys across runs' });
+  }
+
+  const router = new Router();
+  registerOps(router, { readiness, keys, access: config.metrics.access });
+  const server = new HttpServer(router, {
+    maxBodyBytes: config.maxBodyBytes,
+    isReady: () => readiness.ready,
+    alwaysOpen: (p) => OPS_PATHS.has(p) && router.match('GET', p).kind === 'found',
+    onRequestEnd: recordRequest,
+  });
+  const port = await server.listen(config.host, config.port);
+  metrics.setSources({ requestsInFlight: () => server.requestsInFlight });
+  let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | null = null;
+  try {
+    if (config.metrics.port !== null) metricsServer = await startMetricsServer(config.host, config.metrics.port);
+    log.info('listening', { host: config.host, port, version, ...(metricsServer ? { metrics_port: metricsServer.port } : {}) });
+    const started = await startInterfaces(config, { router, keys, readiness, version, packsDisabled: packs.disabled });
+    readiness.markReady();
+    log.info('ready', {
+      url: `http://${urlHost(config.host)}:${port}/v2/docs`,
+      version,
+      vips: started.vipsVersion,
+      ort: started.ortVersion,
+      models: started.service.registry.list().map((m) => m.id),
+    });
+    return {
+      port,
+      service: started.service,
+      /**
+       * Stops accepting, answers every request already received (bodies still uploading included),
+       * lets scan workers finish their scan, then releases models and the store.
+       */
+      async close() {
+        readiness.markDraining();
+        server.stopListening();
+        await started.close(async () => {
+          await server.drain(10_000);
+          server.close();
+        });
+        metricsServer?.close();
+      },
+    };
+  } catch (error) {
+    // Start-up failed after the port opened: free it; main.ts reports the error and exits.
+    server.close();
+    metricsServer?.close();
+    throw error;
+  }
+}
+
+interface Started {
+  service: Service;
+  vipsVersion: string;
+  ortVersion: string;
+  /** Waits for `drain` (the HTTP server's) and the scan workers, then releases the models and the store. */
+  close(drain: () => Promise<void>): Promise<void>;
+}
+
+/** Store, packs (loaded and warmed up), keys issued with the CLI, the v2, v1 and scan routes, and the scan workers. */
+async function startInterfaces(
+  config: Config,
+  ctx: { router: Router; keys: KeyRing; readiness: Readiness; version: string; packsDisabled: string[] },
+): Promise<Started> {
+  const store = await openScanStore(config);
+  log.info('scan store open', { backend: store.kind });
+  // Keys issued with the CLI live hashed in the store; a refresh picks up new ones and revocations.
+  const refreshKeys = () => store.apiKeys.activeDigests().then((d) => ctx.keys.setIssuedDigests(d), (e: unknown) => log.warn('api key refresh failed', { error: String(e) }));
+  await refreshKeys();
+  const keyTimer = setInterval(refreshKeys, 30_000);
+  keyTimer.unref();
+
   const { info, registry } = await loadModels(config);
-  for (const id of registry.disabled) log.info('model pack disabled in its manifest; not loaded', { model: id });
+  for (const id of ctx.packsDisabled) log.info('model pack disabled in its manifest; not loaded', { model: id });
   for (const p of info.providers) {
+    metrics.provider.set({ provider: p.name }, p.active ? 1 : 0);
     if (p.active) log.info('execution provider active', { provider: p.name });
     else log.warn('execution provider skipped', { provider: p.name, reason: p.reason });
   }
   if (!registry.get(config.defaultModel)) {
     throw new Error(`Default model "${config.defaultModel}" is not among the loaded packs in ${config.modelsDir}`);
   }
-  // Warm-up: every session batch size and micro-batch size once, before the socket opens.
-  await warmUpAll(registry);
+  // Warm-up: every session batch size and micro-batch size once, before requests are let in.
+  await warmUpAll(registry, undefined, (id, state) => ctx.readiness.setModel(id, state));
   for (const model of registry.list()) {
     log.info('model loaded', { model: model.id, pack_version: model.manifest.version, views: model.manifest.detector.views });
     if (model.manifest.classifier.reference) {
@@ -52,24 +172,7 @@ export async function startService(config: Config): Promise<RunningService> {
     }
   }
 
-  const keys = new KeyRing(config.apiKeys);
-  if (config.apiKeys.length === 0) {
-    const key = KeyRing.generateKey();
-    keys.addKey(key);
-    // Printed once, on purpose: there is never a fixed default key.
-    process.stdout.write(`No CATCOMFORT_API_KEYS set; generated this API key for this run only: ${key}\n`);
-  }
-
-  const store = await openStore({ dataDir: config.scan.dataDir, ...(config.scan.databaseUrl ? { databaseUrl: config.scan.databaseUrl } : {}) });
-  log.info('scan store open', { backend: store.kind });
-  // Keys issued with the CLI live hashed in the store; a refresh picks up new ones and revocations.
-  const refreshKeys = () => store.apiKeys.activeDigests().then((d) => keys.setIssuedDigests(d), (e: unknown) => log.warn('api key refresh failed', { error: String(e) }));
-  await refreshKeys();
-  const keyTimer = setInterval(refreshKeys, 30_000);
-  keyTimer.unref();
-
-  const version = serviceVersion();
-  const service: Service = { config, keys, registry, version, docsAssets: loadDocsAssets() };
+  const service: Service = { config, keys: ctx.keys, registry, version: ctx.version, docsAssets: loadDocsAssets() };
   const scanModel = registry.get(config.scan.model);
   if (!scanModel) throw new Error(`CATCOMFORT_SCAN_MODEL "${config.scan.model}" is not a loaded pack`);
   if (config.scan.allowPrivateUrls) log.warn('CATCOMFORT_FETCH_ALLOW_PRIVATE is on: scan URLs may reach private and loopback addresses (UNSAFE)');
@@ -80,36 +183,23 @@ export async function startService(config: Config): Promise<RunningService> {
     idlePollMs: 250,
     retentionMs: config.scan.retentionMs,
     fetchPolicy: fetchPolicy({ allowPrivate: config.scan.allowPrivateUrls }),
-    serviceVersion: version,
+    serviceVersion: ctx.version,
   });
-  const router = new Router();
-  registerV2(router, service);
-  registerV1(router, service);
-  registerScan(router, { service, store, workers, verifier: new CredentialVerifier(store, new FailureThrottle(config.scan.authFailuresPerMinute)), maxImageBytes: 4 * 1024 * 1024 });
-  const server = new HttpServer(router, { maxBodyBytes: config.maxBodyBytes });
-  const port = await server.listen(config.host, config.port);
+  registerV2(ctx.router, service);
+  registerV1(ctx.router, service);
+  registerScan(ctx.router, { service, store, workers, verifier: new CredentialVerifier(store, new FailureThrottle(config.scan.authFailuresPerMinute)), maxImageBytes: 4 * 1024 * 1024 });
+  metrics.setSources({
+    queueDepths: () => registry.list().map((m) => ({ model: m.id, queued: m.batcher.stats().queued })),
+    scanQueue: () => store.scans.queueDepth(),
+  });
   workers.start();
-  log.info('listening', {
-    host: config.host,
-    port,
-    version,
-    vips: info.vipsVersion,
-    ort: info.ortVersion,
-    models: registry.list().map((m) => m.id),
-  });
-
   return {
-    port,
     service,
-    /**
-     * Stops accepting, answers every request already received (bodies still uploading included),
-     * lets scan workers finish their scan, then releases models and the store.
-     */
-    async close() {
-      server.stopListening();
+    vipsVersion: info.vipsVersion,
+    ortVersion: info.ortVersion,
+    async close(drain) {
       clearInterval(keyTimer);
-      await Promise.all([server.drain(10_000), workers.stop()]);
-      server.close();
+      await Promise.all([drain(), workers.stop()]);
       await registry.closeAll();
       await store.close();
     },

@@ -1,7 +1,11 @@
-// Configuration of the GPU path: cuDNN's convolution search and the provider probe's time limit.
+// Configuration: the GPU path (cuDNN's convolution search, the provider probe's time limit), metrics
+// access, and the warning about unknown CATCOMFORT_* variables.
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { test } from 'node:test';
-import { ConfigError, loadConfig } from '../src/config';
+import { ConfigError, KNOWN_VARIABLES, loadConfig } from '../src/config';
+import { editDistance, unknownVariables } from '../src/config-unknown';
 
 test('CATCOMFORT_CUDNN_CONV_ALGO_SEARCH: HEURISTIC by default, any case accepted, anything else refused', () => {
   assert.equal(loadConfig({}).cudnnConvAlgoSearch, 'HEURISTIC');
@@ -14,4 +18,47 @@ test('CATCOMFORT_PROVIDER_PROBE_TIMEOUT_MS: 300000 by default, at least 1000', (
   assert.equal(loadConfig({}).providerProbeTimeoutMs, 300_000);
   assert.equal(loadConfig({ CATCOMFORT_PROVIDER_PROBE_TIMEOUT_MS: '2000' }).providerProbeTimeoutMs, 2000);
   assert.throws(() => loadConfig({ CATCOMFORT_PROVIDER_PROBE_TIMEOUT_MS: '10' }), /CATCOMFORT_PROVIDER_PROBE_TIMEOUT_MS must be between 1000 and 3600000/);
+});
+
+test('CATCOMFORT_METRICS: key by default, open or off; CATCOMFORT_METRICS_PORT unset by default', () => {
+  assert.deepEqual(loadConfig({}).metrics, { access: 'key', port: null });
+  assert.deepEqual(loadConfig({ CATCOMFORT_METRICS: 'OPEN', CATCOMFORT_METRICS_PORT: '9464' }).metrics, { access: 'open', port: 9464 });
+  assert.equal(loadConfig({ CATCOMFORT_METRICS: 'off' }).metrics.access, 'off');
+  assert.throws(() => loadConfig({ CATCOMFORT_METRICS: 'public' }), /CATCOMFORT_METRICS must be key, open or off, got "public"/);
+  assert.throws(() => loadConfig({ CATCOMFORT_METRICS_PORT: 'x' }), /CATCOMFORT_METRICS_PORT must be an integer/);
+});
+
+test('unknown CATCOMFORT_* variables are named with the closest known one; known and other variables are not', () => {
+  assert.equal(editDistance('kitten', 'sitting'), 3);
+  assert.equal(editDistance('', 'abc'), 3);
+  assert.equal(editDistance('same', 'same'), 0);
+  const env = {
+    CATCOMFORT_API_KEY: 'x',
+    CATCOMFORT_PORTT: '1',
+    CATCOMFORT_DATABSE_URL: 'x',
+    CATCOMFORT_PORT: '8080',
+    CATCOMFORT_TEST_PROBE_FAULT: 'segv',
+    HOME: '/root',
+    CATCOMFORTABLE: 'x',
+  };
+  assert.deepEqual(unknownVariables(env), [
+    { name: 'CATCOMFORT_API_KEY', closest: 'CATCOMFORT_API_KEYS' },
+    { name: 'CATCOMFORT_DATABSE_URL', closest: 'CATCOMFORT_DATABASE_URL' },
+    { name: 'CATCOMFORT_PORTT', closest: 'CATCOMFORT_PORT' },
+  ]);
+  assert.deepEqual(unknownVariables(Object.fromEntries(KNOWN_VARIABLES.map((name) => [name, '1']))), []);
+});
+
+test('every CATCOMFORT_* variable the service, the benchmarks and the test helpers read is listed as known', () => {
+  const root = path.resolve(__dirname, '../..');
+  const read = new Set<string>();
+  for (const dir of ['src', 'bench', 'test/helpers']) {
+    for (const file of readdirSync(path.join(root, dir), { recursive: true, encoding: 'utf8' })) {
+      if (!file.endsWith('.ts')) continue;
+      for (const [name] of readFileSync(path.join(root, dir, file), 'utf8').matchAll(/CATCOMFORT_[A-Z0-9_]+/g)) if (!name.endsWith('_')) read.add(name);
+    }
+  }
+  const known: readonly string[] = KNOWN_VARIABLES;
+  assert.ok(read.size > 30, `${read.size} names found`);
+  assert.deepEqual([...read].filter((name) => !known.includes(name)), []);
 });

@@ -18,7 +18,7 @@ interface LogLine {
 function logLines(output: string): LogLine[] {
   return output
     .split('\n')
-    .filter((line) => line.startsWith('{"time"'))
+    .filter((line) => line.startsWith('{"level"'))
     .map((line) => JSON.parse(line) as LogLine);
 }
 

@@ -11,6 +11,7 @@ import { after, before, describe, test as nodeTest } from 'node:test';
 import Database from 'better-sqlite3';
 import { SQLITE_FILE } from '../src/scan/store';
 import { postJson, request } from './helpers/http';
+import { parseMetrics, total, type Sample } from './helpers/metrics';
 import { photo } from './helpers/paths';
 import { startTestPostgres, type TestPostgres } from './helpers/postgres';
 import { cli, createCredential, getScan, scanHeaders, storeEnv, waitForScan, type Credential } from './helpers/scan';
@@ -147,6 +148,23 @@ function scanSuite(name: string, backend: () => Promise<Backend>) {
       const scan = await waitForScan(server.url, res.body.scanId, alice);
       assert.equal(scan.status, 'FAILED');
       assert.deepEqual(scan.error, { code: 'invalid_image', message: 'Image could not be decoded.' });
+    });
+
+    test('/metrics counts the scans finished above by outcome and shows the scan queue empty', async () => {
+      const outcomes = (samples: Sample[]) => ({
+        completed: total(samples, 'catcomfort_scan_outcomes_total', { outcome: 'completed' }),
+        invalidImage: total(samples, 'catcomfort_scan_outcomes_total', { outcome: 'failed', code: 'invalid_image' }),
+        fetchBadStatus: total(samples, 'catcomfort_scan_outcomes_total', { outcome: 'failed', code: 'fetch_bad_status' }),
+      });
+      // Each outcome is counted just after its row is written: wait for the last one.
+      const samples = await waitFor('four scan outcomes', async () => {
+        const scraped = parseMetrics((await request(`${server.url}/metrics`)).text);
+        const o = outcomes(scraped);
+        return o.completed + o.invalidImage + o.fetchBadStatus >= 4 ? scraped : null;
+      });
+      assert.deepEqual(outcomes(samples), { completed: 2, invalidImage: 1, fetchBadStatus: 1 });
+      assert.equal(total(samples, 'catcomfort_scan_queue_depth', { state: 'pending' }), 0);
+      assert.equal(total(samples, 'catcomfort_scan_queue_depth', { state: 'processing' }), 0);
     });
 
     test('Idempotency-Key: a retry returns the same scan; another body with the key is 409', async () => {

@@ -1,4 +1,4 @@
-// Start-up behaviour of the real service: a generated key when none is configured, the
+// Start-up behaviour of the real service: a generated key when none is configured (printed and logged), the
 // reference-classifier warning, and refusal to start on a missing or altered model file.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -16,6 +16,14 @@ test('without CATCOMFORT_API_KEYS one random key is generated, printed once, and
   try {
     const printed = [...server.output().matchAll(/generated this API key for this run only: (\S+)/g)].map((m) => m[1]!);
     assert.equal(printed.length, 1);
+    // The same key as a JSON log line, for log collectors.
+    const logged = server
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { msg: string; api_key?: string })
+      .filter((line) => line.msg === 'generated API key');
+    assert.deepEqual(logged.map((line) => line.api_key), printed);
     assert.equal((await request(`${server.url}/v2/models`, { key: printed[0]! })).status, 200);
     assert.equal((await request(`${server.url}/v2/models`)).status, 401, 'the test key is not configured');
   } finally {

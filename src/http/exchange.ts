@@ -43,6 +43,16 @@ export class Exchange {
   params: Record<string, string> = {};
   aborted = false;
   finished = false;
+  /** When the request head arrived (performance.now()). */
+  readonly startedAt = performance.now();
+  /** The route pattern that took the request; empty when none did. */
+  route = '';
+  /** What handlers tell the access log: the model used and the detection outcome. */
+  readonly notes: { model?: string; detection?: string } = {};
+  /** Set once the answer is written: its status, body size and X-Request-ID header. */
+  status: number | null = null;
+  bytesOut = 0;
+  answeredRequestId: string | undefined;
   private readonly declaredLength: number | null;
   private bodyDone: boolean;
   private received = 0;
@@ -54,7 +64,7 @@ export class Exchange {
     private readonly res: HttpResponse,
     req: HttpRequest,
     /** Called once when the exchange ends: response written or client gone. */
-    private readonly onSettled: () => void = () => undefined,
+    private readonly settledHook: (ex: Exchange) => void = () => undefined,
   ) {
     this.method = req.getMethod().toUpperCase();
     this.path = req.getUrl();
@@ -77,6 +87,15 @@ export class Exchange {
     // Attached now, while uWS allows it: a body nobody reads is received and discarded, so an
     // answer sent later still finds the request complete.
     this.attachData();
+  }
+
+  private onSettled(): void {
+    this.settledHook(this);
+  }
+
+  /** Body bytes received so far. */
+  get bytesIn(): number {
+    return this.received;
   }
 
   header(name: string): string | undefined {
@@ -175,6 +194,9 @@ export class Exchange {
     if (this.aborted || this.finished) return;
     this.finished = true;
     const write = (close: boolean) => {
+      this.status = status;
+      this.bytesOut = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+      this.answeredRequestId = headers['X-Request-ID'];
       this.onSettled();
       this.res.cork(() => {
         this.res.writeStatus(`${status} ${STATUS_CODES[status] ?? ''}`);

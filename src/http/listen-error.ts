@@ -1,4 +1,5 @@
-// The public port could not be opened: a message naming the setting and the reason. src/main.ts
+// A port could not be opened: a message naming the setting (CATCOMFORT_PORT, or the variable given,
+// e.g. CATCOMFORT_METRICS_PORT) and the reason. src/main.ts
 // prints it and exits with code 2, as for other configuration problems.
 export class ListenError extends Error {
   constructor(
@@ -6,21 +7,22 @@ export class ListenError extends Error {
     readonly port: number,
     readonly code: string | undefined,
     reason: string,
+    portVariable = 'CATCOMFORT_PORT',
   ) {
-    super(describe(host, port, code, reason));
+    super(describe(host, port, code, reason, portVariable));
   }
 
-  static from(host: string, port: number, error: NodeJS.ErrnoException): ListenError {
-    return new ListenError(host, port, error.code, error.message);
+  static from(host: string, port: number, error: NodeJS.ErrnoException, portVariable?: string): ListenError {
+    return new ListenError(host, port, error.code, error.message, portVariable);
   }
 }
 
-function describe(host: string, port: number, code: string | undefined, reason: string): string {
+function describe(host: string, port: number, code: string | undefined, reason: string, portVariable: string): string {
   switch (code) {
     case 'EADDRINUSE':
-      return `CATCOMFORT_PORT ${port} on ${host} is already in use`;
+      return `${portVariable} ${port} on ${host} is already in use`;
     case 'EACCES':
-      return `CATCOMFORT_PORT ${port} on ${host} cannot be used: permission denied (EACCES)`;
+      return `${portVariable} ${port} on ${host} cannot be used: permission denied (EACCES)`;
     case 'EADDRNOTAVAIL':
       return `CATCOMFORT_HOST ${host} is not an address of this machine (EADDRNOTAVAIL)`;
     case 'ENOTFOUND':
@@ -30,6 +32,6 @@ function describe(host: string, port: number, code: string | undefined, reason: 
     case 'EAFNOSUPPORT':
       return `CATCOMFORT_HOST ${host} is of an address family this machine does not support (EAFNOSUPPORT)`;
     default:
-      return `CATCOMFORT_PORT ${port} on ${host} cannot be used: ${reason} (${code ?? 'no error code'})`;
+      return `${portVariable} ${port} on ${host} cannot be used: ${reason} (${code ?? 'no error code'})`;
   }
 }

@@ -5,12 +5,13 @@ import type { Exchange } from './exchange';
 export type Handler = (ex: Exchange) => void;
 
 interface Route {
+  pattern: string;
   segments: string[];
   methods: Map<string, Handler>;
 }
 
 export type Match =
-  | { kind: 'found'; handler: Handler; params: Record<string, string> }
+  | { kind: 'found'; handler: Handler; params: Record<string, string>; pattern: string }
   | { kind: 'method_not_allowed'; allow: string[] }
   | { kind: 'not_found' };
 
@@ -21,7 +22,7 @@ export class Router {
     const segments = pattern.split('/').filter((s) => s !== '');
     let route = this.routes.find((r) => r.segments.join('/') === segments.join('/'));
     if (!route) {
-      route = { segments, methods: new Map() };
+      route = { pattern: `/${segments.join('/')}`, segments, methods: new Map() };
       this.routes.push(route);
     }
     route.methods.set(method.toUpperCase(), handler);
@@ -34,7 +35,7 @@ export class Router {
       const params = matchSegments(route.segments, parts);
       if (!params) continue;
       const handler = route.methods.get(method);
-      if (handler) return { kind: 'found', handler, params };
+      if (handler) return { kind: 'found', handler, params, pattern: route.pattern };
       return { kind: 'method_not_allowed', allow: [...route.methods.keys()].sort() };
     }
     return { kind: 'not_found' };

@@ -18,19 +18,23 @@ function reply(ex: Exchange, answer: Answer, closeAfter = false): void {
   ex.send(answer.status, answer.headers, answer.body, closeAfter);
 }
 
-/** While shutting down: requests arriving on kept-alive connections get 503 and the connection closes. */
-function refuse(ex: Exchange): void {
+/**
+ * 503 in the interface's format with Retry-After: before readiness (the connection stays open), or
+ * while shutting down (requests arriving on kept-alive connections; the connection closes).
+ */
+function refuse(ex: Exchange, shuttingDown: boolean): void {
   const answer = errorAnswer(ex.path, ex.header('x-request-id'), 'unavailable', {
-    message: 'The service is shutting down.',
-    headers: { 'Retry-After': '1' },
+    message: shuttingDown ? 'The service is shutting down.' : 'The service is starting; model packs are still loading.',
+    headers: { 'Retry-After': shuttingDown ? '1' : '5' },
   });
-  reply(ex, answer, true);
+  reply(ex, answer, shuttingDown);
 }
 
 function dispatch(router: Router, ex: Exchange): void {
   const match = router.match(ex.method, ex.path);
   if (match.kind === 'found') {
     ex.params = match.params;
+    ex.route = match.pattern;
     try {
       match.handler(ex);
     } catch (error) {
@@ -50,6 +54,12 @@ export interface HttpServerOptions {
   maxBodyBytes: number;
   /** Idle limit of client connections (uWS closes idle connections after about 10 s too). */
   idleTimeoutMs?: number;
+  /** Until this returns true, requests get 503 unless `alwaysOpen` (default: ready at once). */
+  isReady?: () => boolean;
+  /** Paths dispatched before readiness and while shutting down (health, readiness, metrics). */
+  alwaysOpen?: (path: string) => boolean;
+  /** Hears every request once it ends: answered, or its client gone. */
+  onRequestEnd?: (ex: Exchange) => void;
 }
 
 export class HttpServer {
@@ -69,15 +79,23 @@ export class HttpServer {
     this.app = uws.App();
     this.app.any('/*', (res, req) => {
       this.inFlight++;
-      const ex = new Exchange(res, req, () => this.settled());
-      if (this.closing) refuse(ex);
+      const ex = new Exchange(res, req, (done) => this.settled(done));
+      if (this.options.alwaysOpen?.(ex.path)) dispatch(router, ex);
+      else if (this.closing) refuse(ex, true);
+      else if (this.options.isReady && !this.options.isReady()) refuse(ex, false);
       else dispatch(router, ex);
     });
   }
 
-  private settled(): void {
+  /** Requests received and not yet answered (nor abandoned by their client). */
+  get requestsInFlight(): number {
+    return this.inFlight;
+  }
+
+  private settled(ex: Exchange): void {
     this.inFlight--;
     if (this.inFlight === 0) for (const resolve of this.idle.splice(0)) resolve();
+    this.options.onRequestEnd?.(ex);
   }
 
   /**

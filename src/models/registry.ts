@@ -5,8 +5,9 @@ import path from 'node:path';
 import type { BatchingConfig } from '../config';
 import { log } from '../log';
 import type { AnalyzeItem, ItemResult, NativeAddon, NativePipeline, SessionBatch, SessionStage } from '../native/addon';
+import { metrics } from '../ops/metrics';
 import { toAnalysis, type Analysis } from '../pipeline/analysis';
-import { MicroBatcher, type SubmitOptions } from '../pipeline/batcher';
+import { DeadlineError, MicroBatcher, QueueFullError, type SubmitOptions } from '../pipeline/batcher';
 import type { Manifest } from './manifest';
 import { loadPack, PackError, readManifest } from './pack';
 
@@ -21,7 +22,12 @@ export class Model {
     private readonly maxPixels: number,
     batching: BatchingConfig,
   ) {
-    this.batcher = new MicroBatcher({ ...batching, ...manifest.batching }, (items) => addon.analyze(pipeline, items));
+    const model = manifest.id;
+    const onBatch = (queuedMs: number[]) => {
+      metrics.batchSize.observe({ model }, queuedMs.length);
+      for (const ms of queuedMs) metrics.stageDuration.observe({ model, stage: 'queue_wait' }, ms / 1000);
+    };
+    this.batcher = new MicroBatcher({ ...batching, ...manifest.batching, onBatch }, (items) => addon.analyze(pipeline, items));
   }
 
   get id(): string {
@@ -29,7 +35,20 @@ export class Model {
   }
 
   async analyze(item: AnalyzeItem, options: SubmitOptions = {}): Promise<Analysis> {
-    const result = await this.batcher.submit(item, options);
+    let result: ItemResult;
+    try {
+      result = await this.batcher.submit(item, options);
+    } catch (error) {
+      if (error instanceof QueueFullError) metrics.rejections.inc({ model: this.id, reason: 'queue_full' });
+      if (error instanceof DeadlineError) metrics.rejections.inc({ model: this.id, reason: 'deadline' });
+      throw error;
+    }
+    if (result.ok) {
+      const t = result.timings;
+      metrics.stageDuration.observe({ model: this.id, stage: 'decode' }, t.decodeMs / 1000);
+      metrics.stageDuration.observe({ model: this.id, stage: 'detector' }, t.detectMs / 1000);
+      if (result.score !== null) metrics.stageDuration.observe({ model: this.id, stage: 'classifier' }, t.classifyMs / 1000);
+    }
     return toAnalysis(result, this.manifest.cutoffs, this.maxPixels);
   }
 
@@ -83,24 +102,28 @@ export class ModelRegistry {
     readonly disabled: string[],
   ) {}
 
-  static async load(addon: NativeAddon, options: RegistryOptions): Promise<ModelRegistry> {
+  /** The pack folders of `modelsDir` (those holding a manifest.json), split by their manifest's `disabled`. */
+  static async packIds(modelsDir: string): Promise<{ enabled: string[]; disabled: string[] }> {
     let entries: string[];
     try {
-      entries = (await readdir(options.modelsDir, { withFileTypes: true }))
-        .filter((e) => e.isDirectory() && existsSync(path.join(options.modelsDir, e.name, 'manifest.json')))
+      entries = (await readdir(modelsDir, { withFileTypes: true }))
+        .filter((e) => e.isDirectory() && existsSync(path.join(modelsDir, e.name, 'manifest.json')))
         .map((e) => e.name)
         .sort();
     } catch (error) {
-      throw new PackError(`Cannot read models folder ${options.modelsDir}: ${(error as Error).message}`);
+      throw new PackError(`Cannot read models folder ${modelsDir}: ${(error as Error).message}`);
     }
-    const models = new Map<string, Model>();
+    const enabled: string[] = [];
     const disabled: string[] = [];
-    for (const name of entries) {
+    for (const name of entries) ((await readManifest(path.join(modelsDir, name))).disabled ? disabled : enabled).push(name);
+    return { enabled, disabled };
+  }
+
+  static async load(addon: NativeAddon, options: RegistryOptions): Promise<ModelRegistry> {
+    const { enabled, disabled } = await ModelRegistry.packIds(options.modelsDir);
+    const models = new Map<string, Model>();
+    for (const name of enabled) {
       const dir = path.join(options.modelsDir, name);
-      if ((await readManifest(dir)).disabled) {
-        disabled.push(name);
-        continue;
-      }
       const pack = await loadPack(dir, options);
       if (pack.manifest.id !== name) {
         throw new PackError(`Model pack folder ${dir} holds manifest id "${pack.manifest.id}"; they must match`);

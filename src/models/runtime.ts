@@ -66,12 +66,21 @@ export function readWarmUpSample(): Buffer {
   return readFileSync(path.join(__dirname, '../../../models/warmup-cat.png'));
 }
 
-/** Warms every loaded model up (Model.warmUp); `onStep` hears what is about to run. */
-export async function warmUpAll(registry: ModelRegistry, onStep?: (step: string) => void): Promise<void> {
+/**
+ * Warms every loaded model up (Model.warmUp); `onStep` hears what is about to run, `onModel`
+ * when each model starts warming and when it is ready.
+ */
+export async function warmUpAll(
+  registry: ModelRegistry,
+  onStep?: (step: string) => void,
+  onModel: (id: string, state: 'warming' | 'ready') => void = () => {},
+): Promise<void> {
   const sample = readWarmUpSample();
   for (const model of registry.list()) {
     const started = performance.now();
+    onModel(model.id, 'warming');
     await model.warmUp(sample, onStep);
+    onModel(model.id, 'ready');
     const batches = model.sessionBatches();
     log.info('model warmed up', {
       model: model.id,

@@ -35,6 +35,8 @@ export interface BatcherOptions {
   maxQueue: number;
   /** Batches running at once; more lets decode of one overlap the model run of another. */
   maxInFlight: number;
+  /** Hears each batch as it is dispatched: how long each of its requests waited in the queue (ms). */
+  onBatch?: (queuedMs: number[]) => void;
 }
 
 /** Where a batcher reads the time and schedules its timers. */
@@ -214,6 +216,7 @@ export class MicroBatcher<I, R> {
       this.counters.queueTimeUsTotal += queuedUs;
       this.counters.queueTimeUsMax = Math.max(this.counters.queueTimeUsMax, queuedUs);
     }
+    this.options.onBatch?.(batch.map((p) => started - p.enqueuedAt));
     this.counters.batches++;
     this.counters.batchSizes[batch.length]!++;
     this.inFlight++;

@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { log } from '../log';
 import type { Model } from '../models/registry';
+import { metrics } from '../ops/metrics';
 import { ImageError } from '../pipeline/analysis';
 import { QueueFullError } from '../pipeline/batcher';
 import { fetchImage, isFetchRefusedError, type FetchPolicy } from './fetch';
@@ -126,7 +127,7 @@ export class ScanWorkers {
         await this.store.scans.appendLog(scan.id, 'fetched', `${fetched.bytes.length} bytes, ${fetched.contentType}`);
       } catch (error) {
         if (!isFetchRefusedError(error)) throw error;
-        await this.store.scans.fail(scan.id, workerId, { code: `fetch_${error.code}`, message: error.message });
+        await this.failed(scan.id, workerId, `fetch_${error.code}`, error.message);
         return;
       }
     }
@@ -143,10 +144,14 @@ export class ScanWorkers {
         modelId: this.model.id,
         modelVersion: this.options.serviceVersion,
       };
-      await this.store.scans.complete(scan.id, workerId, { ...result });
+      if (await this.store.scans.complete(scan.id, workerId, { ...result })) metrics.scanOutcomes.inc({ outcome: 'completed', code: '' });
     } catch (error) {
       if (!(error instanceof ImageError)) throw error;
-      await this.store.scans.fail(scan.id, workerId, { code: 'invalid_image', message: error.message });
+      await this.failed(scan.id, workerId, 'invalid_image', error.message);
     }
+  }
+
+  private async failed(id: string, workerId: string, code: string, message: string): Promise<void> {
+    if (await this.store.scans.fail(id, workerId, { code, message })) metrics.scanOutcomes.inc({ outcome: 'failed', code });
   }
 }

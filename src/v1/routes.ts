@@ -85,6 +85,7 @@ async function analyzeImage(ctx: V1Context, variant: Variant, request: V1Request
   if (request.image === null) return failure(V1_MESSAGES.loadError, reported);
   try {
     const analysis = await model.analyze({ data: request.image, encoding: 'base64-lenient' }, { deadline, signal: ex.signal() });
+    ex.notes.detection = analysis.detection;
     const metadata = legacy ? null : { version: ctx.service.version, build_number: ctx.buildNumber };
     return fromAnalysis(analysis, threshold, { success: legacy ? null : threshold, failure: reported }, model.manifest.name, metadata);
   } catch (error) {
@@ -105,6 +106,7 @@ function invocation(ctx: V1Context, variant: Variant) {
     const headers = variant.legacy ? ctx.deprecationHeaders : {};
     const key = ex.header('api-key');
     if (!service.keys.check(key)) return json(ex, 401, { detail: UNAUTHORIZED }, headers);
+    ex.notes.model = variant.model.id;
     if (variant.legacy) log.info('deprecated model used', { model: variant.model.id, key_fingerprint: keyFingerprint(key!) });
     const deadline = performance.now() + service.config.requestTimeoutMs;
     const errors: V1Detail[] = [];

@@ -40,6 +40,7 @@ function predictRoute(service: Service, modelFrom: (ex: Exchange) => string) {
     if (!model) {
       return sendError(ex, requestId, new ApiError('model_not_found', `Model '${modelId}' not found.`, { model_id: modelId }));
     }
+    ex.notes.model = model.id;
     if (!isJsonContentType(ex.header('content-type'))) {
       return sendError(ex, requestId, new ApiError('unsupported_media_type'));
     }
@@ -48,13 +49,14 @@ function predictRoute(service: Service, modelFrom: (ex: Exchange) => string) {
     run(
       ex,
       requestId,
-      body.then(async (raw) => ({
-        status: 200,
-        body: await predict({ serviceVersion: service.version }, model, parseJsonObject(raw), requestId, {
+      body.then(async (raw) => {
+        const response = await predict({ serviceVersion: service.version }, model, parseJsonObject(raw), requestId, {
           deadline,
           signal: ex.signal(),
-        }),
-      })),
+        });
+        ex.notes.detection = response.detection;
+        return { status: 200, body: response };
+      }),
     );
   };
 }

@@ -1,10 +1,12 @@
 // Starts the real service (`node dist/src/main.js`) on 127.0.0.1 with an ephemeral port
-// and a known key, waits for its "listening" log line, and stops it afterwards. stdout and stderr
+// and a known key, reads the port from its "listening" log line, waits until GET /readyz answers
+// 200 (every pack warmed up), and stops it afterwards. stdout and stderr
 // are separate pipes, so a line on one may arrive after a later line on the other: output() is
 // complete only once stop() has returned.
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { repoRoot } from './paths';
+import { waitFor } from './wait';
 
 export const TEST_KEY = 'test-key-0123456789abcdef';
 
@@ -23,6 +25,8 @@ export interface StartOptions {
   /** false: the service sees only the settings above and `env`, nothing of this process's environment. */
   inheritEnv?: boolean;
   cwd?: string;
+  /** false: return as soon as the port is open, without waiting for readiness. */
+  waitReady?: boolean;
 }
 
 export async function startServer(env: Record<string, string> = {}, options: StartOptions = {}): Promise<TestServer> {
@@ -40,14 +44,15 @@ export async function startServer(env: Record<string, string> = {}, options: Sta
   });
   let output = '';
   const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  const exited = () => child.exitCode !== null || child.signalCode !== null;
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 60_000);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
-      const match = /"msg":"listening".*?"port":(\d+)/.exec(output);
-      if (match) {
+      const found = listeningPort(output);
+      if (found !== null) {
         clearTimeout(timer);
-        resolve(Number(match[1]));
+        resolve(found);
       }
     };
     child.stdout!.on('data', onData);
@@ -57,6 +62,23 @@ export async function startServer(env: Record<string, string> = {}, options: Sta
       reject(new Error(`server exited with ${code} before listening:\n${output}`));
     });
   });
+  if (options.waitReady !== false) {
+    try {
+      await waitFor(
+        'GET /readyz to answer 200',
+        async () => {
+          if (exited()) throw new Error(`server exited with ${child.exitCode ?? child.signalCode} before it was ready:\n${output}`);
+          const response = await fetch(`http://127.0.0.1:${port}/readyz`);
+          await response.arrayBuffer();
+          return response.status === 200;
+        },
+        { timeoutMs: 120_000 },
+      );
+    } catch (error) {
+      child.kill('SIGKILL');
+      throw error;
+    }
+  }
   return {
     url: `http://127.0.0.1:${port}`,
     port,
@@ -67,4 +89,17 @@ export async function startServer(env: Record<string, string> = {}, options: Sta
       await closed;
     },
   };
+}
+
+/** The port of the "listening" log line, once it has arrived whole. */
+function listeningPort(output: string): number | null {
+  for (const line of output.split('\n')) {
+    if (!line.includes('"msg":"listening"')) continue;
+    try {
+      return (JSON.parse(line) as { port: number }).port;
+    } catch {
+      return null; // the rest of the line is still on its way
+    }
+  }
+  return null;
 }

@@ -4,6 +4,7 @@
 //  - PostgreSQL when a database URL is given: instances share scans and claim work with
 //    FOR UPDATE SKIP LOCKED.
 import path from 'node:path';
+import { log } from '../../log';
 import { ApiKeys } from './api-keys';
 import { ScanCredentials } from './credentials';
 import { PostgresDb } from './postgres-db';
@@ -51,7 +52,7 @@ export function storeOptionsFromEnv(env: Record<string, string | undefined> = pr
 }
 
 function idlePostgresError(error: Error): void {
-  process.stderr.write(JSON.stringify({ time: new Date().toISOString(), level: 'warn', msg: 'postgres idle client error', error: error.message }) + '\n');
+  log.warn('postgres idle client error', { error: error.message });
 }
 
 /** Opens the database the options select and (unless `migrate: false`) brings its schema up to date. */

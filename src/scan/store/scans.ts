@@ -254,6 +254,15 @@ export class ScanQueue {
     return this.finish(id, workerId, `status = 'FAILED', error_code = $3, error_message = $4`, [error.code, error.message], 'failed', `${error.code}: ${error.message}`);
   }
 
+  /** Scans waiting for a worker (PENDING) and being worked on (PROCESSING), for the metrics. */
+  async queueDepth(): Promise<{ pending: number; processing: number }> {
+    const rows = await this.db.query<{ status: ScanStatus; n: number | string }>(
+      `SELECT status, COUNT(*) AS n FROM scans WHERE status IN ('PENDING', 'PROCESSING') GROUP BY status`,
+    );
+    const count = (status: ScanStatus) => Number(rows.find((r) => r.status === status)?.n ?? 0);
+    return { pending: count('PENDING'), processing: count('PROCESSING') };
+  }
+
   /** Deletes COMPLETED/FAILED scans (with their logs) finished before `olderThan`; returns how many. */
   purge(olderThan: Date): Promise<number> {
     return this.db.run(`DELETE FROM scans WHERE status IN ('COMPLETED', 'FAILED') AND completed_at < ${this.d.timeParam('$1')}`, [

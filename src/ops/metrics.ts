@@ -1,0 +1,142 @@
+// Prometheus metrics of the service, on a registry of its own (prom-client's global default
+// registry stays empty). Names and labels are documented in README.md ("Health, metrics and logs")
+// and queried by ops/grafana/catcomfort-dashboard.json.
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** Where scrape-time gauges read their values; each is set once the service has it. */
+export interface MetricSources {
+  /** Requests received and not yet answered (nor abandoned by their client). */
+  requestsInFlight?(): number;
+  /** Requests waiting in each model's micro-batch queue. */
+  queueDepths?(): Array<{ model: string; queued: number }>;
+  /** Scans waiting (PENDING) and being worked on (PROCESSING), from the store all instances share. */
+  scanQueue?(): Promise<{ pending: number; processing: number }>;
+}
+
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const STAGE_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+
+export class ServiceMetrics {
+  readonly registry = new Registry();
+  private sources: MetricSources = {};
+  private processMetrics = false;
+
+  readonly requests = new Counter({
+    name: 'catcomfort_http_requests_total',
+    help: 'HTTP requests answered (status "client_closed": the client left first), by interface, route pattern, model and status',
+    labelNames: ['interface', 'route', 'model', 'status'] as const,
+    registers: [this.registry],
+  });
+
+  readonly requestDuration = new Histogram({
+    name: 'catcomfort_http_request_duration_seconds',
+    help: 'End-to-end request latency, from the request head to the last byte of the answer handed to the HTTP front',
+    labelNames: ['interface', 'route'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly stageDuration = new Histogram({
+    name: 'catcomfort_stage_duration_seconds',
+    help: 'Per-image pipeline time by stage: queue_wait (micro-batch queue), decode, detector, classifier',
+    labelNames: ['model', 'stage'] as const,
+    buckets: STAGE_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly batchSize = new Histogram({
+    name: 'catcomfort_batch_size',
+    help: 'Images per micro-batch handed to the native pipeline',
+    labelNames: ['model'] as const,
+    buckets: [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64],
+    registers: [this.registry],
+  });
+
+  readonly rejections = new Counter({
+    name: 'catcomfort_queue_rejections_total',
+    help: 'Images refused by a model queue (answered 429): queue_full, or deadline (cannot be served in time)',
+    labelNames: ['model', 'reason'] as const,
+    registers: [this.registry],
+  });
+
+  readonly scanOutcomes = new Counter({
+    name: 'catcomfort_scan_outcomes_total',
+    help: 'Scans finished by this instance: completed, or failed with its error code',
+    labelNames: ['outcome', 'code'] as const,
+    registers: [this.registry],
+  });
+
+  readonly provider = new Gauge({
+    name: 'catcomfort_execution_provider',
+    help: 'ONNX Runtime execution providers configured: 1 active, 0 not in use',
+    labelNames: ['provider'] as const,
+    registers: [this.registry],
+  });
+
+  readonly ready = new Gauge({
+    name: 'catcomfort_ready',
+    help: '1 when every model pack has warmed up and the service takes requests, 0 while starting or draining',
+    registers: [this.registry],
+  });
+
+  readonly buildInfo = new Gauge({
+    name: 'catcomfort_build_info',
+    help: 'Always 1; the labels name the service release',
+    labelNames: ['version'] as const,
+    registers: [this.registry],
+  });
+
+  constructor() {
+    const metrics = this;
+    new Gauge({
+      name: 'catcomfort_http_requests_in_flight',
+      help: 'Requests received and not yet answered',
+      registers: [this.registry],
+      collect() {
+        if (metrics.sources.requestsInFlight) this.set(metrics.sources.requestsInFlight());
+      },
+    });
+    new Gauge({
+      name: 'catcomfort_queue_depth',
+      help: 'Requests waiting in a model micro-batch queue',
+      labelNames: ['model'] as const,
+      registers: [this.registry],
+      collect() {
+        for (const { model, queued } of metrics.sources.queueDepths?.() ?? []) this.set({ model }, queued);
+      },
+    });
+    new Gauge({
+      name: 'catcomfort_scan_queue_depth',
+      help: 'Scans in the shared store by state: pending (waiting for a worker) and processing',
+      labelNames: ['state'] as const,
+      registers: [this.registry],
+      async collect() {
+        if (!metrics.sources.scanQueue) return;
+        // A store that cannot answer leaves the gauge out of this scrape rather than failing it.
+        const depth = await metrics.sources.scanQueue().catch(() => null);
+        if (!depth) return this.reset();
+        this.set({ state: 'pending' }, depth.pending);
+        this.set({ state: 'processing' }, depth.processing);
+      },
+    });
+  }
+
+  setSources(sources: MetricSources): void {
+    this.sources = { ...this.sources, ...sources };
+  }
+
+  /** Node's process metrics (CPU, memory, event loop lag, handles, GC), unprefixed as usual. */
+  collectProcessMetrics(): void {
+    if (this.processMetrics) return;
+    this.processMetrics = true;
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** The text exposition format (version 0.0.4). */
+  async scrape(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}
+
+/** The service's metrics, recorded from wherever the events happen. */
+export const metrics = new ServiceMetrics();

@@ -1,0 +1,46 @@
+// What GET /readyz reports: the service phase and each model pack's state. The port opens before
+// the packs load, so an orchestrator sees them go loading -> warming -> ready.
+export type ModelState = 'loading' | 'warming' | 'ready' | 'draining';
+export type Phase = 'starting' | 'ready' | 'draining';
+
+export interface ReadinessReport {
+  status: Phase;
+  models: Record<string, ModelState>;
+}
+
+export class Readiness {
+  private phase: Phase = 'starting';
+  private readonly models = new Map<string, ModelState>();
+
+  constructor(private readonly onChange: (ready: boolean) => void = () => {}) {}
+
+  /** The packs that will load, each `loading` until its warm-up starts. */
+  expect(modelIds: string[]): void {
+    for (const id of modelIds) this.models.set(id, 'loading');
+  }
+
+  setModel(id: string, state: ModelState): void {
+    this.models.set(id, state);
+  }
+
+  /** Every pack warmed and every route registered: requests are taken. */
+  markReady(): void {
+    this.phase = 'ready';
+    this.onChange(true);
+  }
+
+  /** Shutting down: requests in progress finish, new ones get 503. */
+  markDraining(): void {
+    this.phase = 'draining';
+    for (const id of this.models.keys()) this.models.set(id, 'draining');
+    this.onChange(false);
+  }
+
+  get ready(): boolean {
+    return this.phase === 'ready';
+  }
+
+  report(): ReadinessReport {
+    return { status: this.phase, models: Object.fromEntries(this.models) };
+  }
+}
