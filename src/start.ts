@@ -26,6 +26,8 @@ import { openStore, type Store } from './scan/store';
 import { ScanWorkers } from './scan/worker';
 import { registerV1 } from './v1/routes';
 import { registerV2 } from './v2/routes';
+import { errorResponse } from './http/error-render';
+import { renderV1Error } from './v1/errors';
 
 export function serviceVersion(): string {
   const pkg = JSON.parse(readFileSync(path.join(__dirname, '../../package.json'), 'utf8')) as { version: string };
@@ -80,7 +82,8 @@ export async function startService(config: Config): Promise<RunningService> {
     log.info('generated API key', { api_key: key, note: 'valid for this run only; set CATCOMFORT_API_KEYS to keep keys across runs' });
   }
 
-  const router = new Router();
+  // Each interface's error format on its paths; paths of no interface get v1's (the legacy root).
+  const router = new Router(renderV1Error).mount('/v2', errorResponse).mount('/scan', errorResponse);
   registerOps(router, { readiness, keys, access: config.metrics.access });
   const server = new HttpServer(router, {
     maxBodyBytes: config.maxBodyBytes,

@@ -14,6 +14,7 @@ import { MAX_HEADER_FIELDS, PEER_ADDRESS_HEADER, parseHead } from '../src/http/f
 import { ResponseReader } from '../src/http/front-response';
 import { Router } from '../src/http/router';
 import { HttpServer } from '../src/http/server';
+import { renderV1Error } from '../src/v1/errors';
 import { photo, repoRoot } from './helpers/paths';
 import { startServer, TEST_KEY, type TestServer } from './helpers/server';
 
@@ -264,7 +265,7 @@ function pieces(bytes: Buffer, cuts: number[]): Buffer[] {
 
 describe('splits', () => {
   test('pipelined requests cut at arbitrary points (heads, Content-Length and chunked bodies) are answered in order', async () => {
-    const router = new Router();
+    const router = new Router(renderV1Error);
     const echo = (ex: Exchange) =>
       ex.readBody(1024 * 1024).then((body) => ex.send(200, { 'Content-Type': 'text/plain' }, `${ex.method} ${ex.path} ${body.length} ${body.subarray(0, 8).toString()}`));
     router.add('GET', '/echo', echo).add('POST', '/echo', echo).add('PUT', '/echo', echo);
@@ -330,7 +331,7 @@ describe('splits', () => {
 
 describe('client address', () => {
   test('the service sees the client address as ex.peerAddress; a client-sent peer-address field is dropped', async () => {
-    const router = new Router();
+    const router = new Router(renderV1Error);
     router.add('GET', '/peer', (ex) =>
       ex.send(200, { 'Content-Type': 'application/json' }, JSON.stringify({ peer: ex.peerAddress, field: ex.header(PEER_ADDRESS_HEADER) ?? null })),
     );

@@ -3,8 +3,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { ItemResult } from '../src/native/addon';
 import { ImageError, PipelineError, toAnalysis } from '../src/pipeline/analysis';
-import { ApiError, errorTable } from '../src/v2/errors';
-import { parseJsonObject, validatePredictRequest } from '../src/v2/validate';
+import { ApiError, errorTable } from '../src/http/errors';
+import { parseJsonObject } from '../src/http/json-body';
+import { validatePredictRequest } from '../src/v2/validate';
 
 const cutoffs = { detected: 0.69, lowConfidence: 0.5 };
 const timings = { decodeMs: 1, detectMs: 1, classifyMs: 1 };

@@ -7,7 +7,8 @@
 // doubt is sent with `Connection: close`, and the connection closes after it.
 import { STATUS_CODES } from 'node:http';
 import net from 'node:net';
-import { errorAnswer, methodNotAllowedAnswer, type Answer } from './error-answers';
+import { errorAnswer, methodNotAllowedAnswer } from './error-answers';
+import type { Answer, ErrorRenderer } from './error-render';
 import { MAX_DISCARD_BYTES } from './exchange';
 import { ChunkedError, ChunkedReader } from './front-chunked';
 import {
@@ -39,6 +40,8 @@ export interface FrontSettings {
   idleTimeoutMs: number;
   /** The methods the service routes for a path; empty when no route matches it. */
   allowedMethods(path: string): string[];
+  /** How the interface a path belongs to writes errors. */
+  rendererFor(path: string): ErrorRenderer;
 }
 
 export interface ConnectionEvents {
@@ -261,8 +264,8 @@ export class FrontConnection {
     const allow = this.settings.allowedMethods(head.path);
     const answer =
       allow.length > 0
-        ? methodNotAllowedAnswer(head.path, head.requestId, head.method, allow)
-        : errorAnswer(head.path, head.requestId, 'not_implemented', { message: 'Request method is not implemented.', detail: 'Request method is not implemented.' });
+        ? methodNotAllowedAnswer(this.settings.rendererFor(head.path), head.requestId, head.method, allow)
+        : errorAnswer(this.settings.rendererFor(head.path), head.requestId, 'not_implemented', { message: 'Request method is not implemented.' });
     // The body is dropped and the connection kept, unless the client may be waiting for a 100
     // Continue before sending it (then nobody knows whether it will come).
     if (head.close || head.chunked || (head.expectContinue && head.contentLength > 0)) return this.close(answer, head);
@@ -292,7 +295,7 @@ export class FrontConnection {
     if (this.chunkBytes > this.settings.maxBodyBytes) {
       // Read to its end and dropped, so the client that uploads first and reads later gets the answer.
       const refusal = tooLarge(head, this.settings.maxBodyBytes);
-      const answer = errorAnswer(refusal.path, refusal.requestId, refusal.kind, { message: refusal.message, detail: refusal.message });
+      const answer = errorAnswer(this.settings.rendererFor(refusal.path), refusal.requestId, refusal.kind, { message: refusal.message });
       if (head.close) this.close(answer, head);
       else {
         this.client.write(answerBytes(answer, false, head.method === 'HEAD'));
@@ -410,7 +413,7 @@ export class FrontConnection {
       this.client.end();
     } else if (!this.upstreamConnected && this.response.passed === 0) {
       const head = this.request!;
-      this.close(errorAnswer(head.path, head.requestId, 'unavailable', { headers: { 'Retry-After': '1' } }), head);
+      this.close(errorAnswer(this.settings.rendererFor(head.path), head.requestId, 'unavailable', { headers: { 'Retry-After': '1' } }), head);
     } else {
       // The service dropped the request mid-way; the client sees the connection close, as it would from uWS.
       this.state = In.Closing;
@@ -441,7 +444,7 @@ export class FrontConnection {
   }
 
   private refuse(refusal: HeadRefusal, head?: RequestHead): void {
-    this.close(errorAnswer(refusal.path, refusal.requestId, refusal.kind, { message: refusal.message, detail: refusal.message }), head);
+    this.close(errorAnswer(this.settings.rendererFor(refusal.path), refusal.requestId, refusal.kind, { message: refusal.message }), head);
   }
 
   /** Sends a last answer with `Connection: close`, then reads and drops what the client still sends for a while. */

@@ -1,5 +1,7 @@
 // A small method+path router. Patterns are literal segments or `:name` parameters.
 // A path that matches with another method yields the allowed methods for a 405.
+// Interfaces mount their error renderer on their path prefix; the longest prefix wins.
+import type { ErrorRenderer } from './error-render';
 import type { Exchange } from './exchange';
 
 export type Handler = (ex: Exchange) => void;
@@ -17,6 +19,22 @@ export type Match =
 
 export class Router {
   private readonly routes: Route[] = [];
+  private readonly renderers: Array<{ prefix: string; render: ErrorRenderer }> = [];
+
+  /** `fallback` renders errors for paths under no mounted prefix. */
+  constructor(private readonly fallback: ErrorRenderer) {}
+
+  /** Errors for `prefix` and the paths below it are rendered by `render`. */
+  mount(prefix: string, render: ErrorRenderer): this {
+    this.renderers.push({ prefix, render });
+    this.renderers.sort((a, b) => b.prefix.length - a.prefix.length);
+    return this;
+  }
+
+  rendererFor(path: string): ErrorRenderer {
+    const hit = this.renderers.find((r) => path === r.prefix || path.startsWith(`${r.prefix}/`));
+    return hit ? hit.render : this.fallback;
+  }
 
   add(method: string, pattern: string, handler: Handler): this {
     const segments = pattern.split('/').filter((s) => s !== '');

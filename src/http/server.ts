@@ -1,5 +1,5 @@
-// The uWS application: one catch-all route feeding our router, with 404/405 answered
-// in the format of the interface the path belongs to (v2 ErrorResponse or v1 {detail}).
+// The uWS application: one catch-all route feeding our router, with 404/405/503 and handler
+// failures answered by the error renderer of the interface the path belongs to (Router.mount).
 // uWS listens on a private unix socket; the public port belongs to the HTTP front (front.ts).
 import { rmSync } from 'node:fs';
 import path from 'node:path';
@@ -9,9 +9,9 @@ import { requestIdFrom } from './request-id';
 import { Router } from './router';
 import { createSocketDir, SOCKET_NAME } from './socket-dir';
 import { uws, type ListenSocket, type TemplatedApp } from './uws';
-import { errorAnswer, isV2, methodNotAllowedAnswer, notFoundAnswer, type Answer } from './error-answers';
-import { ApiError } from '../v2/errors';
-import { sendError } from '../v2/respond';
+import { errorAnswer, methodNotAllowedAnswer, notFoundAnswer } from './error-answers';
+import type { Answer } from './error-render';
+import { ApiError } from './errors';
 import { log } from '../log';
 
 function reply(ex: Exchange, answer: Answer, closeAfter = false): void {
@@ -22,8 +22,8 @@ function reply(ex: Exchange, answer: Answer, closeAfter = false): void {
  * 503 in the interface's format with Retry-After: before readiness (the connection stays open), or
  * while shutting down (requests arriving on kept-alive connections; the connection closes).
  */
-function refuse(ex: Exchange, shuttingDown: boolean): void {
-  const answer = errorAnswer(ex.path, ex.header('x-request-id'), 'unavailable', {
+function refuse(router: Router, ex: Exchange, shuttingDown: boolean): void {
+  const answer = errorAnswer(router.rendererFor(ex.path), ex.header('x-request-id'), 'unavailable', {
     message: shuttingDown ? 'The service is shutting down.' : 'The service is starting; model packs are still loading.',
     headers: { 'Retry-After': shuttingDown ? '1' : '5' },
   });
@@ -39,14 +39,14 @@ function dispatch(router: Router, ex: Exchange): void {
       match.handler(ex);
     } catch (error) {
       log.error('handler threw', { path: ex.path, error: (error as Error)?.stack ?? String(error) });
-      if (isV2(ex.path)) sendError(ex, requestIdFrom(ex.header('x-request-id')), new ApiError('internal_error'));
-      else ex.send(500, { 'Content-Type': 'text/plain; charset=utf-8' }, 'Internal Server Error');
+      reply(ex, router.rendererFor(ex.path)(requestIdFrom(ex.header('x-request-id')), new ApiError('internal_error')));
     }
     return;
   }
   const requestId = ex.header('x-request-id');
-  if (match.kind === 'method_not_allowed') reply(ex, methodNotAllowedAnswer(ex.path, requestId, ex.method, match.allow));
-  else reply(ex, notFoundAnswer(ex.path, requestId));
+  const render = router.rendererFor(ex.path);
+  if (match.kind === 'method_not_allowed') reply(ex, methodNotAllowedAnswer(render, requestId, ex.method, match.allow));
+  else reply(ex, notFoundAnswer(render, requestId));
 }
 
 export interface HttpServerOptions {
@@ -81,8 +81,8 @@ export class HttpServer {
       this.inFlight++;
       const ex = new Exchange(res, req, (done) => this.settled(done));
       if (this.options.alwaysOpen?.(ex.path)) dispatch(router, ex);
-      else if (this.closing) refuse(ex, true);
-      else if (this.options.isReady && !this.options.isReady()) refuse(ex, false);
+      else if (this.closing) refuse(router, ex, true);
+      else if (this.options.isReady && !this.options.isReady()) refuse(router, ex, false);
       else dispatch(router, ex);
     });
   }
@@ -136,6 +136,7 @@ export class HttpServer {
         maxBodyBytes: this.options.maxBodyBytes,
         idleTimeoutMs: this.options.idleTimeoutMs ?? 10_000,
         allowedMethods: (p) => this.router.allowedMethods(p),
+        rendererFor: (p) => this.router.rendererFor(p),
       });
       return await this.front.listen(host, port);
     } catch (error) {

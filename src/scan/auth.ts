@@ -3,16 +3,10 @@
 // pair) so a busy client does not pay scrypt on every request. Revocation applies within the TTL.
 // Failed checks are limited per client address (FailureThrottle).
 import { createHash } from 'node:crypto';
+import { ApiError } from '../http/errors';
 import { Semaphore } from '../pipeline/semaphore';
 import type { FailureThrottle } from './failure-throttle';
 import type { Store } from './store';
-
-/** Too many failed checks from this client address; it may try again after the given seconds. */
-export class ThrottledError extends Error {
-  constructor(readonly retryAfterSeconds: number) {
-    super('too many failed credential checks from this address');
-  }
-}
 
 // The public shapes of issued credentials (src/scan/store/common.ts): anything else is refused
 // without spending scrypt on it.
@@ -33,10 +27,10 @@ export class CredentialVerifier {
     private readonly maxEntries = 10_000,
   ) {}
 
-  /** The owner of the credential, or null when it is not valid; throws ThrottledError. */
+  /** The owner of the credential, or null when it is not valid; throws ApiError auth_throttled (429, Retry-After). */
   async verify(keyId: string | undefined, secret: string | undefined, address: string): Promise<string | null> {
     const wait = this.throttle.take(address);
-    if (wait > 0) throw new ThrottledError(wait);
+    if (wait > 0) throw new ApiError('auth_throttled', undefined, {}, { 'Retry-After': String(wait) });
     const ownerId = await this.check(keyId, secret).catch((error: unknown) => {
       this.throttle.giveBack(address); // not a failed check (the service is busy)
       throw error;

@@ -8,10 +8,11 @@ import type { Exchange } from '../http/exchange';
 import { requestIdFrom } from '../http/request-id';
 import type { Router } from '../http/router';
 import type { Service } from '../service';
-import { ApiError } from '../v2/errors';
-import { sendError, sendJson } from '../v2/respond';
-import { parseJsonObject } from '../v2/validate';
-import { ThrottledError, type CredentialVerifier } from './auth';
+import { ApiError } from '../http/errors';
+import { errorResponse } from '../http/error-render';
+import { parseJsonObject } from '../http/json-body';
+import { sendError, sendJson } from '../http/respond';
+import type { CredentialVerifier } from './auth';
 import { buildScanOpenApi } from './openapi';
 import { presentScan } from './present';
 import { InvalidCursorError, type Store } from './store';
@@ -44,10 +45,6 @@ function authed(ctx: ScanContext, readsBody: boolean, handler: Handler) {
     body?.catch(() => undefined); // rejections are handled where the body is awaited
     ctx.verifier
       .verify(ex.header('api-key'), ex.header('api-secret'), ex.peerAddress)
-      .catch((error: unknown) => {
-        if (!(error instanceof ThrottledError)) throw error;
-        throw new ApiError('auth_throttled', undefined, {}, { 'Retry-After': String(error.retryAfterSeconds) });
-      })
       .then(async (ownerId) => {
         if (ownerId === null) throw new ApiError('unauthorized', 'Missing or invalid api-key / api-secret.');
         if (readsBody && !isJsonContentType(ex.header('content-type'))) throw new ApiError('unsupported_media_type');
@@ -55,7 +52,7 @@ function authed(ctx: ScanContext, readsBody: boolean, handler: Handler) {
       })
       .then(
         (r) => sendJson(ex, requestId, r.status, r.body, r.headers),
-        (error: unknown) => sendError(ex, requestId, error),
+        (error: unknown) => sendError(ex, errorResponse, requestId, error),
       );
   };
 }

@@ -1,5 +1,5 @@
 // Validation of scan submissions and listing queries, with v2's error conventions.
-import { validationError, type FieldError } from '../v2/errors';
+import { validationError, type FieldError } from '../http/errors';
 import { checkUrl, FetchRefusedError } from './fetch';
 import { METADATA_LIMITS } from './schemas';
 

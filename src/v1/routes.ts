@@ -4,20 +4,22 @@ import { createHash } from 'node:crypto';
 import { isJsonContentType } from '../http/content-type';
 import { swaggerPage } from '../http/docs';
 import { exampleImageBase64 } from '../http/example-image';
-import { BadContentLengthError, BodyTooLargeError, ClientGoneError, type Exchange } from '../http/exchange';
+import { ApiError } from '../http/errors';
+import type { Exchange } from '../http/exchange';
+import { requestIdFrom } from '../http/request-id';
+import { sendError } from '../http/respond';
 import type { Router } from '../http/router';
 import { log } from '../log';
 import type { Model } from '../models/registry';
 import { ImageError } from '../pipeline/analysis';
-import { AbortedError, ClosedError, DeadlineError, QueueFullError } from '../pipeline/batcher';
-import { BusyError, Semaphore } from '../pipeline/semaphore';
+import { Semaphore } from '../pipeline/semaphore';
 import type { Service } from '../service';
+import { renderV1Error } from './errors';
 import { buildV1OpenApi } from './openapi';
 import { failure, fromAnalysis, V1_MESSAGES, type V1Response } from './respond';
 import { analyzeVideo } from './video';
 import { parseV1Body, validateThreshold, validateV1Body, V1ValidationError, type V1Detail, type V1Request } from './validate';
 
-const UNAUTHORIZED = 'Invalid or missing API key';
 const VIDEO_ON_IMAGE_ENDPOINT = 'Video input is not supported on this endpoint; send video to /invocations/bc-legacy.';
 
 function json(ex: Exchange, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -51,18 +53,11 @@ function validationBody(detail: V1Detail[]): string {
 
 /** Errors that end a v1 request outside the 200 success:false family. Never throws. */
 function sendFailure(ex: Exchange, error: unknown, headers: Record<string, string>): void {
-  if (ex.aborted || error instanceof ClientGoneError || error instanceof AbortedError) return;
   if (error instanceof V1ValidationError) {
-    return ex.send(422, { 'Content-Type': 'application/json', ...headers }, validationBody(error.detail));
+    if (!ex.aborted) ex.send(422, { 'Content-Type': 'application/json', ...headers }, validationBody(error.detail));
+    return;
   }
-  if (error instanceof BodyTooLargeError) return json(ex, 413, { detail: `Request body exceeds ${error.limit} bytes` }, headers);
-  if (error instanceof BadContentLengthError) return json(ex, 400, { detail: 'Invalid Content-Length header' }, headers);
-  if (error instanceof QueueFullError || error instanceof DeadlineError || error instanceof BusyError) {
-    return json(ex, 429, { detail: 'Too many requests; retry later' }, { ...headers, 'Retry-After': String(error.retryAfterSeconds) });
-  }
-  if (error instanceof ClosedError) return json(ex, 503, { detail: 'Service unavailable' }, headers);
-  log.error('v1 request failed', { path: ex.path, error: (error as Error)?.stack ?? String(error) });
-  ex.send(500, { 'Content-Type': 'text/plain; charset=utf-8', ...headers }, 'Internal Server Error');
+  sendError(ex, renderV1Error, requestIdFrom(ex.header('x-request-id')), error, headers);
 }
 
 interface Variant {
@@ -105,7 +100,7 @@ function invocation(ctx: V1Context, variant: Variant) {
   return (ex: Exchange): void => {
     const headers = variant.legacy ? ctx.deprecationHeaders : {};
     const key = ex.header('api-key');
-    if (!service.keys.check(key)) return json(ex, 401, { detail: UNAUTHORIZED }, headers);
+    if (!service.keys.check(key)) return sendFailure(ex, new ApiError('unauthorized'), headers);
     ex.notes.model = variant.model.id;
     if (variant.legacy) log.info('deprecated model used', { model: variant.model.id, key_fingerprint: keyFingerprint(key!) });
     const deadline = performance.now() + service.config.requestTimeoutMs;
@@ -131,7 +126,7 @@ function invocation(ctx: V1Context, variant: Variant) {
 function keyed(service: Service, handler: (ex: Exchange) => void) {
   return (ex: Exchange): void => {
     const key = ex.header('api-key') ?? queryParam(ex.query, 'api_key') ?? undefined;
-    if (!service.keys.check(key)) return json(ex, 401, { detail: UNAUTHORIZED });
+    if (!service.keys.check(key)) return sendFailure(ex, new ApiError('unauthorized'), {});
     handler(ex);
   };
 }

@@ -2,7 +2,7 @@
 // with examples taken from real answers and the example photo as the request example.
 import { errorResponses, type ErrorDoc, type V2ErrorKind } from '../http/openapi-errors';
 import { EXAMPLE_REQUEST_ID, jsonContent, jsonSchema, LICENSE, SERVERS } from '../http/openapi-util';
-import { errorTable } from './errors';
+import { errorTable } from '../http/errors';
 import { ErrorResponse, ModelList, PredictRequest, PredictResponse, StatsResponse } from './schemas';
 
 /** An error v2 can answer; scan-only kinds do not type-check here. */

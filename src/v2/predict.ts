@@ -1,8 +1,7 @@
 // POST /v2/predict and POST /v2/models/{model_id}/predict (spec 2.1, 2.2, 4.1).
 import type { Model } from '../models/registry';
-import { ImageError, type Analysis } from '../pipeline/analysis';
-import { ClosedError, DeadlineError, QueueFullError, type SubmitOptions } from '../pipeline/batcher';
-import { ApiError } from './errors';
+import type { Analysis } from '../pipeline/analysis';
+import type { SubmitOptions } from '../pipeline/batcher';
 import type { PredictResponse } from './schemas';
 import { validatePredictRequest } from './validate';
 
@@ -19,12 +18,7 @@ export async function predict(
 ): Promise<PredictResponse> {
   const request = validatePredictRequest(body);
   const threshold = request.threshold ?? model.manifest.defaultThreshold;
-  let analysis: Analysis;
-  try {
-    analysis = await model.analyze({ data: request.image, encoding: 'base64-strict' }, options);
-  } catch (error) {
-    throw toApiError(error);
-  }
+  const analysis = await model.analyze({ data: request.image, encoding: 'base64-strict' }, options);
   return toPredictResponse(ctx, model, analysis, threshold, requestId);
 }
 
@@ -52,18 +46,4 @@ export function toPredictResponse(
       : null,
     image: { width: analysis.width, height: analysis.height },
   };
-}
-
-/** Maps pipeline and batcher failures to v2 errors; anything else stays internal. */
-export function toApiError(error: unknown): unknown {
-  if (error instanceof ImageError) return new ApiError('invalid_image', error.message);
-  if (error instanceof QueueFullError || error instanceof DeadlineError) {
-    const message =
-      error instanceof QueueFullError
-        ? 'The service is overloaded; retry later.'
-        : 'The request could not be processed before its deadline; retry later.';
-    return new ApiError('overloaded', message, {}, { 'Retry-After': String(error.retryAfterSeconds) });
-  }
-  if (error instanceof ClosedError) return new ApiError('unavailable');
-  return error;
 }

@@ -7,18 +7,19 @@ import { exampleImageBase64 } from '../http/example-image';
 import { requestIdFrom } from '../http/request-id';
 import type { Router } from '../http/router';
 import type { Service } from '../service';
-import { ApiError } from './errors';
+import { ApiError } from '../http/errors';
+import { errorResponse } from '../http/error-render';
+import { parseJsonObject } from '../http/json-body';
+import { sendError, sendJson } from '../http/respond';
 import { buildV2OpenApi } from './openapi';
 import { predict } from './predict';
-import { sendError, sendJson } from './respond';
-import { parseJsonObject } from './validate';
 
 type Work = (requestId: string) => Promise<{ status: number; body: unknown }>;
 
 function run(ex: Exchange, requestId: string, work: Promise<{ status: number; body: unknown }>): void {
   work.then(
     (result) => sendJson(ex, requestId, result.status, result.body),
-    (error: unknown) => sendError(ex, requestId, error),
+    (error: unknown) => sendError(ex, errorResponse, requestId, error),
   );
 }
 
@@ -26,7 +27,7 @@ function run(ex: Exchange, requestId: string, work: Promise<{ status: number; bo
 function authedGet(service: Service, work: Work) {
   return (ex: Exchange): void => {
     const requestId = requestIdFrom(ex.header('x-request-id'));
-    if (!service.keys.check(ex.header('api-key'))) return sendError(ex, requestId, new ApiError('unauthorized'));
+    if (!service.keys.check(ex.header('api-key'))) return sendError(ex, errorResponse, requestId, new ApiError('unauthorized'));
     run(ex, requestId, work(requestId));
   };
 }
@@ -34,15 +35,15 @@ function authedGet(service: Service, work: Work) {
 function predictRoute(service: Service, modelFrom: (ex: Exchange) => string) {
   return (ex: Exchange): void => {
     const requestId = requestIdFrom(ex.header('x-request-id'));
-    if (!service.keys.check(ex.header('api-key'))) return sendError(ex, requestId, new ApiError('unauthorized'));
+    if (!service.keys.check(ex.header('api-key'))) return sendError(ex, errorResponse, requestId, new ApiError('unauthorized'));
     const modelId = modelFrom(ex);
     const model = service.registry.get(modelId);
     if (!model) {
-      return sendError(ex, requestId, new ApiError('model_not_found', `Model '${modelId}' not found.`, { model_id: modelId }));
+      return sendError(ex, errorResponse, requestId, new ApiError('model_not_found', `Model '${modelId}' not found.`, { model_id: modelId }));
     }
     ex.notes.model = model.id;
     if (!isJsonContentType(ex.header('content-type'))) {
-      return sendError(ex, requestId, new ApiError('unsupported_media_type'));
+      return sendError(ex, errorResponse, requestId, new ApiError('unsupported_media_type'));
     }
     const deadline = performance.now() + service.config.requestTimeoutMs;
     const body = ex.readBody(service.config.maxBodyBytes);

@@ -2,27 +2,10 @@
 // TypeBox's compiled check is the fast path; on failure each field gets one message in
 // pydantic's wording (the texts v1 clients already know), never echoing the submitted value.
 import { TypeCompiler } from '@sinclair/typebox/compiler';
-import { validationError, type FieldError } from './errors';
+import { validationError, type FieldError } from '../http/errors';
 import { PredictRequest } from './schemas';
 
 const predictCheck = TypeCompiler.Compile(PredictRequest);
-
-/** Parses a JSON object body; a missing, malformed or non-object body is a 422 on `body`. */
-export function parseJsonObject(body: Buffer): Record<string, unknown> {
-  if (body.length === 0) throw validationError([{ field: 'body', message: 'Field required' }]);
-  let value: unknown;
-  try {
-    value = JSON.parse(body.toString('utf8'));
-  } catch {
-    throw validationError([{ field: 'body', message: 'JSON decode error' }]);
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw validationError([
-      { field: 'body', message: 'Input should be a valid dictionary or object to extract fields from' },
-    ]);
-  }
-  return value as Record<string, unknown>;
-}
 
 function imageMessage(value: unknown): string | null {
   if (value === undefined) return 'Field required';

@@ -1,5 +1,6 @@
-// The one table of v2 errors: kind -> (stable code, HTTP status, default message).
-// Handlers throw ApiError; the HTTP layer renders it as an ErrorResponse (spec 2.3, 7.1).
+// The one table of coded errors: kind -> (stable v2 code, HTTP status, default v2 message).
+// Handlers throw ApiError; each interface renders it in its own format (error-render.ts): the v2
+// ErrorResponse (spec 2.3, 7.1) for v2 and scans, v1's {"detail": ...} with v1's own texts.
 // Protocol-level 4xx without a code of their own share `http_error`, as 7.1 says.
 export const errorTable = {
   invalid_image: { code: 'invalid_image', status: 400, message: 'Image could not be decoded.' },
@@ -33,6 +34,8 @@ export class ApiError extends Error {
     message: string = errorTable[kind].message,
     readonly details: Record<string, unknown> = {},
     readonly headers: Record<string, string> = {},
+    /** Values an interface's own wording may use (never rendered as such), e.g. the body limit. */
+    readonly params: Record<string, string | number> = {},
   ) {
     super(message);
     this.status = errorTable[kind].status;

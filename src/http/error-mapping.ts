@@ -1,0 +1,33 @@
+// The one mapping from failures below the HTTP layer (pipeline, batcher, body reading) to coded
+// errors. Interfaces render the result in their own format.
+import { log } from '../log';
+import { ImageError } from '../pipeline/analysis';
+import { AbortedError, ClosedError, DeadlineError, QueueFullError } from '../pipeline/batcher';
+import { BusyError } from '../pipeline/semaphore';
+import { ApiError, errorTable } from './errors';
+import { BadContentLengthError, BodyTooLargeError, ClientGoneError } from './exchange';
+
+const retryAfter = (seconds: number) => ({ 'Retry-After': String(seconds) });
+
+/**
+ * The coded error for `error`, or null when there is no one left to answer (the client went away).
+ * Anything unknown is logged and becomes `internal_error`.
+ */
+export function toApiError(error: unknown, context: Record<string, unknown> = {}): ApiError | null {
+  if (error instanceof ApiError) return error;
+  if (error instanceof ClientGoneError || error instanceof AbortedError) return null;
+  if (error instanceof ImageError) return new ApiError('invalid_image', error.message, {}, {}, { image: error.code });
+  if (error instanceof BodyTooLargeError) {
+    return new ApiError('payload_too_large', `Request body exceeds the limit of ${error.limit} bytes.`, {}, {}, { limit: error.limit });
+  }
+  if (error instanceof BadContentLengthError) return new ApiError('bad_request', 'Invalid Content-Length header.', {}, {}, { header: 'content-length' });
+  if (error instanceof QueueFullError || error instanceof BusyError) {
+    return new ApiError('overloaded', errorTable.overloaded.message, {}, retryAfter(error.retryAfterSeconds));
+  }
+  if (error instanceof DeadlineError) {
+    return new ApiError('overloaded', 'The request could not be processed before its deadline; retry later.', {}, retryAfter(error.retryAfterSeconds));
+  }
+  if (error instanceof ClosedError) return new ApiError('unavailable');
+  log.error('unhandled error', { ...context, error: (error as Error)?.stack ?? String(error) });
+  return new ApiError('internal_error');
+}

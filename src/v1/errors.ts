@@ -1,0 +1,19 @@
+// v1's error format (spec 7.2): `{"detail": ...}` with v1's own texts, and a plain-text 500.
+import type { ErrorRenderer } from '../http/error-render';
+import type { ApiError, ErrorKind } from '../http/errors';
+
+const DETAIL: Partial<Record<ErrorKind, (e: ApiError) => string>> = {
+  unauthorized: () => 'Invalid or missing API key',
+  not_found: () => 'Not Found',
+  method_not_allowed: () => 'Method Not Allowed',
+  payload_too_large: (e) => (e.params.limit !== undefined ? `Request body exceeds ${e.params.limit} bytes` : e.message),
+  bad_request: (e) => (e.params.header === 'content-length' ? 'Invalid Content-Length header' : e.message),
+  overloaded: () => 'Too many requests; retry later',
+  unavailable: () => 'Service Unavailable',
+};
+
+export const renderV1Error: ErrorRenderer = (_requestId, e) => {
+  if (e.kind === 'internal_error') return { status: 500, headers: { 'Content-Type': 'text/plain; charset=utf-8', ...e.headers }, body: 'Internal Server Error' };
+  const detail = DETAIL[e.kind]?.(e) ?? e.message;
+  return { status: e.status, headers: { 'Content-Type': 'application/json', ...e.headers }, body: JSON.stringify({ detail }) };
+};
