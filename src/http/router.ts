@@ -1,15 +1,24 @@
 // A small method+path router. Patterns are literal segments or `:name` parameters.
 // A path that matches with another method yields the allowed methods for a 405.
 // Interfaces mount their error renderer on their path prefix; the longest prefix wins.
+// A route may carry its OpenAPI operation: each interface's document is built from the routes of
+// its document (paths()), so routes and documents cannot drift apart.
 import type { ErrorRenderer } from './error-render';
 import type { Exchange } from './exchange';
 
 export type Handler = (ex: Exchange) => void;
 
+/** The OpenAPI operation of a route, and the document (interface) it belongs to. */
+export interface RouteDoc {
+  document: 'v2' | 'v1' | 'scan';
+  operation: Record<string, unknown>;
+}
+
 interface Route {
   pattern: string;
   segments: string[];
   methods: Map<string, Handler>;
+  docs: Map<string, RouteDoc>;
 }
 
 export type Match =
@@ -36,15 +45,30 @@ export class Router {
     return hit ? hit.render : this.fallback;
   }
 
-  add(method: string, pattern: string, handler: Handler): this {
+  /** Routes `method pattern` to `handler`; `doc` puts the operation into an OpenAPI document. */
+  add(method: string, pattern: string, handler: Handler, doc?: RouteDoc): this {
     const segments = pattern.split('/').filter((s) => s !== '');
     let route = this.routes.find((r) => r.segments.join('/') === segments.join('/'));
     if (!route) {
-      route = { pattern: `/${segments.join('/')}`, segments, methods: new Map() };
+      route = { pattern: `/${segments.join('/')}`, segments, methods: new Map(), docs: new Map() };
       this.routes.push(route);
     }
     route.methods.set(method.toUpperCase(), handler);
+    if (doc) route.docs.set(method.toLowerCase(), doc);
     return this;
+  }
+
+  /** The OpenAPI `paths` of one document: its routes' operations, `:name` written as `{name}`. */
+  paths(document: RouteDoc['document']): Record<string, Record<string, unknown>> {
+    const paths: Record<string, Record<string, unknown>> = {};
+    for (const route of this.routes) {
+      for (const [method, doc] of route.docs) {
+        if (doc.document !== document) continue;
+        const key = route.pattern.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
+        (paths[key] ??= {})[method] = doc.operation;
+      }
+    }
+    return paths;
   }
 
   match(method: string, path: string): Match {

@@ -57,7 +57,111 @@ function completedScan(version: string): Record<string, unknown> {
 
 const accepted = { request_id: EXAMPLE_REQUEST_ID, scanId: SCAN_ID, status: 'PENDING', createdAt: CREATED };
 
-export function buildScanOpenApi(serviceVersion: string, exampleImage: string): Record<string, unknown> {
+/** The operations of the scan routes (src/scan/routes.ts registers each with its route). */
+export function scanOperations(serviceVersion: string, exampleImage: string) {
+  return {
+    submit: {
+      operationId: 'submit_scan',
+      summary: 'Submit a photo for analysis',
+      tags: ['Scans'],
+      security,
+      parameters: [
+        requestId,
+        {
+          name: 'Idempotency-Key',
+          in: 'header',
+          required: false,
+          description:
+            '1-255 printable ASCII characters. A retry with the same key and body returns the same scan (200, `Idempotent-Replayed: true`); the same key with another body is 409 `idempotency_conflict`.',
+          schema: { type: 'string' },
+          example: 'order-1234-photo-1',
+        },
+      ],
+      requestBody: {
+        required: true,
+        content: jsonContent('ScanSubmitRequest', {
+          image: { summary: 'A 160x106 JPEG of a cat, with metadata', value: { image: exampleImage, metadata: { petId: 'pet-7', customerId: 'customer-3' } } },
+          url: { summary: 'A hosted photo', value: { imageUrl: 'https://images.example.org/cats/7.jpg', metadata: { petId: 'pet-7' } } },
+        }),
+      },
+      responses: {
+        '200': { description: 'Idempotent replay of an earlier submission', content: jsonContent('ScanAccepted', { replay: { summary: 'The scan of the first submission', value: accepted } }) },
+        '202': {
+          description: 'Accepted; `Location` names the scan',
+          headers: { Location: { description: 'Path of the scan, `/scan/{scanId}`', schema: { type: 'string' } } },
+          content: jsonContent('ScanAccepted', { accepted: { summary: 'Queued for analysis', value: accepted } }),
+        },
+        ...errorResponses([
+          { kind: 'invalid_image', when: 'not valid base64, empty, or larger than 4 MB', message: 'Image is not valid base64.' },
+          { kind: 'bad_request', when: 'malformed `Content-Length`', message: 'Invalid Content-Length header.' },
+          unauthorized,
+          { kind: 'idempotency_conflict', when: 'the `Idempotency-Key` was used with another body' },
+          { kind: 'payload_too_large', when: 'body over CATCOMFORT_MAX_BODY_BYTES', message: 'Request body exceeds the limit of 8388608 bytes.' },
+          { kind: 'unsupported_media_type', when: 'Content-Type is not JSON' },
+          {
+            kind: 'invalid_request',
+            when: '`details.errors` lists `{field, message}`',
+            details: { errors: [{ field: 'body', message: 'Exactly one of image and imageUrl is required' }] },
+          },
+          throttled,
+          overloaded,
+          internal,
+          unavailable,
+        ]),
+      },
+    },
+    list: {
+      operationId: 'list_scans',
+      summary: "List the caller's scans, newest first",
+      tags: ['Scans'],
+      security,
+      parameters: [
+        requestId,
+        { name: 'petId', in: 'query', required: false, description: 'Only scans whose metadata.petId equals this', schema: { type: 'string' }, example: 'pet-7' },
+        { name: 'customerId', in: 'query', required: false, description: 'Only scans whose metadata.customerId equals this', schema: { type: 'string' } },
+        { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
+        { name: 'cursor', in: 'query', required: false, description: '`nextCursor` of the previous page (opaque)', schema: { type: 'string' } },
+      ],
+      responses: {
+        '200': {
+          description: 'One page',
+          content: jsonContent('ScanList', {
+            page: { summary: 'The last page: one scan', value: { request_id: EXAMPLE_REQUEST_ID, items: [completedScan(serviceVersion)], nextCursor: null } },
+          }),
+        },
+        ...errorResponses([
+          unauthorized,
+          { kind: 'invalid_request', when: 'bad limit or cursor', details: { errors: [{ field: 'limit', message: 'Input should be an integer from 1 to 100' }] } },
+          throttled,
+          overloaded,
+          internal,
+          unavailable,
+        ]),
+      },
+    },
+    get: {
+      operationId: 'get_scan',
+      summary: 'Retrieve a scan',
+      tags: ['Scans'],
+      security,
+      parameters: [requestId, { name: 'scanId', in: 'path', required: true, schema: { type: 'string' }, example: SCAN_ID }],
+      responses: {
+        '200': { description: 'The scan', content: jsonContent('ScanResource', { completed: { summary: 'A completed scan', value: completedScan(serviceVersion) } }) },
+        ...errorResponses([
+          unauthorized,
+          { kind: 'not_found', when: "unknown scanId, or another credential's scan" },
+          throttled,
+          overloaded,
+          internal,
+          unavailable,
+        ]),
+      },
+    },
+  };
+}
+
+/** The scan document around `paths`: the operations of the routes registered for it (Router.paths). */
+export function buildScanOpenApi(serviceVersion: string, paths: Record<string, unknown>): Record<string, unknown> {
   return {
     openapi: '3.1.0',
     info: {
@@ -68,109 +172,7 @@ export function buildScanOpenApi(serviceVersion: string, exampleImage: string): 
     },
     servers: SERVERS,
     tags: [{ name: 'Scans', description: 'Submit photos and read their results' }],
-    paths: {
-      '/scan': {
-        post: {
-          operationId: 'submit_scan',
-          summary: 'Submit a photo for analysis',
-          tags: ['Scans'],
-          security,
-          parameters: [
-            requestId,
-            {
-              name: 'Idempotency-Key',
-              in: 'header',
-              required: false,
-              description:
-                '1-255 printable ASCII characters. A retry with the same key and body returns the same scan (200, `Idempotent-Replayed: true`); the same key with another body is 409 `idempotency_conflict`.',
-              schema: { type: 'string' },
-              example: 'order-1234-photo-1',
-            },
-          ],
-          requestBody: {
-            required: true,
-            content: jsonContent('ScanSubmitRequest', {
-              image: { summary: 'A 160x106 JPEG of a cat, with metadata', value: { image: exampleImage, metadata: { petId: 'pet-7', customerId: 'customer-3' } } },
-              url: { summary: 'A hosted photo', value: { imageUrl: 'https://images.example.org/cats/7.jpg', metadata: { petId: 'pet-7' } } },
-            }),
-          },
-          responses: {
-            '200': { description: 'Idempotent replay of an earlier submission', content: jsonContent('ScanAccepted', { replay: { summary: 'The scan of the first submission', value: accepted } }) },
-            '202': {
-              description: 'Accepted; `Location` names the scan',
-              headers: { Location: { description: 'Path of the scan, `/scan/{scanId}`', schema: { type: 'string' } } },
-              content: jsonContent('ScanAccepted', { accepted: { summary: 'Queued for analysis', value: accepted } }),
-            },
-            ...errorResponses([
-              { kind: 'invalid_image', when: 'not valid base64, empty, or larger than 4 MB', message: 'Image is not valid base64.' },
-              { kind: 'bad_request', when: 'malformed `Content-Length`', message: 'Invalid Content-Length header.' },
-              unauthorized,
-              { kind: 'idempotency_conflict', when: 'the `Idempotency-Key` was used with another body' },
-              { kind: 'payload_too_large', when: 'body over CATCOMFORT_MAX_BODY_BYTES', message: 'Request body exceeds the limit of 8388608 bytes.' },
-              { kind: 'unsupported_media_type', when: 'Content-Type is not JSON' },
-              {
-                kind: 'invalid_request',
-                when: '`details.errors` lists `{field, message}`',
-                details: { errors: [{ field: 'body', message: 'Exactly one of image and imageUrl is required' }] },
-              },
-              throttled,
-              overloaded,
-              internal,
-              unavailable,
-            ]),
-          },
-        },
-        get: {
-          operationId: 'list_scans',
-          summary: "List the caller's scans, newest first",
-          tags: ['Scans'],
-          security,
-          parameters: [
-            requestId,
-            { name: 'petId', in: 'query', required: false, description: 'Only scans whose metadata.petId equals this', schema: { type: 'string' }, example: 'pet-7' },
-            { name: 'customerId', in: 'query', required: false, description: 'Only scans whose metadata.customerId equals this', schema: { type: 'string' } },
-            { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
-            { name: 'cursor', in: 'query', required: false, description: '`nextCursor` of the previous page (opaque)', schema: { type: 'string' } },
-          ],
-          responses: {
-            '200': {
-              description: 'One page',
-              content: jsonContent('ScanList', {
-                page: { summary: 'The last page: one scan', value: { request_id: EXAMPLE_REQUEST_ID, items: [completedScan(serviceVersion)], nextCursor: null } },
-              }),
-            },
-            ...errorResponses([
-              unauthorized,
-              { kind: 'invalid_request', when: 'bad limit or cursor', details: { errors: [{ field: 'limit', message: 'Input should be an integer from 1 to 100' }] } },
-              throttled,
-              overloaded,
-              internal,
-              unavailable,
-            ]),
-          },
-        },
-      },
-      '/scan/{scanId}': {
-        get: {
-          operationId: 'get_scan',
-          summary: 'Retrieve a scan',
-          tags: ['Scans'],
-          security,
-          parameters: [requestId, { name: 'scanId', in: 'path', required: true, schema: { type: 'string' }, example: SCAN_ID }],
-          responses: {
-            '200': { description: 'The scan', content: jsonContent('ScanResource', { completed: { summary: 'A completed scan', value: completedScan(serviceVersion) } }) },
-            ...errorResponses([
-              unauthorized,
-              { kind: 'not_found', when: "unknown scanId, or another credential's scan" },
-              throttled,
-              overloaded,
-              internal,
-              unavailable,
-            ]),
-          },
-        },
-      },
-    },
+    paths,
     components: {
       securitySchemes: {
         ScanKey: { type: 'apiKey', in: 'header', name: 'api-key', description: 'Scan credential key id' },

@@ -13,7 +13,7 @@ import { errorResponse } from '../http/error-render';
 import { parseJsonObject } from '../http/json-body';
 import { sendError, sendJson } from '../http/respond';
 import type { CredentialVerifier } from './auth';
-import { buildScanOpenApi } from './openapi';
+import { buildScanOpenApi, scanOperations } from './openapi';
 import { presentScan } from './present';
 import { InvalidCursorError, type Store } from './store';
 import { decodeStrictBase64, validateListQuery, validateSubmission } from './validate';
@@ -62,10 +62,13 @@ function defaultModel(ctx: ScanContext) {
 }
 
 export function registerScan(router: Router, ctx: ScanContext): void {
-  const openapi = JSON.stringify(buildScanOpenApi(ctx.service.version, exampleImageBase64()));
+  const ops = scanOperations(ctx.service.version, exampleImageBase64());
+  const doc = (operation: Record<string, unknown>) => ({ document: 'scan' as const, operation });
+  // Built on first use, from the routes below (registered after this one: /scan/:scanId must not shadow it).
+  let openapi: string | null = null;
   const html = (body: string) => (ex: Exchange) => ex.send(200, { 'Content-Type': 'text/html; charset=utf-8' }, body);
   router
-    .add('GET', '/scan/openapi.json', (ex) => ex.send(200, { 'Content-Type': 'application/json' }, openapi))
+    .add('GET', '/scan/openapi.json', (ex) => ex.send(200, { 'Content-Type': 'application/json' }, (openapi ??= JSON.stringify(buildScanOpenApi(ctx.service.version, router.paths('scan'))))))
     .add('GET', '/scan/docs', html(swaggerPage('Cat Comfort scan API', '/scan/openapi.json', '/v2/docs')))
     .add('GET', '/scan/redoc', html(redocPage('Cat Comfort scan API', '/scan/openapi.json', '/v2/redoc')))
     .add(
@@ -107,6 +110,7 @@ export function registerScan(router: Router, ctx: ScanContext): void {
           headers: { Location: `/scan/${scan.id}`, ...(created.created ? {} : { 'Idempotent-Replayed': 'true' }) },
         };
       }),
+      doc(ops.submit),
     )
     .add(
       'GET',
@@ -126,6 +130,7 @@ export function registerScan(router: Router, ctx: ScanContext): void {
           throw error;
         }
       }),
+      doc(ops.list),
     )
     .add(
       'GET',
@@ -135,5 +140,6 @@ export function registerScan(router: Router, ctx: ScanContext): void {
         if (!scan) throw new ApiError('not_found', 'Scan not found.', { scanId: ex.params.scanId });
         return { status: 200, body: { request_id: requestId, ...presentScan(scan, defaultModel(ctx)) } };
       }),
+      doc(ops.get),
     );
 }

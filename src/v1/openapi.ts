@@ -162,33 +162,22 @@ function invocation(op: Invocation, exampleImage: string, version: string): Reco
         content: detail('Overloaded', 'Too many requests; retry later'),
       },
       '500': { description: 'Unexpected failure (plain text `Internal Server Error`)', content: { 'text/plain': { schema: { type: 'string' }, example: 'Internal Server Error' } } },
-      '503': { description: 'Shutting down', content: detail('Shutting down', 'Service unavailable') },
+      '503': { description: 'Shutting down', content: detail('Shutting down', 'Service Unavailable') },
     },
   };
 }
 
-export function buildV1OpenApi(serviceVersion: string, exampleImage: string): Record<string, unknown> {
+/** The operations of the v1 routes (src/v1/routes.ts registers each with its route). */
+export function v1Operations(serviceVersion: string, exampleImage: string) {
   return {
-    openapi: '3.1.0',
-    info: {
-      title: 'Cat Comfort Detection (v1, legacy)',
-      version: serviceVersion,
-      license: LICENSE,
-      description: 'Legacy interface; new integrations use /v2 (see /v2/docs). Every request needs the `api-key` header (use **Authorize**).',
-    },
-    servers: SERVERS,
-    tags: [
-      { name: 'Prediction', description: 'The FastAPI-compatible invocation endpoints' },
-      { name: 'Health', description: 'Key-protected liveness check' },
-    ],
-    paths: {
-      '/invocations': { post: invocation({ operationId: 'invocations', summary: 'Predict with the latest model (bc-v1)', model: 'BC-V1', legacy: false }, exampleImage, serviceVersion) },
-      '/invocations/bc-v1': { post: invocation({ operationId: 'invocations_bc_v1', summary: 'Predict with bc-v1', model: 'BC-V1', legacy: false }, exampleImage, serviceVersion) },
-      '/invocations/bc-legacy': {
-        post: invocation({ operationId: 'invocations_bc_legacy', summary: 'Predict with the original mood model; accepts video (deprecated)', model: 'BC-Legacy', legacy: true }, exampleImage, serviceVersion),
-      },
-      '/ping': {
-        get: {
+    invocations: invocation({ operationId: 'invocations', summary: 'Predict with the latest model (bc-v1)', model: 'BC-V1', legacy: false }, exampleImage, serviceVersion),
+    invocationsBcV1: invocation({ operationId: 'invocations_bc_v1', summary: 'Predict with bc-v1', model: 'BC-V1', legacy: false }, exampleImage, serviceVersion),
+    invocationsBcLegacy: invocation(
+      { operationId: 'invocations_bc_legacy', summary: 'Predict with the original mood model; accepts video (deprecated)', model: 'BC-Legacy', legacy: true },
+      exampleImage,
+      serviceVersion,
+    ),
+    ping: {
           operationId: 'ping',
           summary: 'Health check',
           tags: ['Health'],
@@ -206,8 +195,25 @@ export function buildV1OpenApi(serviceVersion: string, exampleImage: string): Re
             '401': { description: 'Missing or invalid api-key', content: detail('No key', 'Invalid or missing API key') },
           },
         },
-      },
+  };
+}
+
+/** The v1 document around `paths`: the operations of the routes registered for it (Router.paths). */
+export function buildV1OpenApi(serviceVersion: string, paths: Record<string, unknown>): Record<string, unknown> {
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Cat Comfort Detection (v1, legacy)',
+      version: serviceVersion,
+      license: LICENSE,
+      description: 'Legacy interface; new integrations use /v2 (see /v2/docs). Every request needs the `api-key` header (use **Authorize**).',
     },
+    servers: SERVERS,
+    tags: [
+      { name: 'Prediction', description: 'The FastAPI-compatible invocation endpoints' },
+      { name: 'Health', description: 'Key-protected liveness check' },
+    ],
+    paths,
     components: {
       securitySchemes: { ApiKeyAuth: { type: 'apiKey', in: 'header', name: 'api-key' } },
       schemas: {

@@ -15,7 +15,7 @@ import { ImageError } from '../pipeline/analysis';
 import { Semaphore } from '../pipeline/semaphore';
 import type { Service } from '../service';
 import { renderV1Error } from './errors';
-import { buildV1OpenApi } from './openapi';
+import { buildV1OpenApi, v1Operations } from './openapi';
 import { failure, fromAnalysis, V1_MESSAGES, type V1Response } from './respond';
 import { analyzeVideo } from './video';
 import { parseV1Body, validateThreshold, validateV1Body, V1ValidationError, type V1Detail, type V1Request } from './validate';
@@ -146,13 +146,16 @@ export function registerV1(router: Router, service: Service): void {
     buildNumber: service.config.buildNumber,
     deprecationHeaders: deprecationHeaders(service.config.legacy),
   };
-  const openapi = JSON.stringify(buildV1OpenApi(service.version, exampleImageBase64()));
+  const ops = v1Operations(service.version, exampleImageBase64());
+  const doc = (operation: Record<string, unknown>) => ({ document: 'v1' as const, operation });
   const docs = swaggerPage('Cat Comfort API v1 (legacy)', '/openapi.json', '/docs', forwardKey);
   router
-    .add('POST', '/invocations', invocation(ctx, { model: defaultModel, legacy: false }))
-    .add('POST', '/invocations/bc-v1', invocation(ctx, { model: bcV1, legacy: false }))
-    .add('POST', '/invocations/bc-legacy', invocation(ctx, { model: legacy, legacy: true }))
-    .add('GET', '/ping', keyed(service, (ex) => json(ex, 200, { status: 'healthy', service: 'cat-comfort-detection' })))
+    .add('POST', '/invocations', invocation(ctx, { model: defaultModel, legacy: false }), doc(ops.invocations))
+    .add('POST', '/invocations/bc-v1', invocation(ctx, { model: bcV1, legacy: false }), doc(ops.invocationsBcV1))
+    .add('POST', '/invocations/bc-legacy', invocation(ctx, { model: legacy, legacy: true }), doc(ops.invocationsBcLegacy))
+    .add('GET', '/ping', keyed(service, (ex) => json(ex, 200, { status: 'healthy', service: 'cat-comfort-detection' })), doc(ops.ping));
+  const openapi = JSON.stringify(buildV1OpenApi(service.version, router.paths('v1')));
+  router
     .add('GET', '/openapi.json', keyed(service, (ex) => ex.send(200, { 'Content-Type': 'application/json' }, openapi)))
     .add('GET', '/docs', keyed(service, (ex) => ex.send(200, { 'Content-Type': 'text/html; charset=utf-8' }, docs)));
   for (const name of ['swagger-ui.css', 'swagger-ui-bundle.js']) {

@@ -151,7 +151,31 @@ function modelsExample(version: string) {
 /** Codes any request can get from the HTTP layer before it reaches an operation. */
 const protocolCodes = ['bad_request', 'not_found', 'method_not_allowed', 'request_timeout', 'uri_too_long', 'header_too_large', 'not_implemented', 'http_version_not_supported'] as const;
 
-export function buildV2OpenApi(serviceVersion: string, exampleImage: string): Record<string, unknown> {
+/** The operations of the v2 routes (src/v2/routes.ts registers each with its route). */
+export function v2Operations(serviceVersion: string, exampleImage: string) {
+  return {
+    predict: predictOperation('predict', 'Analyse one image with the latest model', false, exampleImage, serviceVersion),
+    predictWithModel: predictOperation('predict_with_model', 'Analyse one image with the named model', true, exampleImage, serviceVersion),
+    listModels: getOperation('list_models', 'List the loaded models', 'Every loaded model pack with its default threshold.', {
+      description: 'Loaded models',
+      headers: responseHeaders,
+      content: jsonContent('ModelList', { models: { summary: 'The two packs shipped', value: modelsExample(serviceVersion) } }),
+    }),
+    stats: getOperation(
+      'batching_stats',
+      'Micro-batcher and session counters per model',
+      'Counters since start, per model: requests through the micro-batcher, batch sizes, queue waits, refusals, and the batch sizes each ONNX Runtime session is run at.',
+      {
+        description: 'Counters since start',
+        headers: responseHeaders,
+        content: jsonContent('StatsResponse', { stats: { summary: 'After four requests to bc-v1', value: statsExample } }),
+      },
+    ),
+  };
+}
+
+/** The v2 document around `paths`: the operations of the routes registered for it (Router.paths). */
+export function buildV2OpenApi(serviceVersion: string, paths: Record<string, unknown>): Record<string, unknown> {
   const v2Codes = Object.values(errorTable).filter((e) => !('scanOnly' in e));
   return {
     openapi: '3.1.0',
@@ -171,31 +195,7 @@ export function buildV2OpenApi(serviceVersion: string, exampleImage: string): Re
       { name: 'Prediction', description: 'Analyse one photo: is there a cat, and does it show comfort or discomfort?' },
       { name: 'Models and service', description: 'The loaded models and the micro-batcher counters' },
     ],
-    paths: {
-      '/v2/predict': { post: predictOperation('predict', 'Analyse one image with the latest model', false, exampleImage, serviceVersion) },
-      '/v2/models/{model_id}/predict': {
-        post: predictOperation('predict_with_model', 'Analyse one image with the named model', true, exampleImage, serviceVersion),
-      },
-      '/v2/models': {
-        get: getOperation('list_models', 'List the loaded models', 'Every loaded model pack with its default threshold.', {
-          description: 'Loaded models',
-          headers: responseHeaders,
-          content: jsonContent('ModelList', { models: { summary: 'The two packs shipped', value: modelsExample(serviceVersion) } }),
-        }),
-      },
-      '/v2/stats': {
-        get: getOperation(
-          'batching_stats',
-          'Micro-batcher and session counters per model',
-          'Counters since start, per model: requests through the micro-batcher, batch sizes, queue waits, refusals, and the batch sizes each ONNX Runtime session is run at.',
-          {
-            description: 'Counters since start',
-            headers: responseHeaders,
-            content: jsonContent('StatsResponse', { stats: { summary: 'After four requests to bc-v1', value: statsExample } }),
-          },
-        ),
-      },
-    },
+    paths,
     components: {
       securitySchemes: { ApiKeyAuth: { type: 'apiKey', in: 'header', name: 'api-key' } },
       schemas: {

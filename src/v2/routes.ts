@@ -11,7 +11,7 @@ import { ApiError } from '../http/errors';
 import { errorResponse } from '../http/error-render';
 import { parseJsonObject } from '../http/json-body';
 import { sendError, sendJson } from '../http/respond';
-import { buildV2OpenApi } from './openapi';
+import { buildV2OpenApi, v2Operations } from './openapi';
 import { predict } from './predict';
 
 type Work = (requestId: string) => Promise<{ status: number; body: unknown }>;
@@ -68,10 +68,11 @@ function staticRoute(body: string | Buffer, contentType: string) {
 }
 
 export function registerV2(router: Router, service: Service): void {
-  const openapi = JSON.stringify(buildV2OpenApi(service.version, exampleImageBase64()));
+  const ops = v2Operations(service.version, exampleImageBase64());
+  const doc = (operation: Record<string, unknown>) => ({ document: 'v2' as const, operation });
   router
-    .add('POST', '/v2/predict', predictRoute(service, () => service.config.defaultModel))
-    .add('POST', '/v2/models/:model_id/predict', predictRoute(service, (ex) => ex.params.model_id!))
+    .add('POST', '/v2/predict', predictRoute(service, () => service.config.defaultModel), doc(ops.predict))
+    .add('POST', '/v2/models/:model_id/predict', predictRoute(service, (ex) => ex.params.model_id!), doc(ops.predictWithModel))
     .add(
       'GET',
       '/v2/models',
@@ -89,6 +90,7 @@ export function registerV2(router: Router, service: Service): void {
           })),
         },
       })),
+      doc(ops.listModels),
     )
     .add(
       'GET',
@@ -97,9 +99,10 @@ export function registerV2(router: Router, service: Service): void {
         status: 200,
         body: { request_id: requestId, models: Object.fromEntries(service.registry.list().map((m) => [m.id, { ...m.batcher.stats(), sessionBatches: m.sessionBatches() }])) },
       })),
+      doc(ops.stats),
     )
     .add('GET', '/', (ex) => ex.send(302, { Location: '/v2/docs', 'Content-Type': 'text/plain; charset=utf-8' }, 'The API documentation is at /v2/docs\n'))
-    .add('GET', '/v2/openapi.json', staticRoute(openapi, 'application/json'))
+    .add('GET', '/v2/openapi.json', staticRoute(JSON.stringify(buildV2OpenApi(service.version, router.paths('v2'))), 'application/json'))
     .add('GET', '/v2/docs', staticRoute(swaggerPage('Cat Comfort API v2', '/v2/openapi.json', '/v2/docs'), 'text/html; charset=utf-8'))
     .add('GET', '/v2/redoc', staticRoute(redocPage('Cat Comfort API v2', '/v2/openapi.json', '/v2/redoc'), 'text/html; charset=utf-8'));
   for (const [name, asset] of Object.entries(service.docsAssets)) {

@@ -1,0 +1,42 @@
+// The router: matching, 405 lists, error renderers by path prefix, and OpenAPI paths from routes.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { Answer } from '../src/http/error-render';
+import { ApiError } from '../src/http/errors';
+import { Router } from '../src/http/router';
+
+const renderer = (name: string) => (requestId: string, e: ApiError): Answer => ({ status: e.status, headers: {}, body: `${name} ${e.code} ${requestId}` });
+const noop = () => undefined;
+
+test('routes match literal and :name segments; another method gives the allowed list', () => {
+  const router = new Router(renderer('root')).add('GET', '/a/:id', noop).add('POST', '/a/:id', noop);
+  const found = router.match('GET', '/a/x%20y');
+  assert.equal(found.kind, 'found');
+  assert.deepEqual(found.kind === 'found' && found.params, { id: 'x y' });
+  assert.deepEqual(router.match('PUT', '/a/1'), { kind: 'method_not_allowed', allow: ['GET', 'POST'] });
+  assert.deepEqual(router.match('GET', '/b'), { kind: 'not_found' });
+});
+
+test('errors are rendered by the longest mounted prefix, else the fallback', () => {
+  const router = new Router(renderer('root')).mount('/v2', renderer('v2')).mount('/v2/models', renderer('models'));
+  const render = (path: string) => router.rendererFor(path)('id-1', new ApiError('not_found')).body;
+  assert.equal(render('/v2'), 'v2 not_found id-1');
+  assert.equal(render('/v2/predict'), 'v2 not_found id-1');
+  assert.equal(render('/v2/models/bc-v1/predict'), 'models not_found id-1');
+  assert.equal(render('/v2x'), 'root not_found id-1');
+  assert.equal(render('/invocations'), 'root not_found id-1');
+});
+
+test('OpenAPI paths come from the routes of one document, with {name} parameters', () => {
+  const router = new Router(renderer('root'))
+    .add('POST', '/v2/models/:model_id/predict', noop, { document: 'v2', operation: { operationId: 'predict_with_model' } })
+    .add('GET', '/v2/models', noop, { document: 'v2', operation: { operationId: 'list_models' } })
+    .add('GET', '/v2/docs', noop)
+    .add('GET', '/ping', noop, { document: 'v1', operation: { operationId: 'ping' } });
+  assert.deepEqual(router.paths('v2'), {
+    '/v2/models/{model_id}/predict': { post: { operationId: 'predict_with_model' } },
+    '/v2/models': { get: { operationId: 'list_models' } },
+  });
+  assert.deepEqual(router.paths('v1'), { '/ping': { get: { operationId: 'ping' } } });
+  assert.deepEqual(router.paths('scan'), {});
+});
