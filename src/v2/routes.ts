@@ -7,6 +7,7 @@ import { requestIdFrom } from '../http/request-id';
 import type { Router } from '../http/router';
 import type { Service } from '../service';
 import { ApiError } from './errors';
+import { classifierSummary } from './model-summary';
 import { buildV2OpenApi } from './openapi';
 import { predict } from './predict';
 import { sendError, sendJson } from './respond';
@@ -82,6 +83,7 @@ export function registerV2(router: Router, service: Service): void {
             pack_version: m.manifest.version,
             default_threshold: m.manifest.defaultThreshold,
             deprecated: m.manifest.deprecated ?? false,
+            classifier: classifierSummary(m.manifest.classifier),
           })),
         },
       })),
