@@ -65,7 +65,8 @@ export async function startService(config: Config): Promise<RunningService> {
     if (classifier.reference) {
       log.warn(
         `model ${model.id}: the classifier is an UNTRAINED reference network; its score is not a trained comfort signal. ` +
-          `Drop trained weights into ${path.join(model.dir, model.manifest.classifier.file)} and update classifier.sha256 and reference=false in its manifest.json (see MODEL_CARD.md).`,
+          `Train a head on your own labelled photos with "catcomfort train-head" (README, "Training the comfort head"), or drop trained weights into ` +
+          `${path.join(model.dir, classifier.file)} and update classifier.sha256 and reference=false in its manifest.json (see MODEL_CARD.md).`,
         { model: model.id },
       );
     }

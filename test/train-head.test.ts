@@ -178,6 +178,7 @@ describe('train-head CLI end to end', () => {
         const res = await postJson(`${server!.url}/v2/models/proxy-head/predict`, { image: readFileSync(photo(f)).toString('base64') });
         assert.equal(res.status, 200, res.text);
         assert.equal(res.body.detection, 'detected');
+        assert.equal(res.body.prediction.threshold, summary.classifier.training.threshold);
         sum += res.body.prediction.score / files.length;
       }
       return sum;
