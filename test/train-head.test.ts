@@ -9,6 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { readManifest } from '../src/models/pack';
 import { loadAddon } from '../src/native/addon';
 import { buildBackbone } from '../src/train/backbone';
+import { composeClassifier } from '../src/train/compose';
 import {
   balancedAccuracy,
   bestThreshold,
@@ -89,7 +90,7 @@ describe('split and threshold', () => {
 });
 
 describe('backbone cut of the bc-v1 SSD', () => {
-  test('same bytes every time; one embedding row of 1280 channels per image', async () => {
+  test('same bytes every time; one embedding row of 1280 channels per image; backbone + head composed', async () => {
     const base = await readManifest(path.join(repoRoot, 'models/bc-v1'));
     const a = buildBackbone(base, 'conv-1280', 224, repoRoot);
     assert.deepEqual(buildBackbone(base, 'conv-1280', 224, repoRoot).onnx, a.onnx);
@@ -102,6 +103,16 @@ describe('backbone cut of the bc-v1 SSD', () => {
     assert.deepEqual(out!.dims, [2, 1280]);
     // After RELU6 and a mean: every value in [0, 6].
     assert.ok(out!.data.every((v) => v >= 0 && v <= 6));
+
+    // The composed classifier is the head applied to that embedding.
+    const random = seededRandom(9);
+    const head = { weights: Float64Array.from({ length: 1280 }, () => random() - 0.5), bias: -0.3, lambda: 1, iterations: 0 };
+    const [score] = await addon.runModel(composeClassifier(a, head, 'test'), [{ name: input, dims: [2, 224, 224, 3], data }]);
+    assert.deepEqual(score!.dims, [2, 1]);
+    for (const row of [0, 1]) {
+      const expected = predict(head, Float64Array.from(out!.data.subarray(row * 1280, (row + 1) * 1280)));
+      assert.ok(Math.abs(score!.data[row]! - expected) < 1e-5, `${score!.data[row]} vs ${expected}`);
+    }
   });
 });
 
