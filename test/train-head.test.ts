@@ -175,7 +175,6 @@ describe('train-head CLI end to end', () => {
 
   test('the service lists the pack as trained and serves it', async () => {
     server = await startServer({ CATCOMFORT_MODELS_DIR: path.join(tmp, 'models') });
-    assert.match(server.output(), /trained by catcomfort train-head/);
     const list = await request(`${server.url}/v2/models`);
     assert.equal(list.status, 200);
     const summary = list.body.models.find((m: { id: string }) => m.id === 'proxy-head');
@@ -196,6 +195,10 @@ describe('train-head CLI end to end', () => {
     };
     // The head learnt the labels: face close-ups (labelled discomfort) score above full-body photos.
     assert.ok((await mean(DISCOMFORT)) > (await mean(COMFORT)));
+    // The start-up log says it too (the output is complete once the server has stopped).
+    await server.stop();
+    assert.match(server.output(), /"model":"proxy-head","pack_version":"1.0.0".*"classifier":"trained"/);
+    assert.match(server.output(), /model proxy-head: the classifier is a head trained by catcomfort train-head.*"validation_photos":2/);
   });
 
   test('bad arguments and bad data exit 2 with a message', async () => {

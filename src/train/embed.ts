@@ -78,15 +78,16 @@ async function embedChunk(
       const confidence = r.cat ? r.cat.confidence.toFixed(3) : 'none';
       return { skipped: `no cat detected (confidence ${confidence}, needs ${detected})` };
     }
-    return { embedding: Buffer.from(r.output.buffer, r.output.byteOffset, r.output.byteLength).toString('base64') };
+    const bytes = Buffer.alloc(r.output.length * 4);
+    r.output.forEach((v, i) => bytes.writeFloatLE(v, i * 4));
+    return { embedding: bytes.toString('base64') };
   });
 }
 
 function toEmbedded(photo: LabelledPhoto, entry: CacheEntry): Embedded {
   if ('skipped' in entry) return { photo, skipped: entry.skipped };
   const bytes = Buffer.from(entry.embedding, 'base64');
-  const floats = new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
-  return { photo, embedding: Float64Array.from(floats) };
+  return { photo, embedding: Float64Array.from({ length: bytes.length / 4 }, (_, i) => bytes.readFloatLE(i * 4)) };
 }
 
 /** Every photo's embedding or reason to skip, in the photos' order. */
