@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace catcomfort {
 
@@ -48,6 +49,7 @@ struct ItemResult {
   int height = 0;
   std::optional<CatCandidate> cat;
   std::optional<double> score;
+  std::vector<float> output;  // the classifier's whole output row, only with ClassifierSpec.returnOutput
   double decodeMs = 0;
   double detectMs = 0;
   double classifyMs = 0;

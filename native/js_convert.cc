@@ -228,6 +228,7 @@ PipelineSpec PipelineSpecFromJs(const Napi::Value& value) {
   s.classifier.preprocess = PreprocessFromJs(c.Get("preprocess"));
   s.classifier.cropMargin = Number(c, "cropMargin");
   s.classifier.outputIndex = Int(c, "outputIndex", 0);
+  s.classifier.returnOutput = !c.Get("returnOutput").IsUndefined() && Bool(c, "returnOutput");
 
   s.classifyCutoff = Number(o, "classifyCutoff");
   double maxPixels = Number(o, "maxPixels");
@@ -343,6 +344,11 @@ Napi::Array ResultsToJs(Napi::Env env, const std::vector<ItemResult>& results) {
         o.Set("cat", env.Null());
       }
       o.Set("score", r.score ? Napi::Value(Napi::Number::New(env, *r.score)) : env.Null());
+      if (!r.output.empty()) {
+        Napi::Float32Array output = Napi::Float32Array::New(env, r.output.size());
+        std::copy(r.output.begin(), r.output.end(), output.Data());
+        o.Set("output", output);
+      }
       Napi::Object timings = Napi::Object::New(env);
       timings.Set("decodeMs", r.decodeMs);
       timings.Set("detectMs", r.detectMs);

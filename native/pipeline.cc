@@ -444,6 +444,7 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
   const size_t clsChunks = (toClassify.size() + clsChunk - 1) / clsChunk;
   const Clock::time_point classifyStart = Clock::now();
   std::vector<float> scores(toClassify.size(), 0.0f);
+  std::vector<std::vector<float>> rows(cls.returnOutput ? toClassify.size() : 0);
   ParallelFor(pool, clsChunks, [&](size_t chunk) {
     const size_t first = chunk * clsChunk;
     const size_t count = std::min(clsChunk, toClassify.size() - first);
@@ -462,6 +463,9 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
       throw std::runtime_error("classifier outputIndex is outside the model output");
     }
     for (size_t k = 0; k < count; ++k) scores[first + k] = o.data[k * o.perImage + static_cast<size_t>(cls.outputIndex)];
+    if (cls.returnOutput) {
+      for (size_t k = 0; k < count; ++k) rows[first + k].assign(o.data + k * o.perImage, o.data + (k + 1) * o.perImage);
+    }
   });
   const double classifyStageMs = toClassify.empty() ? 0.0 : MsSince(classifyStart);
   for (size_t k = 0; k < toClassify.size(); ++k) {
@@ -471,6 +475,7 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
       r = Failure(ItemErrorCode::Internal, "classifier output is NaN");
     } else {
       r.score = std::clamp(static_cast<double>(scores[k]), 0.0, 1.0);
+      if (cls.returnOutput) r.output = std::move(rows[k]);
     }
   }
 

@@ -69,6 +69,7 @@ struct ClassifierSpec {
   PreprocessSpec preprocess;
   double cropMargin = 0;
   int64_t outputIndex = 0;
+  bool returnOutput = false;  // true: each classified item also gets the whole output row (ItemResult.output)
 };
 
 struct PipelineSpec {

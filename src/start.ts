@@ -165,11 +165,31 @@ async function startInterfaces(
   // Warm-up: every session batch size and micro-batch size once, before requests are let in.
   await warmUpAll(registry, undefined, (id, state) => ctx.readiness.setModel(id, state));
   for (const model of registry.list()) {
-    log.info('model loaded', { model: model.id, pack_version: model.manifest.version, views: model.manifest.detector.views });
-    if (model.manifest.classifier.reference) {
+    const classifier = model.manifest.classifier;
+    log.info('model loaded', {
+      model: model.id,
+      pack_version: model.manifest.version,
+      views: model.manifest.detector.views,
+      classifier: classifier.reference ? 'reference' : 'trained',
+    });
+    const t = classifier.training;
+    if (t) {
+      log.info(`model ${model.id}: the classifier is a head trained by catcomfort train-head on the operator's photos`, {
+        model: model.id,
+        trained_at: t.trainedAt,
+        base_pack: t.basePack,
+        training_photos: t.counts.train.comfort + t.counts.train.discomfort,
+        validation_photos: t.counts.validation.comfort + t.counts.validation.discomfort,
+        validation_balanced_accuracy: t.validation.balancedAccuracy,
+        validation_auc: t.validation.auc,
+        threshold: t.validation.threshold,
+      });
+    }
+    if (classifier.reference) {
       log.warn(
         `model ${model.id}: the classifier is an UNTRAINED reference network; its score is not a trained comfort signal. ` +
-          `Drop trained weights into ${path.join(model.dir, model.manifest.classifier.file)} and update classifier.sha256 and reference=false in its manifest.json (see MODEL_CARD.md).`,
+          `Train a head on your own labelled photos with "catcomfort train-head" (README, "Training the comfort head"), or drop trained weights into ` +
+          `${path.join(model.dir, classifier.file)} and update classifier.sha256 and reference=false in its manifest.json (see MODEL_CARD.md).`,
         { model: model.id },
       );
     }

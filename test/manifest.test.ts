@@ -89,3 +89,22 @@ test('npm source and SSD output mistakes are rejected with their path', () => {
   rejects(ssdMutated((m) => delete m.detector.output.boxCoderScales), /\/detector\/output/);
   rejects(ssdMutated((m) => (m.disabled = 'yes')), /\/disabled/);
 });
+
+test('a training record belongs to a trained classifier only, and is validated', () => {
+  const training = {
+    tool: 'catcomfort train-head',
+    trainedAt: '2026-01-01T00:00:00.000Z',
+    basePack: 'bc-v1@1.1.0',
+    backbone: { stage: 'conv-1280', inputSize: 224, sha256: 'a'.repeat(64) },
+    seed: 1,
+    validationFraction: 0.25,
+    l2: 0.01,
+    cvFolds: 5,
+    counts: { train: { comfort: 3, discomfort: 3 }, validation: { comfort: 1, discomfort: 1 }, skipped: 0 },
+    validation: { balancedAccuracy: 1, balancedAccuracyAtHalf: 1, auc: 1, threshold: 0.5, confusion: { tp: 1, fn: 0, fp: 0, tn: 1 } },
+  };
+  const trained = mutated((m) => Object.assign(m.classifier, { reference: false, training }));
+  assert.deepEqual(validateManifest(trained, 'trained').classifier.training, training);
+  rejects(mutated((m) => (m.classifier.training = training)), /\/classifier\/training: a reference classifier has no training record/);
+  rejects(mutated((m) => Object.assign(m.classifier, { reference: false, training: { ...training, validation: { ...training.validation, auc: 2 } } })), /\/classifier\/training\/validation\/auc/);
+});

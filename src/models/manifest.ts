@@ -119,12 +119,59 @@ const Detector = Type.Object(
   { additionalProperties: false },
 );
 
+const ClassCounts = Type.Object(
+  { comfort: Type.Integer({ minimum: 0 }), discomfort: Type.Integer({ minimum: 0 }) },
+  { additionalProperties: false },
+);
+
+const Ratio = Type.Number({ minimum: 0, maximum: 1 });
+
+/** How `catcomfort train-head` made a trained classifier (src/train/): data, settings, validation figures. */
+const Training = Type.Object(
+  {
+    tool: Type.Literal('catcomfort train-head'),
+    trainedAt: Type.String({ pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}T' }),
+    basePack: Type.String({ minLength: 1 }),
+    backbone: Type.Object(
+      { stage: Type.String({ minLength: 1 }), inputSize: Type.Integer({ minimum: 32 }), sha256: Sha256 },
+      { additionalProperties: false },
+    ),
+    seed: Type.Integer(),
+    validationFraction: Type.Number({ exclusiveMinimum: 0, exclusiveMaximum: 1 }),
+    l2: Type.Number({ exclusiveMinimum: 0 }),
+    cvFolds: Type.Integer({ minimum: 2 }),
+    counts: Type.Object(
+      { train: ClassCounts, validation: ClassCounts, skipped: Type.Integer({ minimum: 0 }) },
+      { additionalProperties: false },
+    ),
+    validation: Type.Object(
+      {
+        /** At `threshold`, which was chosen on this same validation split (optimistic). */
+        balancedAccuracy: Ratio,
+        /** At 0.5, chosen on nothing. */
+        balancedAccuracyAtHalf: Ratio,
+        auc: Ratio,
+        threshold: Ratio,
+        /** Positive class: discomfort. */
+        confusion: Type.Object(
+          { tp: Type.Integer({ minimum: 0 }), fn: Type.Integer({ minimum: 0 }), fp: Type.Integer({ minimum: 0 }), tn: Type.Integer({ minimum: 0 }) },
+          { additionalProperties: false },
+        ),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+);
+
 const Classifier = Type.Object(
   {
     file: FileName,
     sha256: Sha256,
     /** true for the untrained reference network shipped with the repo. */
     reference: Type.Boolean(),
+    /** Only for a trained classifier made by train-head (reference false). */
+    training: Type.Optional(Training),
     license: Type.String(),
     preprocess: Preprocess,
     cropMargin: Type.Number({ minimum: 0, maximum: 1 }),
@@ -165,6 +212,7 @@ export const ManifestSchema = Type.Object(
 );
 
 export type Manifest = Static<typeof ManifestSchema>;
+export type TrainingManifest = Static<typeof Training>;
 export type PreprocessManifest = Static<typeof Preprocess>;
 export type NpmSourceManifest = Static<typeof NpmSource>;
 export type SsdOutputManifest = Static<typeof SsdOutput>;
@@ -211,6 +259,9 @@ export function validateManifest(value: unknown, source: string): Manifest {
     const output = m.detector.output;
     if (output.format === 'ssd' && output.anchors.minScale > output.anchors.maxScale) {
       problems.push('/detector/output/anchors: minScale must not exceed maxScale');
+    }
+    if (m.classifier.training && m.classifier.reference) {
+      problems.push('/classifier/training: a reference classifier has no training record');
     }
     const batch = m.detector.dynamicBatch;
     if (batch && batch.reshapeFrom.length !== batch.reshapeTo.length) {

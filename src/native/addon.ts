@@ -55,6 +55,8 @@ export interface ItemSuccess {
   cat: CatCandidate | null;
   /** Classifier output (probability of discomfort), only when cat.confidence >= classifyCutoff. */
   score: number | null;
+  /** The classifier's whole output row, only when ClassifierSpec.returnOutput and `score` is set. */
+  output?: Float32Array;
   /** Milliseconds spent in each stage for this item (batch stages are shared by the batch). */
   timings: { decodeMs: number; detectMs: number; classifyMs: number };
 }
@@ -110,6 +112,8 @@ export interface ClassifierSpec {
   cropMargin: number;
   /** Index of the discomfort probability in the flat output. */
   outputIndex: number;
+  /** true: each classified item also returns the whole output row (train-head reads embeddings so). */
+  returnOutput?: boolean;
 }
 
 export interface PipelineSpec {

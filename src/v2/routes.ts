@@ -11,6 +11,7 @@ import { ApiError } from '../http/errors';
 import { errorResponse } from '../http/error-render';
 import { parseJsonObject } from '../http/json-body';
 import { sendError, sendJson } from '../http/respond';
+import { classifierSummary } from './model-summary';
 import { buildV2OpenApi, v2Operations } from './openapi';
 import { predict } from './predict';
 
@@ -87,6 +88,7 @@ export function registerV2(router: Router, service: Service): void {
             pack_version: m.manifest.version,
             default_threshold: m.manifest.defaultThreshold,
             deprecated: m.manifest.deprecated ?? false,
+            classifier: classifierSummary(m.manifest.classifier),
           })),
         },
       })),

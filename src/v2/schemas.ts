@@ -87,6 +87,30 @@ export const ErrorResponse = Type.Object(
   { $id: 'ErrorResponse' },
 );
 
+export const ClassifierSummary = Type.Object(
+  {
+    trained: Type.Boolean({
+      description: 'false: the untrained reference network, whose score is not a comfort signal; true: a head trained by `catcomfort train-head`',
+    }),
+    training: Type.Union(
+      [
+        Type.Object({
+          trained_at: Type.String({ description: 'ISO 8601 UTC' }),
+          base_pack: Type.String({ description: 'Pack (id@version) whose detector and backbone the head sits on' }),
+          training_photos: Type.Integer(),
+          validation_photos: Type.Integer(),
+          validation_balanced_accuracy: Type.Number({ description: 'On the held-out photos, at `threshold` (chosen on them)' }),
+          validation_auc: Type.Number(),
+          threshold: Type.Number(),
+        }),
+        Type.Null(),
+      ],
+      { description: 'How the head was trained and how it did on held-out photos; null for the reference network' },
+    ),
+  },
+  { $id: 'ClassifierSummary' },
+);
+
 export const ModelSummary = Type.Object(
   {
     id: Type.String(),
@@ -95,6 +119,7 @@ export const ModelSummary = Type.Object(
     pack_version: Type.String({ description: 'Version of the model pack (manifest)' }),
     default_threshold: Type.Number(),
     deprecated: Type.Boolean(),
+    classifier: ClassifierSummary,
   },
   { $id: 'ModelSummary' },
 );

@@ -11,9 +11,13 @@
 // Batch: the graph input and outputs get the symbolic dim "batch", and every Reshape copies the
 // batch dim (0 in its shape), so any batch size runs.
 //
-// The output depends only on the input bytes: same file, same ONNX bytes.
+// Backbone cut (convertTfliteBackbone): only the operators that a chosen intermediate tensor
+// depends on, at a square input size of choice (shapes then computed, not the file's), followed
+// by GlobalAveragePool + Flatten: one embedding row [batch, C] per image.
+//
+// The output depends only on the input bytes (and the cut's settings): same file, same ONNX bytes.
 import { createHash } from 'node:crypto';
-import { encodeModel } from '../onnx-write';
+import { encodeModel, type OnnxGraph, type OnnxValueInfo } from '../onnx-write';
 import { widenFloat16 } from './float16';
 import { GraphBuilder } from './graph-builder';
 import {
@@ -77,10 +81,14 @@ class Converter {
   /** Constant float tensors: float32 buffers and DEQUANTIZE results. */
   private readonly floats = new Map<number, Float32Array>();
   private readonly outputs: Set<number>;
+  /** Activation shapes computed at another input size (backbone cut); empty at the file's own size. */
+  private readonly resized = new Map<number, number[]>();
 
   constructor(
     private readonly model: TfliteModel,
     private readonly sg: TfliteSubgraph,
+    /** Square input side for a backbone cut; null: the file's own input shape. */
+    private readonly inputSize: number | null = null,
   ) {
     this.outputs = new Set(sg.outputs);
     this.g = new GraphBuilder(sg.inputs.map((i) => this.tensor(i).name));
@@ -90,6 +98,17 @@ class Converter {
     const t = this.sg.tensors[index];
     if (!t) throw new Error(`TFLite tensor ${index} does not exist`);
     return t;
+  }
+
+  /** The tensor's shape: computed at the cut's input size when resized, else as the file declares it. */
+  private shapeOf(index: number): number[] {
+    return this.resized.get(index) ?? this.tensor(index).shape;
+  }
+
+  /** Records a computed output shape (resized), or checks it against the file's. */
+  private settle(op: TfliteOperator, index: number, computed: number[]): void {
+    if (this.inputSize !== null) this.resized.set(index, computed);
+    else this.checkShape(op, index, computed);
   }
 
   private data(index: number): Buffer {
@@ -136,7 +155,7 @@ class Converter {
   private nchw(index: number, op: TfliteOperator): string {
     const f = this.activation(index, op);
     if (f.nchw) return f.nchw;
-    if (this.tensor(index).shape.length !== 4) throw new Error(`${this.where(op)}: tensor ${index} is not rank 4`);
+    if (this.shapeOf(index).length !== 4) throw new Error(`${this.where(op)}: tensor ${index} is not rank 4`);
     const name = emitTranspose(this.g, f.plain!, NHWC_TO_NCHW, this.out(index, 'nchw'));
     this.set(index, 'nchw', name);
     return name;
@@ -198,7 +217,7 @@ class Converter {
   private convolution(op: TfliteOperator, depthwise: boolean): void {
     const [x, w, b = -1] = op.inputs as [number, number, number?];
     const [y] = op.outputs as [number];
-    const inShape = this.tensor(x).shape;
+    const inShape = this.shapeOf(x);
     const filter = { dims: this.tensor(w).shape, data: this.constantFloat(w, op) };
     const bias = b >= 0 ? this.constantFloat(b, op) : null;
     const names = { weights: `t${w}_oihw`, bias: `t${b}`, output: this.out(y, 'nchw') };
@@ -206,17 +225,16 @@ class Converter {
     const emitted = depthwise
       ? emitDepthwiseConv2d(this.g, input, inShape, filter, bias, depthwiseConv2dOptions(op), names)
       : emitConv2d(this.g, input, inShape, filter, bias, conv2dOptions(op), names);
-    this.checkShape(op, y, emitted.shape);
+    this.settle(op, y, emitted.shape);
     this.set(y, 'nchw', emitted.name);
   }
 
   private add(op: TfliteOperator): void {
     const [a, b] = op.inputs as [number, number];
     const [y] = op.outputs as [number];
-    const shape = this.tensor(y).shape;
-    if (!sameShape(this.tensor(a).shape, shape) || !sameShape(this.tensor(b).shape, shape)) {
-      throw new Error(`${this.where(op)}: broadcasting is not supported`);
-    }
+    const shape = this.shapeOf(a);
+    if (!sameShape(this.shapeOf(b), shape)) throw new Error(`${this.where(op)}: broadcasting is not supported`);
+    this.settle(op, y, shape);
     const { activation } = addOptions(op);
     if (shape.length === 4) {
       this.set(y, 'nchw', emitAdd(this.g, this.nchw(a, op), this.nchw(b, op), activation, this.out(y, 'nchw')));
@@ -226,6 +244,7 @@ class Converter {
   }
 
   private reshape(op: TfliteOperator): void {
+    this.sameSizeOnly(op);
     const [x, shapeInput = -1] = op.inputs as [number, number?];
     const [y] = op.outputs as [number];
     const inShape = this.tensor(x).shape;
@@ -247,6 +266,7 @@ class Converter {
   }
 
   private concatenation(op: TfliteOperator): void {
+    this.sameSizeOnly(op);
     const [y] = op.outputs as [number];
     const rank = this.tensor(y).shape.length;
     const { axis: rawAxis, activation } = concatenationOptions(op);
@@ -263,13 +283,26 @@ class Converter {
     }
   }
 
-  run(docString: string): ConversionResult {
-    for (const i of this.sg.inputs) {
+  /** Reshape and Concatenation follow the file's shapes, so they convert at its own input size only. */
+  private sameSizeOnly(op: TfliteOperator): void {
+    if (this.inputSize !== null) throw new Error(`${this.where(op)}: not supported in a backbone cut at another input size`);
+  }
+
+  private takeInputs(): OnnxValueInfo[] {
+    return this.sg.inputs.map((i) => {
       const t = this.tensor(i);
       if (t.type !== TensorType.FLOAT32 || t.shape[0] !== 1) throw new Error(`graph input ${t.name} must be float32 with batch 1`);
+      if (this.inputSize !== null) {
+        if (t.shape.length !== 4 || t.shape[3] !== 3) throw new Error(`graph input ${t.name} is not an NHWC RGB image`);
+        this.resized.set(i, [1, this.inputSize, this.inputSize, 3]);
+      }
       this.set(i, 'plain', t.name);
-    }
-    for (const op of this.sg.operators) {
+      return { name: t.name, dims: [BATCH_DIM, ...this.shapeOf(i).slice(1)] };
+    });
+  }
+
+  private convertOperators(ops: readonly TfliteOperator[]): void {
+    for (const op of ops) {
       if (op.outputs.length !== 1) throw new Error(`${this.where(op)}: ${op.outputs.length} outputs`);
       switch (op.builtinCode) {
         case BuiltinOperator.DEQUANTIZE:
@@ -294,6 +327,18 @@ class Converter {
           throw new Error(`${this.where(op)}: operator not supported by the converter`);
       }
     }
+  }
+
+  private graph(inputs: OnnxValueInfo[], outputs: OnnxValueInfo[]): OnnxGraph {
+    const used = new Set(this.g.nodes.flatMap((n) => n.inputs));
+    const unused = this.g.initializers.filter((t) => !used.has(t.name));
+    if (unused.length > 0) throw new Error(`unused initializers: ${unused.map((t) => t.name).join(', ')}`);
+    return { name: this.sg.name || 'main', nodes: this.g.nodes, initializers: this.g.initializers, inputs, outputs };
+  }
+
+  run(docString: string): ConversionResult {
+    const inputs = this.takeInputs();
+    this.convertOperators(this.sg.operators);
     const outputs = this.sg.outputs.map((i) => {
       const t = this.tensor(i);
       if (t.type !== TensorType.FLOAT32 || t.shape[0] !== 1) throw new Error(`graph output ${t.name} must be float32 with batch 1`);
@@ -301,35 +346,81 @@ class Converter {
       if (name !== t.name) throw new Error(`graph output ${t.name} is not produced by an operator`);
       return { name, dims: [BATCH_DIM, ...t.shape.slice(1)] };
     });
-    const inputs = this.sg.inputs.map((i) => {
-      const t = this.tensor(i);
-      return { name: t.name, dims: [BATCH_DIM, ...t.shape.slice(1)] };
-    });
-    const used = new Set(this.g.nodes.flatMap((n) => n.inputs));
-    const unused = this.g.initializers.filter((t) => !used.has(t.name));
-    if (unused.length > 0) throw new Error(`unused initializers: ${unused.map((t) => t.name).join(', ')}`);
-    const onnx = encodeModel({
-      irVersion: ONNX_IR_VERSION,
-      opsetVersion: ONNX_OPSET,
-      producerName: PRODUCER,
-      producerVersion: PRODUCER_VERSION,
-      docString,
-      graph: { name: this.sg.name || 'main', nodes: this.g.nodes, initializers: this.g.initializers, inputs, outputs },
-    });
+    const onnx = encodeOnnx(this.graph(inputs, outputs), docString);
     return {
       onnx,
       tfliteOperators: count(this.sg.operators.map((o) => o.opName)),
       onnxOperators: count(this.g.nodes.map((n) => n.opType)),
     };
   }
+
+  /** The operators tensor `target` depends on, then its channel mean as output `output`: [batch, C]. */
+  runBackbone(target: number, output: string): OnnxGraph {
+    const producer = new Map(this.sg.operators.map((op) => [op.outputs[0]!, op]));
+    const needed = new Set<TfliteOperator>();
+    const pending = [target];
+    while (pending.length > 0) {
+      const op = producer.get(pending.pop()!);
+      if (!op || needed.has(op)) continue;
+      needed.add(op);
+      pending.push(...op.inputs.filter((i) => i >= 0));
+    }
+    const inputs = this.takeInputs();
+    this.convertOperators(this.sg.operators.filter((op) => needed.has(op)));
+    const shape = this.shapeOf(target);
+    const pooled = this.g.node('GlobalAveragePool', [this.nchw(target, producer.get(target)!)], []);
+    const embedding = this.g.node('Flatten', [pooled], [{ name: 'axis', type: 'int', value: 1 }], output);
+    return this.graph(inputs, [{ name: embedding, dims: [BATCH_DIM, shape[3]!] }]);
+  }
+}
+
+/** A graph as a serialized ModelProto of this converter's opset and IR version. */
+export function encodeOnnx(graph: OnnxGraph, docString: string): Buffer {
+  return encodeModel({
+    irVersion: ONNX_IR_VERSION,
+    opsetVersion: ONNX_OPSET,
+    producerName: PRODUCER,
+    producerVersion: PRODUCER_VERSION,
+    docString,
+    graph,
+  });
+}
+
+function firstSubgraph(model: TfliteModel): TfliteSubgraph {
+  const sg = model.subgraphs[0];
+  if (!sg) throw new Error('TFLite model has no subgraph');
+  if (model.subgraphs.length > 1) throw new Error(`TFLite model has ${model.subgraphs.length} subgraphs; only one is supported`);
+  return sg;
+}
+
+export interface BackboneCut {
+  /** The tensor to stop at: the first `;`-separated part of its TFLite name. */
+  tensor: string;
+  /** Square input side in pixels. */
+  inputSize: number;
+  /** Name of the graph output. */
+  output: string;
+}
+
+/**
+ * The graph of a backbone cut of a .tflite file (see the top of this file): input as the file's
+ * (NHWC) at cut.inputSize, output cut.output [batch, C].
+ */
+export function convertTfliteBackbone(tflite: Buffer, cut: BackboneCut): OnnxGraph {
+  const model = readTflite(tflite);
+  const sg = firstSubgraph(model);
+  if (!Number.isInteger(cut.inputSize) || cut.inputSize < 32 || cut.inputSize > 1024) {
+    throw new Error(`backbone input size must be an integer from 32 to 1024, got ${cut.inputSize}`);
+  }
+  const target = sg.tensors.findIndex((t) => t.name.split(';')[0] === cut.tensor);
+  if (target < 0) throw new Error(`TFLite tensor "${cut.tensor}" does not exist`);
+  return new Converter(model, sg, cut.inputSize).runBackbone(target, cut.output);
 }
 
 /** Converts a .tflite file (its first subgraph) to a serialized ONNX model. */
 export function convertTfliteToOnnx(tflite: Buffer): ConversionResult {
   const model = readTflite(tflite);
-  const sg = model.subgraphs[0];
-  if (!sg) throw new Error('TFLite model has no subgraph');
-  if (model.subgraphs.length > 1) throw new Error(`TFLite model has ${model.subgraphs.length} subgraphs; only one is supported`);
+  const sg = firstSubgraph(model);
   const source = createHash('sha256').update(tflite).digest('hex');
   return new Converter(model, sg).run(`Converted from TFLite (sha256 ${source}) by ${PRODUCER} ${PRODUCER_VERSION}`);
 }

@@ -1,0 +1,55 @@
+// The frozen backbone of a trained comfort head: the MobileNetV2 of the base pack's SSD detector
+// (a TFLite file inside an npm dependency, manifest detector.source), cut after one of its stages
+// by our converter and pooled to one embedding row per crop. Same settings, same ONNX bytes.
+import type { Manifest, PreprocessManifest } from '../models/manifest';
+import { readNpmSource } from '../models/npm-source';
+import type { OnnxGraph } from '../models/onnx-write';
+import { sha256 } from '../models/pack';
+import { convertTfliteBackbone, encodeOnnx } from '../models/tflite/convert';
+
+/** Stages that can end the backbone, by the name train-head's --stage takes. */
+export const STAGES = {
+  /** expanded_conv_13's expansion: 576 channels at 1/16 of the input side. */
+  'expand-576': 'FeatureExtractor/MobilenetV2/expanded_conv_13/expand/Relu6',
+  /** The last backbone layer (Conv_1): 1280 channels at 1/32 of the input side. */
+  'conv-1280': 'FeatureExtractor/MobilenetV2/Conv_1/Relu6',
+} as const;
+
+export type StageName = keyof typeof STAGES;
+
+export const EMBEDDING_OUTPUT = 'embedding';
+
+export interface Backbone {
+  stage: StageName;
+  inputSize: number;
+  graph: OnnxGraph;
+  onnx: Buffer;
+  sha256: string;
+  channels: number;
+  /** The classifier preprocess this backbone needs: the detector's, at inputSize x inputSize. */
+  preprocess: PreprocessManifest;
+}
+
+export function isStage(name: string): name is StageName {
+  return Object.hasOwn(STAGES, name);
+}
+
+/** Builds the backbone from the base pack's detector source (installed npm package under `repoRoot`). */
+export function buildBackbone(base: Manifest, stage: StageName, inputSize: number, repoRoot: string): Backbone {
+  const source = base.detector.source;
+  if (!source || source.convert !== 'tflite') {
+    throw new Error(`pack ${base.id}: its detector is not converted from TFLite, so it has no backbone to cut`);
+  }
+  const graph = convertTfliteBackbone(readNpmSource(source, repoRoot), { tensor: STAGES[stage], inputSize, output: EMBEDDING_OUTPUT });
+  const onnx = encodeOnnx(graph, `Backbone of ${base.id} (${source.npm} ${source.version}) cut at ${STAGES[stage]}, ${inputSize} px`);
+  const dims = graph.outputs[0]!.dims;
+  return {
+    stage,
+    inputSize,
+    graph,
+    onnx,
+    sha256: sha256(onnx),
+    channels: dims[1] as number,
+    preprocess: { ...base.detector.preprocess, width: inputSize, height: inputSize, resize: 'stretch' },
+  };
+}
