@@ -142,8 +142,8 @@ function modelsExample(version: string) {
   return {
     request_id: EXAMPLE_REQUEST_ID,
     models: [
-      { id: 'bc-legacy', name: 'BC-Legacy', version, pack_version: '1.0.0', default_threshold: 0.5, deprecated: true },
-      { id: 'bc-v1', name: 'BC-V1', version, pack_version: '1.1.0', default_threshold: 0.3, deprecated: false },
+      { id: 'bc-legacy', name: 'BC-Legacy', version, pack_version: '1.0.0', default_threshold: 0.5, deprecated: true, classifier: { trained: false, training: null } },
+      { id: 'bc-v1', name: 'BC-V1', version, pack_version: '1.1.0', default_threshold: 0.3, deprecated: false, classifier: { trained: false, training: null } },
     ],
   };
 }
