@@ -220,7 +220,7 @@ function scanSuite(name: string, backend: () => Promise<Backend>) {
       }
       const wrongType = await request(`${server.url}/scan`, { method: 'POST', body: 'x', headers: { 'content-type': 'text/plain' }, key: null });
       assert.equal(wrongType.status, 401, 'credentials are checked before the content type');
-      cli(env, 'revoke-scan-credential', carol.keyId);
+      cli(env, 'credentials', 'revoke', carol.keyId);
       assert.equal((await request(`${server.url}/scan`, { headers: scanHeaders(carol), key: null })).status, 401);
     });
 

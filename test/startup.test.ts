@@ -74,7 +74,7 @@ test('an invalid manifest stops start-up with the offending path', () => {
 
 test('v1/v2 keys issued with the CLI (stored hashed) work beside CATCOMFORT_API_KEYS', async () => {
   const env = storeEnv(mkdtempSync(path.join(os.tmpdir(), 'cc-keys-')), null);
-  const out = cli(env, 'create-api-key', '--name', 'partner');
+  const out = cli(env, 'keys', 'create', '--name', 'partner');
   const key = /(cc_\S+)/.exec(out)?.[1];
   assert.ok(key, out);
   const server = await startServer(env);

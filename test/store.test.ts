@@ -489,7 +489,7 @@ test('PostgreSQL store', { timeout: 180_000 }, async (t) => {
 
 function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(repoRoot, 'dist/src/cli/credentials.js'), ...args], {
+    const child = spawn(process.execPath, [path.join(repoRoot, 'dist/src/cli/main.js'), ...args], {
       env: { ...process.env, CATCOMFORT_DATABASE_URL: '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -502,27 +502,32 @@ function runCli(args: string[], env: Record<string, string>): Promise<{ code: nu
   });
 }
 
-test('credentials CLI against SQLite', async () => {
+test('keys and credentials commands of the catcomfort CLI against SQLite', async () => {
   const dir = tempDir();
   const env = { CATCOMFORT_DATA_DIR: dir };
   try {
     const usage = await runCli([], env);
     assert.equal(usage.code, 2);
-    assert.match(usage.stderr, /Usage: npm run credentials/);
+    assert.match(usage.stderr, /Usage: catcomfort <command>/);
     assert.equal((await runCli(['bogus'], env)).code, 2);
-    assert.equal((await runCli(['create-scan-credential'], env)).code, 2);
-    assert.equal((await runCli(['revoke-api-key'], env)).code, 2);
-    const help = await runCli(['--help'], env);
+    assert.equal((await runCli(['credentials', 'create'], env)).code, 2);
+    assert.equal((await runCli(['keys', 'revoke'], env)).code, 2);
+    assert.equal((await runCli(['keys', 'list', '--bogus'], env)).code, 2);
+    const help = await runCli(['credentials', '--help'], env);
     assert.equal(help.code, 0);
-    assert.match(help.stdout, /create-scan-credential --name NAME/);
+    assert.match(help.stdout, /create --name NAME/);
+    const keysHelp = await runCli(['keys', 'create', '--help'], env);
+    assert.equal(keysHelp.code, 0);
+    assert.match(keysHelp.stdout, /within 30 s/);
 
-    const made = await runCli(['create-scan-credential', '--name', 'partner A'], env);
+    const made = await runCli(['credentials', 'create', '--name', 'partner A'], env);
     assert.equal(made.code, 0, made.stderr);
     const keyId = /key id: (\S+)/.exec(made.stdout)?.[1];
     const secret = /secret: (\S+)/.exec(made.stdout)?.[1];
     assert.ok(keyId && secret);
     assert.match(made.stdout, /not shown again/);
 
+    // A former name of the credentials CLI (npm run credentials -- create-api-key ...).
     const apiKey = await runCli(['create-api-key', '--name=mobile'], env);
     assert.equal(apiKey.code, 0, apiKey.stderr);
     const key = /api key: (\S+)/.exec(apiKey.stdout)?.[1];
@@ -537,17 +542,17 @@ test('credentials CLI against SQLite', async () => {
       await store.close();
     }
 
-    const listed = await runCli(['list-scan-credentials'], env);
+    const listed = await runCli(['credentials', 'list'], env);
     assert.equal(listed.code, 0);
     assert.match(listed.stdout, new RegExp(`${keyId}\\t.*\\tactive\\t.*partner A`));
     assert.ok(!listed.stdout.includes(secret));
-    assert.match((await runCli(['list-api-keys'], env)).stdout, new RegExp(`${keyRowId}\\tactive\\t.*mobile`));
+    assert.match((await runCli(['keys', 'list'], env)).stdout, new RegExp(`${keyRowId}\\tactive\\t.*mobile`));
 
-    assert.equal((await runCli(['revoke-scan-credential', keyId], env)).code, 0);
-    assert.equal((await runCli(['revoke-scan-credential', 'sk_unknown'], env)).code, 1);
-    assert.equal((await runCli(['revoke-api-key', keyRowId], env)).code, 0);
-    assert.equal((await runCli(['revoke-api-key', randomUUID()], env)).code, 1);
-    assert.match((await runCli(['list-scan-credentials'], env)).stdout, /revoked \d{4}-/);
+    assert.equal((await runCli(['credentials', 'revoke', keyId], env)).code, 0);
+    assert.equal((await runCli(['credentials', 'revoke', 'sk_unknown'], env)).code, 1);
+    assert.equal((await runCli(['keys', 'revoke', keyRowId], env)).code, 0);
+    assert.equal((await runCli(['keys', 'revoke', randomUUID()], env)).code, 1);
+    assert.match((await runCli(['credentials', 'list'], env)).stdout, /revoked \d{4}-/);
 
     const after = await openStore({ dataDir: dir });
     try {

@@ -1,6 +1,7 @@
-// `npm run bundle [-- --cuda] [-- --out FILE] [-- --fast]`: one self-contained archive that runs the
-// service on a Linux x64 machine without npm or internet (README "Offline bundle"):
+// `npm run bundle [-- --cuda] [-- --out FILE] [-- --fast] [-- --dir DIR]`: one self-contained archive
+// that runs the service on a Linux x64 machine without npm or internet (README "Offline bundle"):
 //   catcomfort/run                 the one command: starts the service with the Node binary below
+//   catcomfort/catcomfort          the command line (src/cli/main.ts) with the same Node binary
 //   catcomfort/node/bin/node       this Node.js (process.execPath)
 //   catcomfort/app/dist/src/       the compiled service (no tests, benchmarks or source maps)
 //   catcomfort/app/build/Release/  catcomfort.node, ONNX Runtime, libvips (+ the CUDA provider with --cuda)
@@ -8,7 +9,8 @@
 //   catcomfort/app/node_modules/   production modules for this platform only (src/tools/bundle-modules.ts)
 // Built from what `npm ci` installed and built here. Compressed with xz -9 (--fast: xz -0, for
 // tests): the smallest of the common formats (README "Offline bundle" has the measured sizes), and
-// GNU tar unpacks it anywhere with xz-utils.
+// GNU tar unpacks it anywhere with xz-utils. --dir DIR writes the catcomfort/ folder into DIR
+// instead of an archive (the container image's build stage, Dockerfile).
 import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, cpSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -20,14 +22,22 @@ import { copyProductionModules, LEFT_OUT } from './bundle-modules';
 const repoRoot = path.resolve(__dirname, '../../..');
 const CUDA_LIBRARIES = /^libonnxruntime_providers_(cuda|tensorrt)\.so$/;
 
-const LAUNCHER = `#!/bin/sh
-# Starts the Cat Comfort service with the Node.js shipped beside this file. Settings are CATCOMFORT_*
+/** A launcher of `script` (under app/) with the Node.js shipped beside it; uses no program from PATH. */
+function launcher(what: string, script: string, args: string): string {
+  return `#!/bin/sh
+# ${what} with the Node.js shipped beside this file. Settings are CATCOMFORT_*
 # environment variables (README "Configuration"); scans are kept in app/data unless
 # CATCOMFORT_DATA_DIR names another folder. Uses no program from PATH.
 case "$0" in */*) here=\${0%/*} ;; *) here=. ;; esac
 here=$(cd "$here" && pwd -P) || exit 1
-exec "$here/node/bin/node" "$here/app/dist/src/main.js"
+exec "$here/node/bin/node" "$here/app/${script}"${args}
 `;
+}
+
+const LAUNCHERS: Record<string, string> = {
+  run: launcher('Starts the Cat Comfort service', 'dist/src/main.js', ''),
+  catcomfort: launcher('The catcomfort command line (README "Command line")', 'dist/src/cli/main.js', ' "$@"'),
+};
 
 function fail(message: string): never {
   process.stderr.write(`bundle: ${message}\n`);
@@ -91,19 +101,24 @@ async function copyModels(app: string): Promise<void> {
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { cuda: { type: 'boolean', default: false }, out: { type: 'string' }, fast: { type: 'boolean', default: false } },
+    options: { cuda: { type: 'boolean', default: false }, out: { type: 'string' }, fast: { type: 'boolean', default: false }, dir: { type: 'string' } },
   });
   if (process.platform !== 'linux' || process.arch !== 'x64') fail(`bundles are for Linux x64; this is ${process.platform} ${process.arch}`);
-  try {
-    execFileSync('xz', ['--version'], { stdio: 'ignore' });
-  } catch {
-    fail('xz is not on PATH (the archive is a .tar.xz)');
+  if (values.dir !== undefined && (values.out !== undefined || values.fast)) fail('--dir writes a folder: --out and --fast are for the archive');
+  const folder = values.dir === undefined ? null : path.resolve(values.dir);
+  if (folder && existsSync(path.join(folder, 'catcomfort'))) fail(`${path.join(folder, 'catcomfort')} already exists`);
+  if (!folder) {
+    try {
+      execFileSync('xz', ['--version'], { stdio: 'ignore' });
+    } catch {
+      fail('xz is not on PATH (the archive is a .tar.xz)');
+    }
   }
   if (!existsSync(path.join(repoRoot, 'dist/src/main.js'))) fail('dist/src/main.js is missing: run npm run build:ts');
   const pkg = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string };
   const out = path.resolve(values.out ?? path.join(repoRoot, 'build/bundle', `catcomfort-${pkg.version}-linux-x64${values.cuda ? '-cuda' : ''}.tar.xz`));
 
-  const stage = mkdtempSync(path.join(os.tmpdir(), 'catcomfort-bundle-'));
+  const stage = folder ?? mkdtempSync(path.join(os.tmpdir(), 'catcomfort-bundle-'));
   try {
     const top = path.join(stage, 'catcomfort');
     const app = path.join(top, 'app');
@@ -114,8 +129,14 @@ async function main(): Promise<void> {
     await copyModels(app);
     const modules = copyProductionModules(repoRoot, path.join(app, 'node_modules'));
     process.stdout.write(`bundle: ${modules.length} packages in node_modules; left out: ${Object.keys(LEFT_OUT).join(', ')}\n`);
-    writeFileSync(path.join(top, 'run'), LAUNCHER);
-    chmodSync(path.join(top, 'run'), 0o755);
+    for (const [name, text] of Object.entries(LAUNCHERS)) {
+      writeFileSync(path.join(top, name), text);
+      chmodSync(path.join(top, name), 0o755);
+    }
+    if (folder) {
+      process.stdout.write(`bundle: wrote ${top}; run: ${path.join(top, 'run')}\n`);
+      return;
+    }
 
     mkdirSync(path.dirname(out), { recursive: true });
     const partial = `${out}.partial`;
@@ -124,7 +145,7 @@ async function main(): Promise<void> {
     const unpacked = Number(execFileSync('du', ['-sb', top], { encoding: 'utf8' }).split('\t')[0]);
     process.stdout.write(`bundle: wrote ${out}: ${mib(statSync(out).size)} (unpacked ${mib(unpacked)}); run: tar -xf ${path.basename(out)} && ./catcomfort/run\n`);
   } finally {
-    rmSync(stage, { recursive: true, force: true });
+    if (!folder) rmSync(stage, { recursive: true, force: true });
   }
 }
 

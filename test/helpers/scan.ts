@@ -13,16 +13,16 @@ export function storeEnv(dataDir: string, databaseUrl: string | null): Record<st
   return databaseUrl ? { CATCOMFORT_DATABASE_URL: databaseUrl, CATCOMFORT_DATA_DIR: dataDir } : { CATCOMFORT_DATA_DIR: dataDir };
 }
 
-/** Runs the credentials CLI against the same store as the service under test. */
+/** Runs the catcomfort CLI against the same store as the service under test. */
 export function cli(env: Record<string, string>, ...args: string[]): string {
-  return execFileSync(process.execPath, [path.join(repoRoot, 'dist/src/cli/credentials.js'), ...args], {
+  return execFileSync(process.execPath, [path.join(repoRoot, 'dist/src/cli/main.js'), ...args], {
     env: { ...process.env, CATCOMFORT_DATABASE_URL: '', ...env },
     encoding: 'utf8',
   });
 }
 
 export function createCredential(env: Record<string, string>, name: string): Credential {
-  const out = cli(env, 'create-scan-credential', '--name', name);
+  const out = cli(env, 'credentials', 'create', '--name', name);
   const keyId = /key id: (\S+)/.exec(out)?.[1];
   const secret = /secret: (\S+)/.exec(out)?.[1];
   if (!keyId || !secret) throw new Error(`unexpected CLI output: ${out}`);

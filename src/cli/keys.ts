@@ -1,0 +1,64 @@
+// `catcomfort keys ...`: API keys of the v1/v2 interfaces (header api-key), stored as sha256
+// digests beside the scans. Running instances reload them every 30 s (src/start.ts).
+import { commandList, dispatch, parse, positionals, requiredName, type Subcommand } from './args';
+import { STORAGE_HELP, withStore } from './store';
+
+const COMMANDS: Record<string, Subcommand> = {
+  create: { args: '--name NAME', summary: 'Issue a key; prints it once', load: async () => create },
+  list: { summary: 'List keys: id, state, creation, name (never the key)', load: async () => list },
+  revoke: { args: 'ID', summary: 'Revoke a key by its id', load: async () => revoke },
+};
+
+const USAGE = `Usage: catcomfort keys <command>
+
+API keys of the v1/v2 interfaces (header api-key), beside those of CATCOMFORT_API_KEYS.
+Running instances pick up new keys and revocations within 30 s (they reload issued keys every 30 s).
+
+${commandList(COMMANDS)}
+
+${STORAGE_HELP}Exit codes: 0 done, 1 failed (e.g. unknown id, storage unreachable), 2 bad usage.
+`;
+
+async function create(argv: string[]): Promise<number> {
+  const parsed = parse(argv, USAGE, { name: { type: 'string' } });
+  if (!parsed) return 0;
+  const name = requiredName(parsed, USAGE);
+  return withStore(async (store) => {
+    const created = await store.apiKeys.create(name);
+    process.stdout.write(`api key: ${created.key}\nid: ${created.id}\n`);
+    process.stdout.write('Store the key now: it is not shown again (only its sha256 is kept). Running instances accept it within 30 s.\n');
+    return 0;
+  });
+}
+
+async function list(argv: string[]): Promise<number> {
+  const parsed = parse(argv, USAGE);
+  if (!parsed) return 0;
+  positionals(parsed, 0, '', USAGE);
+  return withStore(async (store) => {
+    const keys = await store.apiKeys.list();
+    if (keys.length === 0) process.stdout.write('no api keys\n');
+    for (const k of keys) {
+      process.stdout.write([k.id, k.revokedAt === null ? 'active' : `revoked ${k.revokedAt}`, `created ${k.createdAt}`, k.name].join('\t') + '\n');
+    }
+    return 0;
+  });
+}
+
+async function revoke(argv: string[]): Promise<number> {
+  const parsed = parse(argv, USAGE);
+  if (!parsed) return 0;
+  const [id] = positionals(parsed, 1, 'ID', USAGE) as [string];
+  return withStore(async (store) => {
+    if (!(await store.apiKeys.revoke(id))) {
+      process.stderr.write(`no api key ${id}\n`);
+      return 1;
+    }
+    process.stdout.write(`revoked api key ${id}; running instances refuse it within 30 s\n`);
+    return 0;
+  });
+}
+
+export function keysCommand(argv: string[]): Promise<number> {
+  return dispatch(COMMANDS, argv, USAGE);
+}

@@ -1,0 +1,30 @@
+// One model pack loaded exactly as the service loads it (providers proven by the probe, the
+// session batch for them, the pack's graph rewrites and micro-batcher), without the others.
+import path from 'node:path';
+import type { Config } from '../config';
+import { loadPack, PackError } from '../models/pack';
+import { provenProviders } from '../models/provider-probe';
+import { Model, ModelRegistry } from '../models/registry';
+import { configureAddon, registryOptions } from '../models/runtime';
+
+/** The model asked for is not an enabled pack of the models folder. */
+export class ModelChoiceError extends Error {}
+
+export async function loadOneModel(config: Config, id: string): Promise<Model> {
+  let packs;
+  try {
+    packs = await ModelRegistry.packIds(config.modelsDir);
+  } catch (error) {
+    if (error instanceof PackError) throw new ModelChoiceError(error.message);
+    throw error;
+  }
+  if (packs.disabled.includes(id)) throw new ModelChoiceError(`model pack "${id}" is disabled in its manifest`);
+  if (!packs.enabled.includes(id)) {
+    throw new ModelChoiceError(`no model pack "${id}" in ${config.modelsDir} (packs: ${packs.enabled.join(', ') || 'none'})`);
+  }
+  const { addon, info } = configureAddon({ ...config, providers: await provenProviders(config) });
+  const dir = path.join(config.modelsDir, id);
+  const pack = await loadPack(dir, registryOptions(config, info));
+  const pipeline = await addon.createPipeline(pack.spec);
+  return new Model(pack.manifest, dir, addon, pipeline, config.maxPixels, config.batching);
+}

@@ -1,0 +1,98 @@
+// `catcomfort validate-pack DIR`: what the service checks when it loads a pack, reported check by
+// check: the manifest's schema and id, the sha256 of its model files, then one inference on the
+// warm-up cat photo (models/warmup-cat.png), which must find the cat.
+import os from 'node:os';
+import path from 'node:path';
+import { toAnalysis } from '../pipeline/analysis';
+import type { Manifest } from '../models/manifest';
+import { loadPack, readManifest, readModelFile } from '../models/pack';
+import { readWarmUpSample } from '../models/runtime';
+import { loadAddon } from '../native/addon';
+import { parse, positionals } from './args';
+
+const USAGE = `Usage: catcomfort validate-pack DIR
+
+Checks the model pack in DIR as the service would load it, printing one line per check:
+  manifest     manifest.json parses and matches the schema (src/models/manifest.ts); its id is
+               the folder's name
+  detector     the detector file is there and has the manifest's sha256
+  classifier   the classifier file is there and has the manifest's sha256
+  inference    the pack loads (graph rewrites, ONNX Runtime sessions on CPU) and finds the cat in
+               models/warmup-cat.png as "detected"
+A check that cannot run because an earlier one failed is reported as skipped.
+
+Exit codes: 0 the pack is valid, 1 a check failed, 2 bad usage.
+`;
+
+async function check(name: string, run: () => Promise<string>): Promise<boolean> {
+  let outcome: { ok: boolean; detail: string };
+  try {
+    outcome = { ok: true, detail: await run() };
+  } catch (error) {
+    outcome = { ok: false, detail: (error as Error).message };
+  }
+  (outcome.ok ? process.stdout : process.stderr).write(`${outcome.ok ? 'ok  ' : 'FAIL'} ${name.padEnd(10)} ${outcome.detail}\n`);
+  return outcome.ok;
+}
+
+function skipped(name: string, why: string): void {
+  process.stderr.write(`skip ${name.padEnd(10)} ${why}\n`);
+}
+
+/** One inference on CPU with the pack's own views, calibration and cutoffs. */
+async function testInference(dir: string, manifest: Manifest): Promise<string> {
+  const addon = loadAddon();
+  addon.configure({
+    providers: ['cpu'],
+    deviceId: 0,
+    trtCacheDir: os.tmpdir(),
+    trtFp16: false,
+    cudnnConvAlgoSearch: 'HEURISTIC',
+    poolThreads: Math.max(1, Math.min(4, os.availableParallelism())),
+    intraOpThreads: 1,
+  });
+  const maxPixels = 40_000_000;
+  const pack = await loadPack(dir, { maxPixels, batching: { maxBatchSize: 1, maxQueueDelayUs: 0, maxQueue: 1, maxInFlight: 1 }, sessionBatch: 1 });
+  const pipeline = await addon.createPipeline(pack.spec);
+  try {
+    const started = performance.now();
+    const [result] = await addon.analyze(pipeline, [{ data: readWarmUpSample(), encoding: 'bytes' }]);
+    const ms = Math.round(performance.now() - started);
+    if (!result) throw new Error('the pipeline gave no result');
+    const analysis = toAnalysis(result, manifest.cutoffs, maxPixels);
+    const found = `detection ${analysis.detection}, confidence ${analysis.cat?.confidence ?? 0}, score ${analysis.score ?? 'none'} (${ms} ms)`;
+    if (analysis.detection !== 'detected') throw new Error(`models/warmup-cat.png is a cat, but the pack reports ${found}`);
+    return `models/warmup-cat.png: ${found}`;
+  } finally {
+    addon.releasePipeline(pipeline);
+  }
+}
+
+export async function validatePackCommand(argv: string[]): Promise<number> {
+  const parsed = parse(argv, USAGE);
+  if (!parsed) return 0;
+  const dir = path.resolve(positionals(parsed, 1, 'DIR', USAGE)[0]!);
+  let manifest: Manifest | undefined;
+  const manifestOk = await check('manifest', async () => {
+    manifest = await readManifest(dir);
+    if (manifest.id !== path.basename(dir)) throw new Error(`manifest id "${manifest.id}" differs from the folder name "${path.basename(dir)}"; the service refuses such a pack`);
+    return `${path.join(dir, 'manifest.json')}: ${manifest.id} ${manifest.version} (${manifest.name})${manifest.disabled ? ', disabled: the service will not load it' : ''}`;
+  });
+  if (!manifestOk || !manifest) {
+    for (const name of ['detector', 'classifier', 'inference']) skipped(name, 'needs a valid manifest');
+    return 1;
+  }
+  let filesOk = true;
+  for (const [name, { file, sha256 }] of [['detector', manifest.detector], ['classifier', manifest.classifier]] as const) {
+    filesOk = (await check(name, async () => {
+      await readModelFile(dir, file, sha256);
+      return `${file}: sha256 ${sha256}`;
+    })) && filesOk;
+  }
+  if (!filesOk) {
+    skipped('inference', 'needs intact model files');
+    return 1;
+  }
+  const loaded = manifest;
+  return (await check('inference', () => testInference(dir, loaded))) ? 0 : 1;
+}
