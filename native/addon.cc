@@ -10,11 +10,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <napi.h>
 
+#include "base64.h"
 #include "js_convert.h"
 #include "pipeline.h"
 #include "tools.h"
@@ -320,6 +322,21 @@ Napi::Value JsDecodeDetections(const Napi::CallbackInfo& info) {
   });
 }
 
+// The one strict (v2) base64 decoder, also for scan submissions: a Buffer, or the failure's code
+// ('invalid_base64' / 'empty_image') as a string. Runs on the JS thread (scan images are <= 4 MB).
+Napi::Value JsDecodeBase64Strict(const Napi::CallbackInfo& info) {
+  return SyncBoundary(info, [&](Napi::Env env) -> Napi::Value {
+    if (!info[0].IsString()) throw std::invalid_argument("decodeBase64Strict takes a string");
+    const std::string text = info[0].As<Napi::String>().Utf8Value();
+    try {
+      const std::vector<uint8_t> bytes = DecodeBase64Strict(reinterpret_cast<const uint8_t*>(text.data()), text.size());
+      return Napi::Buffer<uint8_t>::Copy(env, bytes.data(), bytes.size());
+    } catch (const ItemError& e) {
+      return Napi::String::New(env, ItemErrorCodeName(e.code));
+    }
+  });
+}
+
 Napi::Value JsSessionBatches(const Napi::CallbackInfo& info) {
   return SyncBoundary(info, [&](Napi::Env env) -> Napi::Value {
     return SessionBatchesToJs(env, LivePipeline(info[0])->SessionBatches());
@@ -363,6 +380,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("benchDecode", Napi::Function::New(env, JsBenchDecode, "benchDecode"));
   exports.Set("benchSession", Napi::Function::New(env, JsBenchSession, "benchSession"));
   exports.Set("sessionBatches", Napi::Function::New(env, JsSessionBatches, "sessionBatches"));
+  exports.Set("decodeBase64Strict", Napi::Function::New(env, JsDecodeBase64Strict, "decodeBase64Strict"));
   exports.Set("runModel", Napi::Function::New(env, JsRunModel, "runModel"));
   exports.Set("preprocessImage", Napi::Function::New(env, JsPreprocessImage, "preprocessImage"));
   exports.Set("decodeDetections", Napi::Function::New(env, JsDecodeDetections, "decodeDetections"));

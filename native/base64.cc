@@ -27,12 +27,10 @@ constexpr std::array<uint8_t, 256> MakeTable() {
 
 constexpr std::array<uint8_t, 256> kTable = MakeTable();
 
-[[noreturn]] void InvalidBase64() { throw ItemError{ItemErrorCode::InvalidBase64, "Image is not valid base64."}; }
-// Lenient (v1) failures carry CPython's binascii / str.encode wording (3.11).
-[[noreturn]] void LenientError(std::string message) {
-  throw ItemError{ItemErrorCode::InvalidBase64, std::move(message)};
-}
-[[noreturn]] void EmptyImage() { throw ItemError{ItemErrorCode::EmptyImage, "Image is empty."}; }
+[[noreturn]] void InvalidBase64() { throw ItemError{ItemErrorCode::InvalidBase64}; }
+// Lenient (v1) failures say which of CPython's binascii / str.encode errors (3.11) it would raise.
+[[noreturn]] void LenientError(Base64Reason reason, int64_t count = 0) { throw ItemError{ItemErrorCode::InvalidBase64, reason, count}; }
+[[noreturn]] void EmptyImage() { throw ItemError{ItemErrorCode::EmptyImage}; }
 
 bool IsTypeChar(uint8_t c) {
   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '+' || c == '-';
@@ -179,7 +177,7 @@ std::vector<uint8_t> DecodeBase64Lenient(const uint8_t* text, size_t length, boo
     uint8_t high = 0;
     for (size_t i = 0; i < length; ++i) high |= text[i];
     // Python: ValueError from a2b_base64's str argument conversion.
-    if (high & 0x80) LenientError("string argument should contain only ASCII characters");
+    if (high & 0x80) LenientError(Base64Reason::NonAscii);
   }
   // Upper bound: every character a data character.
   std::vector<uint8_t> out(length / 4 * 3 + 3 + kSlack);
@@ -234,10 +232,9 @@ std::vector<uint8_t> DecodeBase64Lenient(const uint8_t* text, size_t length, boo
   if (!complete && quadPos == 1) {
     // CPython counts the data characters from the bytes written so far: bytes / 3 * 4 + 1.
     const size_t written = static_cast<size_t>(dst - out.data());
-    LenientError("Invalid base64-encoded string: number of data characters (" + std::to_string(written / 3 * 4 + 1) +
-                 ") cannot be 1 more than a multiple of 4");
+    LenientError(Base64Reason::DataCharacters, static_cast<int64_t>(written / 3 * 4 + 1));
   }
-  if (!complete && quadPos != 0) LenientError("Incorrect padding");
+  if (!complete && quadPos != 0) LenientError(Base64Reason::IncorrectPadding);
   out.resize(static_cast<size_t>(dst - out.data()));
   if (out.empty()) EmptyImage();
   return out;

@@ -12,7 +12,7 @@ namespace {
 
 [[noreturn]] void Undecodable() {
   vips_error_clear();
-  throw ItemError{ItemErrorCode::Undecodable, "Image could not be decoded."};
+  throw ItemError{ItemErrorCode::Undecodable};
 }
 
 // Loaders accepted from clients; anything else (SVG, PDF, HEIF, raw formats...) is refused
@@ -38,7 +38,7 @@ int LargestShrink(double width, double height, int needWidth, int needHeight) {
 }
 
 RgbImage DecodeImage(const uint8_t* data, size_t length, uint64_t maxPixels, const ShrinkChooser& chooseShrink) {
-  if (length == 0) throw ItemError{ItemErrorCode::EmptyImage, "Image is empty."};
+  if (length == 0) throw ItemError{ItemErrorCode::EmptyImage};
 
   const char* loader = vips_foreign_find_load_buffer(data, length);
   if (loader == nullptr) Undecodable();
@@ -56,11 +56,10 @@ RgbImage DecodeImage(const uint8_t* data, size_t length, uint64_t maxPixels, con
   const uint64_t height = static_cast<uint64_t>(vips_image_get_height(image.get()));
   if (width == 0 || height == 0) Undecodable();
   if (width * height > maxPixels) {
-    throw ItemError{ItemErrorCode::TooManyPixels,
-                    "Image is too large; at most " + std::to_string(maxPixels) + " pixels."};
+    throw ItemError{ItemErrorCode::TooManyPixels};
   }
   if (vips_image_get_format(image.get()) != VIPS_FORMAT_UCHAR) {
-    throw ItemError{ItemErrorCode::UnsupportedFormat, "Unsupported pixel format; send an 8-bit image."};
+    throw ItemError{ItemErrorCode::UnsupportedFormat};
   }
 
   const int orientation = vips_image_get_orientation(image.get());

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace catcomfort {
@@ -27,12 +28,21 @@ struct ItemInput {
 
 enum class ItemErrorCode { InvalidBase64, EmptyImage, Undecodable, UnsupportedFormat, TooManyPixels, Internal };
 
-const char* ItemErrorCodeName(ItemErrorCode code);
+// Why a lenient (v1) base64 decode failed; TypeScript words each one (v1: CPython 3.11's texts).
+enum class Base64Reason { None, NonAscii, DataCharacters, IncorrectPadding };
 
-// A per-item failure, thrown inside the item's stage and turned into an ItemResult.
+const char* ItemErrorCodeName(ItemErrorCode code);
+const char* Base64ReasonName(Base64Reason reason);
+
+// A per-item failure, thrown inside the item's stage and turned into an ItemResult. Codes only:
+// the client-facing texts live in TypeScript, one table per interface.
 struct ItemError {
+  explicit ItemError(ItemErrorCode c, Base64Reason r = Base64Reason::None, int64_t n = 0, std::string what = {})
+      : code(c), reason(r), count(n), internal(std::move(what)) {}
   ItemErrorCode code;
-  std::string message;
+  Base64Reason reason;
+  int64_t count;          // DataCharacters: the number of data characters
+  std::string internal;   // Internal only: what failed, for logs (never shown to clients)
 };
 
 struct CatCandidate {
@@ -41,10 +51,13 @@ struct CatCandidate {
   double rawScore = 0;
 };
 
+// The one decision of what was found (PipelineSpec.cutoffs on the reported, rounded confidence).
+enum class DetectionState { NotDetected, LowConfidence, Detected };
+
 struct ItemResult {
   bool ok = false;
-  ItemErrorCode code = ItemErrorCode::Internal;
-  std::string message;
+  DetectionState detection = DetectionState::NotDetected;
+  ItemError error{ItemErrorCode::Internal};
   int width = 0;
   int height = 0;
   std::optional<CatCandidate> cat;

@@ -208,7 +208,6 @@ PipelineSpec PipelineSpecFromJs(const Napi::Value& value) {
     else if (name == "half_flip") s.detector.views.push_back(DetectorView::HalfFlip);
     else Bad(o.Env(), "views must be 'plain', 'flip', 'half' or 'half_flip'");
   }
-  if (s.detector.views.size() > 4) Bad(o.Env(), "at most 4 views");
   std::string combine = String(d, "viewCombine");
   if (combine == "max") s.detector.viewCombine = ViewCombine::Max;
   else if (combine == "min") s.detector.viewCombine = ViewCombine::Min;
@@ -230,9 +229,10 @@ PipelineSpec PipelineSpecFromJs(const Napi::Value& value) {
   s.classifier.outputIndex = Int(c, "outputIndex", 0);
   s.classifier.returnOutput = !c.Get("returnOutput").IsUndefined() && Bool(c, "returnOutput");
 
-  s.classifyCutoff = Number(o, "classifyCutoff");
+  Napi::Object cutoffs = AsObject(o.Get("cutoffs"), "cutoffs");
+  s.detectedCutoff = Number(cutoffs, "detected");
+  s.lowConfidenceCutoff = Number(cutoffs, "lowConfidence");
   double maxPixels = Number(o, "maxPixels");
-  if (maxPixels < 1) Bad(o.Env(), "maxPixels must be >= 1");
   s.maxPixels = maxPixels >= 1.8e19 ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(maxPixels);
   s.maxSessionBatch = Int(o, "maxSessionBatch", 1);
   s.jpegShrinkOnLoad = Bool(o, "jpegShrinkOnLoad");
@@ -327,11 +327,14 @@ Napi::Array ResultsToJs(Napi::Env env, const std::vector<ItemResult>& results) {
     Napi::Object o = Napi::Object::New(env);
     o.Set("ok", r.ok);
     if (!r.ok) {
-      o.Set("code", ItemErrorCodeName(r.code));
-      o.Set("message", r.message);
+      o.Set("code", ItemErrorCodeName(r.error.code));
+      if (r.error.reason != Base64Reason::None) o.Set("reason", Base64ReasonName(r.error.reason));
+      if (r.error.reason == Base64Reason::DataCharacters) o.Set("dataCharacters", static_cast<double>(r.error.count));
+      if (r.error.code == ItemErrorCode::Internal) o.Set("internal", r.error.internal);
     } else {
       o.Set("width", r.width);
       o.Set("height", r.height);
+      o.Set("detection", r.detection == DetectionState::Detected ? "detected" : r.detection == DetectionState::LowConfidence ? "low_confidence" : "not_detected");
       if (r.cat) {
         Napi::Object cat = Napi::Object::New(env);
         Napi::Array box = Napi::Array::New(env, 4);
@@ -386,6 +389,20 @@ const char* ItemErrorCodeName(ItemErrorCode code) {
       return "too_many_pixels";
     default:
       return "internal";
+  }
+}
+
+const char* Base64ReasonName(Base64Reason reason) {
+  switch (reason) {
+    case Base64Reason::NonAscii:
+      return "non_ascii";
+    case Base64Reason::DataCharacters:
+      return "data_characters";
+    case Base64Reason::IncorrectPadding:
+      return "incorrect_padding";
+    case Base64Reason::None:
+    default:
+      return "none";
   }
 }
 

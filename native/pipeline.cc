@@ -16,6 +16,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Reported values carry 6 decimals; decisions (cutoffs, the label's threshold) use these values.
+double Round6(double x) { return std::round(x * 1e6) / 1e6; }
+
 double MsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
@@ -142,13 +145,14 @@ std::vector<SessionBatchCount> Counts(const ModelSession& model) {
   return out;
 }
 
-ItemResult Failure(ItemErrorCode code, std::string message) {
+ItemResult Failure(ItemError error) {
   ItemResult r;
   r.ok = false;
-  r.code = code;
-  r.message = std::move(message);
+  r.error = std::move(error);
   return r;
 }
+
+ItemResult InternalFailure(std::string what) { return Failure(ItemError{ItemErrorCode::Internal, Base64Reason::None, 0, std::move(what)}); }
 
 struct ItemState {
   ItemResult result;
@@ -284,10 +288,10 @@ void PrepareItem(const PipelineSpec& spec, const ItemInput& in, ItemState& s) {
     s.result.detectMs = MsSince(start);
   } catch (const ItemError& e) {
     s = ItemState();
-    s.result = Failure(e.code, e.message);
+    s.result = Failure(e);
   } catch (const std::exception& e) {
     s = ItemState();
-    s.result = Failure(ItemErrorCode::Internal, e.what());
+    s.result = InternalFailure(e.what());
   }
 }
 
@@ -299,15 +303,9 @@ void WriteViewTensor(const DetectorSpec& det, const ItemState& s, size_t view, f
 
 }  // namespace
 
+// The spec comes from a manifest validated in TypeScript (src/models/manifest.ts: sizes, views,
+// ascending calibration knots, output indices); it is trusted here.
 std::shared_ptr<Pipeline> Pipeline::Create(PipelineSpec spec, const Runtime& runtime) {
-  if (spec.detector.views.empty()) throw std::runtime_error("detector spec needs at least one view");
-  for (const PreprocessSpec* p : {&spec.detector.preprocess, &spec.classifier.preprocess}) {
-    if (p->width < 1 || p->height < 1 || p->width > 16384 || p->height > 16384) {
-      throw std::runtime_error("invalid preprocess size");
-    }
-  }
-  if (spec.classifier.outputIndex < 0) throw std::runtime_error("invalid classifier outputIndex");
-  std::sort(spec.detector.calibration.begin(), spec.detector.calibration.end());
 
   auto pipeline = std::make_shared<Pipeline>();
   std::unique_ptr<DetectorDecoder> decoder = MakeDecoder(spec.detector);  // validates output.*
@@ -409,9 +407,15 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
                static_cast<int>(std::lround(std::clamp<double>(s.bestBox.x2 * sx, 0, w))),
                static_cast<int>(std::lround(std::clamp<double>(s.bestBox.y2 * sy, 0, h)))};
     cat.rawScore = s.bestScore;
-    cat.confidence = Calibrate(det.calibration, s.bestScore);
+    // Rounded here, once: clients see this value, and the cutoffs below apply to it.
+    cat.confidence = Round6(Calibrate(det.calibration, s.bestScore));
     s.result.cat = cat;
-    if (cat.confidence >= spec_.classifyCutoff) confident.push_back(i);
+    if (cat.confidence >= spec_.detectedCutoff) {
+      s.result.detection = DetectionState::Detected;
+      confident.push_back(i);
+    } else if (cat.confidence >= spec_.lowConfidenceCutoff) {
+      s.result.detection = DetectionState::LowConfidence;
+    }
   }
 
   // Cats too small for a full-quality classifier crop at the first decode's scale: decode the
@@ -429,9 +433,9 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
                             [shrink](int, int) { return shrink; });
       s.result.decodeMs += MsSince(start);
     } catch (const ItemError& e) {
-      s.result = Failure(e.code, e.message);
+      s.result = Failure(e);
     } catch (const std::exception& e) {
-      s.result = Failure(ItemErrorCode::Internal, e.what());
+      s.result = InternalFailure(e.what());
     }
   });
   std::vector<size_t> toClassify;
@@ -472,9 +476,9 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
     ItemResult& r = states[toClassify[k]].result;
     r.classifyMs = classifyStageMs;  // the shared stage counts fully for every classified item
     if (std::isnan(scores[k])) {
-      r = Failure(ItemErrorCode::Internal, "classifier output is NaN");
+      r = InternalFailure("classifier output is NaN");
     } else {
-      r.score = std::clamp(static_cast<double>(scores[k]), 0.0, 1.0);
+      r.score = Round6(std::clamp(static_cast<double>(scores[k]), 0.0, 1.0));
       if (cls.returnOutput) r.output = std::move(rows[k]);
     }
   }

@@ -75,7 +75,9 @@ struct ClassifierSpec {
 struct PipelineSpec {
   DetectorSpec detector;
   ClassifierSpec classifier;
-  double classifyCutoff = 0;
+  // Calibrated-confidence cutoffs (manifest `cutoffs`): `detected` items are classified.
+  double detectedCutoff = 0;
+  double lowConfidenceCutoff = 0;
   uint64_t maxPixels = 0;
   int maxSessionBatch = 1;
   bool jpegShrinkOnLoad = true;  // false: every JPEG decoded at full size (the bench's before/after)

@@ -54,7 +54,7 @@ PreprocessedImage PreprocessImage(const PreprocessRequest& request) {
   try {
     image = DecodeImage(request.image.data(), request.image.size(), kMaxPixels);
   } catch (const ItemError& e) {
-    throw std::runtime_error("preprocessImage: " + e.message);
+    throw std::runtime_error(std::string("preprocessImage: ") + ItemErrorCodeName(e.code));
   }
   const int w = image.width;
   const int h = image.height;

@@ -7,6 +7,8 @@ import path from 'node:path';
 import {
   loadAddon,
   type AnalyzeItem,
+  describeFailure,
+  type ItemFailure,
   type ItemResult,
   type ItemSuccess,
   type NativeAddon,
@@ -19,6 +21,7 @@ import { withDynamicBatch } from '../src/models/onnx-batch';
 import { iou } from '../src/tools/iou';
 import { fixture, modelMirror, photoEntry, repoRoot } from './helpers/paths';
 import { decodeRgbPng, encodeRgbPng, makeHugeHeaderPng } from './helpers/png';
+import { v1Base64Message } from '../src/v1/respond';
 
 const detectorPath = path.join(modelMirror, 'yolox-nano/yolox_nano.onnx');
 const classifierPath = path.join(repoRoot, 'models/bc-v1/classifier.onnx');
@@ -79,7 +82,7 @@ function spec(detector: Buffer, views: PipelineSpec['detector']['views'], maxSes
       cropMargin: 0.1,
       outputIndex: 0,
     },
-    classifyCutoff: 0.5,
+    cutoffs: { detected: 0.5, lowConfidence: 0.3 },
     maxPixels: MAX_PIXELS,
     maxSessionBatch,
     jpegShrinkOnLoad: true,
@@ -116,16 +119,15 @@ function randomBytes(length: number, seed: number): Buffer {
 
 function ok(result: ItemResult | undefined): ItemSuccess {
   assert.ok(result, 'a result');
-  if (!result.ok) assert.fail(`expected success, got ${result.code}: ${result.message}`);
+  if (!result.ok) assert.fail(`expected success, got ${describeFailure(result)}`);
   return result;
 }
 
-function failure(result: ItemResult | undefined, code: string, message?: string): void {
+function failure(result: ItemResult | undefined, code: string): ItemFailure {
   assert.ok(result, 'a result');
-  assert.equal(result.ok, false, `expected ${code}, got success`);
-  if (result.ok) return;
-  assert.equal(result.code, code, result.message);
-  if (message !== undefined) assert.equal(result.message, message);
+  if (result.ok) assert.fail(`expected ${code}, got success`);
+  assert.equal(result.code, code, describeFailure(result));
+  return result;
 }
 
 function photo(file: string) {
@@ -181,13 +183,35 @@ describe('native addon', () => {
     );
   });
 
+  test('detection is decided once, natively, on the reported 6-decimal confidence; cutoffs are inclusive', async () => {
+    const base = ok(await analyzeOne({ data: chelsea.bytes, encoding: 'bytes' }));
+    assert.ok(base.cat);
+    const c = base.cat.confidence;
+    assert.equal(c, Math.round(c * 1e6) / 1e6, 'the confidence carries 6 decimals');
+    const withCutoffs = async (detected: number, lowConfidence: number) => {
+      const p = await addon.createPipeline({ ...spec(detectorBytes, ['plain', 'flip', 'half', 'half_flip']), cutoffs: { detected, lowConfidence } });
+      try {
+        return ok(await analyzeOne({ data: chelsea.bytes, encoding: 'bytes' }, p));
+      } finally {
+        addon.releasePipeline(p);
+      }
+    };
+    const at = await withCutoffs(c, c - 0.1);
+    assert.equal(at.detection, 'detected');
+    assert.ok(at.score !== null && at.score === Math.round(at.score * 1e6) / 1e6, 'classified, score with 6 decimals');
+    const justBelow = await withCutoffs(c + 1e-6, c);
+    assert.deepEqual([justBelow.detection, justBelow.score], ['low_confidence', null]);
+    const below = await withCutoffs(1, c + 1e-6);
+    assert.deepEqual([below.detection, below.score], ['not_detected', null]);
+  });
+
   test('chelsea: a confident cat where the manifest says, and a classifier score', async () => {
     const r = ok(await analyzeOne({ data: chelsea.bytes, encoding: 'bytes' }));
     assert.equal(r.width, 451);
     assert.equal(r.height, 300);
     assert.ok(r.cat, 'a cat');
     assert.ok(r.cat.confidence >= DETECTED, `confidence ${r.cat.confidence}`);
-    assert.equal(r.cat.confidence, r.cat.rawScore, 'empty calibration is the identity');
+    assert.equal(r.cat.confidence, Math.round(r.cat.rawScore * 1e6) / 1e6, 'empty calibration is the identity (reported with 6 decimals)');
     for (const v of r.cat.box) assert.ok(Number.isInteger(v));
     const [x1, y1, x2, y2] = r.cat.box;
     assert.ok(x1 >= 0 && y1 >= 0 && x2 <= 451 && y2 <= 300 && x1 < x2 && y1 < y2, `box ${r.cat.box}`);
@@ -239,7 +263,6 @@ describe('native addon', () => {
     failure(
       await analyzeOne({ data: fixture('chelsea_16bit.png'), encoding: 'bytes' }),
       'unsupported_format',
-      'Unsupported pixel format; send an 8-bit image.',
     );
   });
 
@@ -253,12 +276,12 @@ describe('native addon', () => {
       { data: 'data:image/png;base64,', encoding: 'base64-strict' },
       { data: Buffer.from('GIF89a'), encoding: 'bytes' },
     ]);
-    failure(results[0], 'undecodable', 'Image could not be decoded.');
-    failure(results[1], 'undecodable', 'Image could not be decoded.');
-    failure(results[2], 'empty_image', 'Image is empty.');
-    failure(results[3], 'empty_image', 'Image is empty.');
-    failure(results[4], 'empty_image', 'Image is empty.');
-    failure(results[5], 'empty_image', 'Image is empty.');
+    failure(results[0], 'undecodable');
+    failure(results[1], 'undecodable');
+    failure(results[2], 'empty_image');
+    failure(results[3], 'empty_image');
+    failure(results[4], 'empty_image');
+    failure(results[5], 'empty_image');
     failure(results[6], 'undecodable');
   });
 
@@ -269,7 +292,6 @@ describe('native addon', () => {
     failure(
       await analyzeOne({ data: makeHugeHeaderPng(30000, 30000), encoding: 'bytes' }),
       'too_many_pixels',
-      `Image is too large; at most ${MAX_PIXELS} pixels.`,
     );
     // Same check through base64.
     failure(
@@ -314,8 +336,8 @@ describe('native addon', () => {
         const s = ok(r);
         assert.equal(s.width, 451, data.slice(0, 40));
       } else {
-        failure(r, code);
-        if (code === 'invalid_base64') assert.equal(r && !r.ok ? r.message : '', 'Image is not valid base64.');
+        const f = failure(r, code);
+        assert.equal(f.reason, undefined, 'strict base64 failures have no lenient reason');
       }
     });
   });
@@ -418,7 +440,7 @@ describe('native addon', () => {
       assert.ok(r.cat);
       const raw = r.cat.rawScore;
       const expected = raw <= 0.5 ? raw * 1.6 : 0.8 + (raw - 0.5) * 0.4;
-      assert.ok(Math.abs(r.cat.confidence - expected) < 1e-9, `${raw} -> ${r.cat.confidence}`);
+      assert.equal(r.cat.confidence, Math.round(expected * 1e6) / 1e6, `${raw} -> ${r.cat.confidence}`);
     } finally {
       addon.releasePipeline(plain);
     }
@@ -468,7 +490,7 @@ describe('native addon', () => {
     }
   });
 
-  test('lenient base64 (v1) failures carry CPython wording', async () => {
+  test('lenient base64 (v1) failures carry what v1 words as CPython does', async () => {
     // Taken from CPython 3.11.7: base64.b64decode(s) -> the binascii.Error / ValueError text.
     const cases: Array<[string | Buffer, string]> = [
       ['a', 'Invalid base64-encoded string: number of data characters (1) cannot be 1 more than a multiple of 4'],
@@ -493,14 +515,18 @@ describe('native addon', () => {
       pipeline,
       cases.map(([data]) => ({ data, encoding: 'base64-lenient' })),
     );
-    cases.forEach(([, message], i) => failure(results[i], 'invalid_base64', message));
+    cases.forEach(([data, message], i) => {
+      const f = failure(results[i], 'invalid_base64');
+      const base64 = f.reason ? { reason: f.reason, ...(f.dataCharacters !== undefined ? { dataCharacters: f.dataCharacters } : {}) } : undefined;
+      assert.equal(v1Base64Message(base64, 'no reason'), message, String(data));
+    });
     // Python decodes these to b'' (no error): empty_image; and these to bytes: undecodable.
     const rest = await addon.analyze(pipeline, ['*', '====', 'a=b=c=d', 'ab==c', 'abc=d'].map((data) => ({ data, encoding: 'base64-lenient' as const })));
     failure(rest[0], 'empty_image');
     failure(rest[1], 'empty_image');
     for (const r of rest.slice(2)) failure(r, 'undecodable');
-    // Strict mode keeps the v2 text.
-    failure(await analyzeOne({ data: 'a', encoding: 'base64-strict' }), 'invalid_base64', 'Image is not valid base64.');
+    // Strict mode: the code alone (v2 words it).
+    assert.equal(failure(await analyzeOne({ data: 'a', encoding: 'base64-strict' }), 'invalid_base64').reason, undefined);
   });
 
   test('benchDecode and benchSession', async () => {

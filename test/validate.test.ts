@@ -1,21 +1,22 @@
 // v2 request validation and the mapping of native results to outcomes and errors.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { ItemResult } from '../src/native/addon';
+import type { DetectionState, ItemResult } from '../src/native/addon';
+import { v1Base64Message } from '../src/v1/respond';
 import { ImageError, PipelineError, toAnalysis } from '../src/pipeline/analysis';
 import { ApiError, errorTable } from '../src/http/errors';
 import { parseJsonObject } from '../src/http/json-body';
 import { validatePredictRequest } from '../src/v2/validate';
 
-const cutoffs = { detected: 0.69, lowConfidence: 0.5 };
 const timings = { decodeMs: 1, detectMs: 1, classifyMs: 1 };
 
-function success(confidence: number | null, score: number | null): ItemResult {
+function success(detection: DetectionState, confidence: number | null, score: number | null): ItemResult {
   return {
     ok: true,
     width: 10,
     height: 20,
     cat: confidence === null ? null : { box: [1, 2, 3, 4], confidence, rawScore: confidence },
+    detection,
     score,
     timings,
   };
@@ -50,28 +51,40 @@ test('field messages follow pydantic wording and never carry the value', () => {
   assert.deepEqual(errorsOf(() => parseJsonObject(Buffer.alloc(0))), [{ field: 'body', message: 'Field required' }]);
 });
 
-test('detection states follow the cutoffs, inclusive at 0.69 and 0.5', () => {
-  assert.equal(toAnalysis(success(0.69, 0.4), cutoffs, 100).detection, 'detected');
-  assert.equal(toAnalysis(success(0.6899, null), cutoffs, 100).detection, 'low_confidence');
-  assert.equal(toAnalysis(success(0.5, null), cutoffs, 100).detection, 'low_confidence');
-  const none = toAnalysis(success(0.4999, null), cutoffs, 100);
-  assert.equal(none.detection, 'not_detected');
-  assert.equal(none.cat, null);
-  assert.equal(toAnalysis(success(null, null), cutoffs, 100).detection, 'not_detected');
-  const low = toAnalysis(success(0.6, null), cutoffs, 100);
+test('the outcome carries the native decision: the cat unless not detected, the score only when detected', () => {
+  const detected = toAnalysis(success('detected', 0.69, 0.4), 100);
+  assert.deepEqual([detected.detection, detected.cat?.confidence, detected.score], ['detected', 0.69, 0.4]);
+  const low = toAnalysis(success('low_confidence', 0.6, null), 100);
   assert.deepEqual(low.cat, { box: [1, 2, 3, 4], confidence: 0.6 });
   assert.equal(low.score, null);
+  const none = toAnalysis(success('not_detected', 0.4999, null), 100);
+  assert.equal(none.detection, 'not_detected');
+  assert.equal(none.cat, null);
+  assert.equal(toAnalysis(success('not_detected', null, null), 100).cat, null);
 });
 
 test('native failures map to client image errors or internal errors', () => {
-  const fail = (code: any): ItemResult => ({ ok: false, code, message: 'native text' });
-  assert.throws(() => toAnalysis(fail('invalid_base64'), cutoffs, 100), (e: any) => e instanceof ImageError && e.message === 'Image is not valid base64.');
-  assert.throws(() => toAnalysis(fail('empty_image'), cutoffs, 100), (e: any) => e.message === 'Image is empty.');
-  assert.throws(() => toAnalysis(fail('undecodable'), cutoffs, 100), (e: any) => e.message === 'Image could not be decoded.');
-  assert.throws(() => toAnalysis(fail('unsupported_format'), cutoffs, 100), (e: any) => e.message === 'Unsupported pixel format; send an 8-bit image.');
-  assert.throws(() => toAnalysis(fail('too_many_pixels'), cutoffs, 100), (e: any) => e.message === 'Image is too large; at most 100 pixels.');
-  assert.throws(() => toAnalysis(fail('internal'), cutoffs, 100), (e: any) => e instanceof PipelineError);
-  assert.throws(() => toAnalysis(success(0.9, null), cutoffs, 100), PipelineError);
+  const fail = (code: any, extra: object = {}): ItemResult => ({ ok: false, code, ...extra });
+  assert.throws(() => toAnalysis(fail('invalid_base64'), 100), (e: any) => e instanceof ImageError && e.message === 'Image is not valid base64.' && e.base64 === undefined);
+  assert.throws(() => toAnalysis(fail('empty_image'), 100), (e: any) => e.message === 'Image is empty.');
+  assert.throws(() => toAnalysis(fail('undecodable'), 100), (e: any) => e.message === 'Image could not be decoded.');
+  assert.throws(() => toAnalysis(fail('unsupported_format'), 100), (e: any) => e.message === 'Unsupported pixel format; send an 8-bit image.');
+  assert.throws(() => toAnalysis(fail('too_many_pixels'), 100), (e: any) => e.message === 'Image is too large; at most 100 pixels.');
+  assert.throws(() => toAnalysis(fail('internal', { internal: 'session failed' }), 100), (e: any) => e instanceof PipelineError && e.message === 'session failed');
+  // A lenient failure keeps its reason for v1's wording; v2 still says the v2 text.
+  const lenient = (extra: object) => {
+    try {
+      toAnalysis(fail('invalid_base64', extra), 100);
+    } catch (error) {
+      assert.ok(error instanceof ImageError);
+      assert.equal(error.message, 'Image is not valid base64.');
+      return v1Base64Message(error.base64, 'none');
+    }
+    assert.fail('expected an ImageError');
+  };
+  assert.equal(lenient({ reason: 'incorrect_padding' }), 'Incorrect padding');
+  assert.equal(lenient({ reason: 'non_ascii' }), 'string argument should contain only ASCII characters');
+  assert.equal(lenient({ reason: 'data_characters', dataCharacters: 5 }), 'Invalid base64-encoded string: number of data characters (5) cannot be 1 more than a multiple of 4');
 });
 
 test('the error table gives every 7.1 code its status', () => {

@@ -110,8 +110,7 @@ export async function loadPack(dir: string, limits: PackLimits): Promise<LoadedP
     spec: {
       detector,
       classifier,
-      // Reported confidences are rounded to 6 decimals; classify anything that may round up to the cutoff.
-      classifyCutoff: Math.max(0, manifest.cutoffs.detected - 1e-6),
+      cutoffs: { detected: manifest.cutoffs.detected, lowConfidence: manifest.cutoffs.lowConfidence },
       maxPixels: limits.maxPixels,
       maxSessionBatch: limits.sessionBatch ?? (manifest.batching?.maxBatchSize ?? limits.batching.maxBatchSize) * d.views.length,
       jpegShrinkOnLoad: limits.jpegShrinkOnLoad ?? true,

@@ -4,7 +4,7 @@ import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { BatchingConfig } from '../config';
 import { log } from '../log';
-import type { AnalyzeItem, ItemResult, NativeAddon, NativePipeline, SessionBatch, SessionStage } from '../native/addon';
+import { describeFailure, type AnalyzeItem, type ItemResult, type NativeAddon, type NativePipeline, type SessionBatch, type SessionStage } from '../native/addon';
 import { metrics } from '../ops/metrics';
 import { toAnalysis, type Analysis } from '../pipeline/analysis';
 import { DeadlineError, MicroBatcher, QueueFullError, type SubmitOptions } from '../pipeline/batcher';
@@ -49,7 +49,7 @@ export class Model {
       metrics.stageDuration.observe({ model: this.id, stage: 'detector' }, t.detectMs / 1000);
       if (result.score !== null) metrics.stageDuration.observe({ model: this.id, stage: 'classifier' }, t.classifyMs / 1000);
     }
-    return toAnalysis(result, this.manifest.cutoffs, this.maxPixels);
+    return toAnalysis(result, this.maxPixels);
   }
 
   /** The batch sizes each session is run at, with the Runs made of each so far. */
@@ -76,7 +76,7 @@ export class Model {
       const items = Array.from({ length: size }, (): AnalyzeItem => ({ data: sample, encoding: 'bytes' }));
       const results = await this.addon.analyze(this.pipeline, items);
       const failed = results.find((r) => !r.ok);
-      if (failed && !failed.ok) throw new PackError(`Warm-up of ${this.id} failed: ${failed.message}`);
+      if (failed && !failed.ok) throw new PackError(`Warm-up of ${this.id} failed: ${describeFailure(failed)}`);
     }
   }
 

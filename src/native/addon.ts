@@ -1,5 +1,6 @@
-// The native surface, declared once. Everything that crosses into C++ is validated
-// in TypeScript first; the addon trusts these shapes.
+// The native surface, declared once. Manifests and options are validated in TypeScript
+// (src/models/manifest.ts, src/config.ts); the addon copies these shapes into plain structs,
+// checking only their JS types at the boundary.
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import type { DetectorOutputManifest } from '../models/manifest';
@@ -16,29 +17,37 @@ export interface AnalyzeItem {
 }
 
 /**
- * Stable codes of per-item failures; messages are the v2 texts, except invalid_base64 from
- * 'base64-lenient', whose message is CPython 3.11's (v1 shows it): "Incorrect padding",
- * "Invalid base64-encoded string: number of data characters (N) cannot be 1 more than a multiple
- * of 4", or "string argument should contain only ASCII characters" (a string with non-ASCII).
+ * Stable codes of per-item failures. The addon returns codes only; the texts clients see are
+ * TypeScript's, one table per interface (src/pipeline/analysis.ts for v2 and scans, src/v1/respond.ts).
  */
-export type ItemErrorCode =
-  | 'invalid_base64' // "Image is not valid base64." (strict; lenient: Python's wording, see above)
-  | 'empty_image' // "Image is empty."
-  | 'undecodable' // "Image could not be decoded."
-  | 'unsupported_format' // "Unsupported pixel format; send an 8-bit image."
-  | 'too_many_pixels' // "Image is too large; at most N pixels."
-  | 'internal'; // anything else (message is for logs only, never for clients)
+export type ItemErrorCode = 'invalid_base64' | 'empty_image' | 'undecodable' | 'unsupported_format' | 'too_many_pixels' | 'internal';
+
+/** Which of CPython 3.11's errors a lenient (v1) base64 decode would raise. */
+export type Base64Reason = 'non_ascii' | 'data_characters' | 'incorrect_padding';
 
 export interface ItemFailure {
   ok: false;
   code: ItemErrorCode;
-  message: string;
+  /** Lenient base64 only. */
+  reason?: Base64Reason;
+  /** reason 'data_characters': the number of data characters. */
+  dataCharacters?: number;
+  /** code 'internal' only: what failed, for logs (never for clients). */
+  internal?: string;
 }
+
+/** A failure in a few words, for logs and tool output (never a client's answer). */
+export function describeFailure(failure: ItemFailure): string {
+  return [failure.code, failure.reason, failure.internal].filter((part) => part !== undefined).join(': ');
+}
+
+/** The one decision of what was found: PipelineSpec.cutoffs applied to the reported confidence. */
+export type DetectionState = 'detected' | 'low_confidence' | 'not_detected';
 
 export interface CatCandidate {
   /** [x_min, y_min, x_max, y_max] in original-image integer pixels, clamped to the image. */
   box: [number, number, number, number];
-  /** Calibrated detector confidence in [0, 1]. */
+  /** Calibrated detector confidence in [0, 1], rounded to 6 decimals (the value clients see). */
   confidence: number;
   /**
    * Uncalibrated score: the views' top scores combined by viewCombine (best view, or least sure view);
@@ -53,7 +62,8 @@ export interface ItemSuccess {
   height: number;
   /** Best cat over all views, or null when no candidate scored above the detector floor. */
   cat: CatCandidate | null;
-  /** Classifier output (probability of discomfort), only when cat.confidence >= classifyCutoff. */
+  detection: DetectionState;
+  /** Classifier output (probability of discomfort, 6 decimals), only when `detected`. */
   score: number | null;
   /** The classifier's whole output row, only when ClassifierSpec.returnOutput and `score` is set. */
   output?: Float32Array;
@@ -119,8 +129,8 @@ export interface ClassifierSpec {
 export interface PipelineSpec {
   detector: DetectorSpec;
   classifier: ClassifierSpec;
-  /** Calibrated confidence at or above which the classifier runs. */
-  classifyCutoff: number;
+  /** Calibrated-confidence cutoffs of `detection`; the classifier runs on `detected` items. */
+  cutoffs: { detected: number; lowConfidence: number };
   /** Decoding stops before pixel data when width * height exceeds this. */
   maxPixels: number;
   /**
@@ -192,6 +202,11 @@ export interface NativeAddon {
   benchSession(pipeline: NativePipeline, stage: SessionStage, batch: number): Promise<number>;
   /** The batch sizes each session is run at, with the Runs analyze() made of each so far. */
   sessionBatches(pipeline: NativePipeline): Record<SessionStage, SessionBatch[]>;
+  /**
+   * The strict (v2) base64 decoder the pipeline uses (standard alphabet, exact padding, optional
+   * `data:image/<type>;base64,` prefix), synchronous: the bytes, or the failure's code.
+   */
+  decodeBase64Strict(text: string): Buffer | 'invalid_base64' | 'empty_image';
   /**
    * Tools and tests (not the request path): one Run of any ONNX model whose inputs and outputs
    * are float32, on the addon's pool, with the configured providers; the session is created and

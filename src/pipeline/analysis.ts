@@ -1,13 +1,9 @@
-// Turns a native item result into the outcome every interface reports (v2, v1, scans):
-// the detection state from the pack's cutoffs, the cat, and the discomfort probability.
-import type { ItemErrorCode, ItemResult } from '../native/addon';
+// Turns a native item result into the outcome every interface reports (v2, v1, scans): the
+// detection state (decided once, natively, from the pack's cutoffs), the cat, and the discomfort
+// probability; failures become ImageError (client's fault) or PipelineError.
+import type { Base64Reason, DetectionState, ItemErrorCode, ItemResult } from '../native/addon';
 
-export type DetectionState = 'detected' | 'low_confidence' | 'not_detected';
-
-export interface Cutoffs {
-  detected: number;
-  lowConfidence: number;
-}
+export type { DetectionState };
 
 export interface Analysis {
   width: number;
@@ -20,20 +16,30 @@ export interface Analysis {
   timings: { decodeMs: number; detectMs: number; classifyMs: number };
 }
 
-/** Client-facing texts of image failures (spec 7.1). */
-export const imageErrorMessages: Record<Exclude<ItemErrorCode, 'internal' | 'too_many_pixels'>, string> = {
-  invalid_base64: 'Image is not valid base64.',
-  empty_image: 'Image is empty.',
-  undecodable: 'Image could not be decoded.',
-  unsupported_format: 'Unsupported pixel format; send an 8-bit image.',
-};
+export type ImageErrorCode = Exclude<ItemErrorCode, 'internal'>;
+
+/** v2 and scan texts of image failures (spec 7.1); v1 words base64 failures its own way (v1/respond.ts). */
+export function imageErrorMessage(code: ImageErrorCode, maxPixels: number): string {
+  switch (code) {
+    case 'invalid_base64':
+      return 'Image is not valid base64.';
+    case 'empty_image':
+      return 'Image is empty.';
+    case 'undecodable':
+      return 'Image could not be decoded.';
+    case 'unsupported_format':
+      return 'Unsupported pixel format; send an 8-bit image.';
+    case 'too_many_pixels':
+      return `Image is too large; at most ${maxPixels} pixels.`;
+  }
+}
 
 export class ImageError extends Error {
   constructor(
-    readonly code: Exclude<ItemErrorCode, 'internal'>,
+    readonly code: ImageErrorCode,
     message: string,
-    /** The decoder's own wording (v1 reports base64 errors as Python did). */
-    readonly nativeMessage: string,
+    /** Lenient (v1) base64 failures: which of CPython's errors, and its data character count. */
+    readonly base64?: { reason: Base64Reason; dataCharacters?: number },
   ) {
     super(message);
   }
@@ -41,34 +47,19 @@ export class ImageError extends Error {
 
 export class PipelineError extends Error {}
 
-/** Rounds to 6 decimals so labels are computed on exactly the value clients see. */
-export function round6(x: number): number {
-  return Math.round(x * 1e6) / 1e6;
-}
-
-export function toAnalysis(result: ItemResult, cutoffs: Cutoffs, maxPixels: number): Analysis {
+export function toAnalysis(result: ItemResult, maxPixels: number): Analysis {
   if (!result.ok) {
-    if (result.code === 'internal') throw new PipelineError(result.message);
-    const message =
-      result.code === 'too_many_pixels'
-        ? `Image is too large; at most ${maxPixels} pixels.`
-        : imageErrorMessages[result.code];
-    throw new ImageError(result.code, message, result.message);
+    if (result.code === 'internal') throw new PipelineError(result.internal ?? 'internal failure');
+    const base64 = result.reason ? { reason: result.reason, ...(result.dataCharacters !== undefined ? { dataCharacters: result.dataCharacters } : {}) } : undefined;
+    throw new ImageError(result.code, imageErrorMessage(result.code, maxPixels), base64);
   }
-  const cat = result.cat;
-  const confidence = cat ? round6(cat.confidence) : 0;
-  let detection: DetectionState = 'not_detected';
-  if (cat && confidence >= cutoffs.detected) detection = 'detected';
-  else if (cat && confidence >= cutoffs.lowConfidence) detection = 'low_confidence';
-  if (detection === 'detected' && result.score === null) {
-    throw new PipelineError('classifier did not run on a detected cat');
-  }
+  const { cat, detection } = result;
   return {
     width: result.width,
     height: result.height,
     detection,
-    cat: cat && detection !== 'not_detected' ? { box: cat.box, confidence } : null,
-    score: detection === 'detected' ? round6(result.score!) : null,
+    cat: cat && detection !== 'not_detected' ? { box: cat.box, confidence: cat.confidence } : null,
+    score: detection === 'detected' ? result.score : null,
     timings: result.timings,
   };
 }

@@ -16,8 +16,10 @@ import type { CredentialVerifier } from './auth';
 import { buildScanOpenApi, scanOperations } from './openapi';
 import { presentScan } from './present';
 import { InvalidCursorError, type Store } from './store';
-import { decodeStrictBase64, validateListQuery, validateSubmission } from './validate';
+import { validateListQuery, validateSubmission } from './validate';
 import type { ScanWorkers } from './worker';
+import { loadAddon } from '../native/addon';
+import { imageErrorMessage } from '../pipeline/analysis';
 
 export interface ScanContext {
   service: Service;
@@ -85,9 +87,9 @@ export function registerScan(router: Router, ctx: ScanContext): void {
         const submission = validateSubmission(parseJsonObject(raw));
         let image: Buffer | null = null;
         if (submission.image !== null) {
-          image = decodeStrictBase64(submission.image);
-          if (image === null) throw new ApiError('invalid_image', 'Image is not valid base64.');
-          if (image.length === 0) throw new ApiError('invalid_image', 'Image is empty.');
+          const decoded = loadAddon().decodeBase64Strict(submission.image);
+          if (typeof decoded === 'string') throw new ApiError('invalid_image', imageErrorMessage(decoded, ctx.maxImageBytes));
+          image = decoded;
           if (image.length > ctx.maxImageBytes) throw new ApiError('invalid_image', `Image is larger than ${ctx.maxImageBytes} bytes.`);
         }
         const created = await ctx.store.scans.create({

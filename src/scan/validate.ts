@@ -79,13 +79,6 @@ export function validateSubmission(body: Record<string, unknown>): Submission {
   };
 }
 
-/** Strict standard base64 with an optional data: prefix, decoded; null when invalid. */
-export function decodeStrictBase64(text: string): Buffer | null {
-  const body = text.replace(/^data:image\/[a-z0-9.+-]+;base64,/, '');
-  if (body.length === 0 || body.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(body)) return null;
-  return Buffer.from(body, 'base64');
-}
-
 export interface ListParams {
   petId?: string;
   customerId?: string;

@@ -16,7 +16,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadAddon, type DetectorView, type NativeAddon, type NativePipeline } from '../native/addon';
+import { describeFailure, loadAddon, type DetectorView, type NativeAddon, type NativePipeline } from '../native/addon';
 import { loadPack } from '../models/pack';
 import { iou } from './iou';
 
@@ -51,7 +51,7 @@ async function evaluateSet(addon: NativeAddon, pipeline: NativePipeline, set: st
   const out: PhotoResult[] = [];
   for (const entry of entries) {
     const [result] = await addon.analyze(pipeline, [{ data: readFileSync(path.join(dir, entry.file)), encoding: 'bytes' }]);
-    if (!result || !result.ok) throw new Error(`${entry.file}: ${result && !result.ok ? result.message : 'no result'}`);
+    if (!result || !result.ok) throw new Error(`${entry.file}: ${result && !result.ok ? describeFailure(result) : 'no result'}`);
     const box = result.cat?.box ?? null;
     out.push({
       set,

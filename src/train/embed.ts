@@ -6,7 +6,7 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { loadAddon, type NativeAddon, type NativePipeline } from '../native/addon';
+import { describeFailure, loadAddon, type NativeAddon, type NativePipeline } from '../native/addon';
 import { loadPack, sha256 } from '../models/pack';
 import type { Backbone } from './backbone';
 import type { LabelledPhoto } from './dataset';
@@ -73,7 +73,7 @@ async function embedChunk(
 ): Promise<CacheEntry[]> {
   const results = await addon.analyze(pipeline, files.map((data) => ({ data, encoding: 'bytes' as const })));
   return results.map((r): CacheEntry => {
-    if (!r.ok) return { skipped: `${r.code}: ${r.message}` };
+    if (!r.ok) return { skipped: describeFailure(r) };
     if (!r.cat || r.cat.confidence < detected || !r.output) {
       const confidence = r.cat ? r.cat.confidence.toFixed(3) : 'none';
       return { skipped: `no cat detected (confidence ${confidence}, needs ${detected})` };

@@ -1,6 +1,6 @@
 // v1 response bodies (spec 2.5-2.7, 7.2): every field in the documented order, the
 // probability rules, and the fixed response-format version.
-import type { Analysis } from '../pipeline/analysis';
+import type { Analysis, ImageError } from '../pipeline/analysis';
 
 export const V1_FORMAT_VERSION = '2023-11-22';
 
@@ -31,6 +31,19 @@ export const V1_MESSAGES = {
   lowQuality: 'Cat image quality is too low',
   loadError: 'Error loading image from base64 string',
 } as const;
+
+/**
+ * v1's words for a base64 failure: what CPython 3.11's b64decode raised (the service v1 imitates).
+ * Without a lenient reason (not expected on v1), the v2 text.
+ */
+export function v1Base64Message(base64: ImageError['base64'], fallback: string): string {
+  if (base64?.reason === 'non_ascii') return 'string argument should contain only ASCII characters';
+  if (base64?.reason === 'incorrect_padding') return 'Incorrect padding';
+  if (base64?.reason === 'data_characters') {
+    return `Invalid base64-encoded string: number of data characters (${base64.dataCharacters}) cannot be 1 more than a multiple of 4`;
+  }
+  return fallback;
+}
 
 /** mood_class 1 when p > threshold; probability is the confidence in the returned class. */
 export function moodOf(p: number, threshold: number): { mood_class: 0 | 1; prediction: 'Unhappy' | 'Happy'; probability: number } {

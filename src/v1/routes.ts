@@ -16,7 +16,7 @@ import { Semaphore } from '../pipeline/semaphore';
 import type { Service } from '../service';
 import { renderV1Error } from './errors';
 import { buildV1OpenApi, v1Operations } from './openapi';
-import { failure, fromAnalysis, V1_MESSAGES, type V1Response } from './respond';
+import { failure, fromAnalysis, v1Base64Message, V1_MESSAGES, type V1Response } from './respond';
 import { analyzeVideo } from './video';
 import { parseV1Body, validateThreshold, validateV1Body, V1ValidationError, type V1Detail, type V1Request } from './validate';
 
@@ -85,7 +85,7 @@ async function analyzeImage(ctx: V1Context, variant: Variant, request: V1Request
     return fromAnalysis(analysis, threshold, { success: legacy ? null : threshold, failure: reported }, model.manifest.name, metadata);
   } catch (error) {
     if (!(error instanceof ImageError)) throw error;
-    if (error.code === 'invalid_base64') return failure(`Error: ${error.nativeMessage}`, reported);
+    if (error.code === 'invalid_base64') return failure(`Error: ${v1Base64Message(error.base64, error.message)}`, reported);
     if (error.code === 'undecodable' || error.code === 'empty_image') return failure(V1_MESSAGES.loadError, reported);
     return failure(`Error: ${error.message}`, reported);
   }
