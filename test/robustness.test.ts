@@ -3,21 +3,10 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
+import { seededRandom } from '../src/train/evaluate';
 import { postJson, request } from './helpers/http';
 import { photo } from './helpers/paths';
 import { startServer, type TestServer } from './helpers/server';
-
-/** Small deterministic PRNG (mulberry32). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 let server: TestServer;
 before(async () => {
@@ -28,7 +17,7 @@ after(() => server.stop());
 const sources = ['004_oxford_Persian_163.jpg', '000_skimage_chelsea.png', '041_ggoni_cats_couch.jpg'].map((f) => readFileSync(photo(f)));
 
 test('corrupted photos (truncated, bytes flipped, chunks spliced) answer 200 or 400 on v2 and 200 on v1', async () => {
-  const random = prng(20261122);
+  const random = seededRandom(20261122);
   for (let i = 0; i < 60; i++) {
     const source = sources[i % sources.length]!;
     const bytes = Buffer.from(source);
@@ -52,7 +41,7 @@ test('corrupted photos (truncated, bytes flipped, chunks spliced) answer 200 or 
 });
 
 test('random JSON-ish bodies answer 200, 400 or 422, never 500', async () => {
-  const random = prng(7);
+  const random = seededRandom(7);
   const pieces = ['{', '}', '[', ']', '"image"', '"threshold"', ':', ',', '"aGk="', '0.5', 'null', 'true', '-1e309', '"\\u0000"', ' ', '"data:image/png;base64,"'];
   for (let i = 0; i < 150; i++) {
     const body = Array.from({ length: 1 + Math.floor(random() * 12) }, () => pieces[Math.floor(random() * pieces.length)]).join('');

@@ -18,19 +18,7 @@ import { summarizeOnnx } from '../src/models/onnx-batch';
 import { encodeModel } from '../src/models/onnx-write';
 import { decodeSsdBox, ssdAnchors } from '../src/models/ssd-anchors';
 import { convertTfliteToOnnx, ONNX_IR_VERSION, ONNX_OPSET } from '../src/models/tflite/convert';
-import {
-  axisPads,
-  emitAdd,
-  emitConcat,
-  emitConv2d,
-  emitDepthwiseConv2d,
-  emitReshape,
-  emitTranspose,
-  NCHW_TO_NHWC,
-  NHWC_TO_NCHW,
-  type ConvParams,
-  type Filter,
-} from '../src/models/tflite/emit';
+import * as emit from '../src/models/tflite/emit';
 import { FlatBufferError } from '../src/models/tflite/flatbuffer';
 import { halfToFloat, widenFloat16 } from '../src/models/tflite/float16';
 import { GraphBuilder } from '../src/models/tflite/graph-builder';
@@ -92,7 +80,7 @@ function activate(v: number, activation: Activation): number {
  * Convolution over NHWC input. Regular: filter [O, KH, KW, I]. Depthwise: filter [1, KH, KW, I * M],
  * output channel c * M + m reads input channel c.
  */
-function convReference(x: Nhwc, filter: Filter, bias: Float32Array | null, p: ConvParams, depthwise: boolean): Nhwc {
+function convReference(x: Nhwc, filter: emit.Filter, bias: Float32Array | null, p: emit.ConvParams, depthwise: boolean): Nhwc {
   const [n, h, w, c] = x.shape;
   const [fo, kh, kw, fi] = filter.dims as [number, number, number, number];
   const outC = depthwise ? fi : fo;
@@ -130,8 +118,8 @@ function convReference(x: Nhwc, filter: Filter, bias: Float32Array | null, p: Co
 /** A model x [batch, H, W, C] (NHWC) -> Transpose -> body (NCHW) -> Transpose -> y (NHWC). */
 function nchwModel(inShape: number[], outShape: number[], body: (g: GraphBuilder, x: string) => string): Buffer {
   const g = new GraphBuilder(['x']);
-  const inner = body(g, emitTranspose(g, 'x', NHWC_TO_NCHW));
-  emitTranspose(g, inner, NCHW_TO_NHWC, 'y');
+  const inner = body(g, emit.emitTranspose(g, 'x', emit.NHWC_TO_NCHW));
+  emit.emitTranspose(g, inner, emit.NCHW_TO_NHWC, 'y');
   return model(g, [{ name: 'x', dims: ['batch', ...inShape.slice(1)] }], [{ name: 'y', dims: ['batch', ...outShape.slice(1)] }]);
 }
 
@@ -167,7 +155,7 @@ describe('ONNX emitters against naive TFLite-semantics references (ONNX Runtime)
   // fp32 sums of at most a few hundred products of values in [-1, 1]: a few 1e-6 of rounding.
   const TOL = 1e-5;
 
-  const convCases: Array<{ name: string; shape: Nhwc['shape']; filter: number[]; p: ConvParams; bias: boolean }> = [
+  const convCases: Array<{ name: string; shape: Nhwc['shape']; filter: number[]; p: emit.ConvParams; bias: boolean }> = [
     { name: '3x3 stride 2 SAME, odd size (pads 1/1), RELU6', shape: [2, 7, 9, 3], filter: [5, 3, 3, 3], p: conv(Padding.SAME, 2, Activation.RELU6), bias: true },
     { name: '3x3 stride 2 SAME, even size (pads 0/1, extra at the end)', shape: [2, 8, 6, 4], filter: [3, 3, 3, 4], p: conv(Padding.SAME, 2, Activation.NONE), bias: true },
     { name: '1x1 stride 1, no bias', shape: [1, 5, 4, 6], filter: [7, 1, 1, 6], p: conv(Padding.SAME, 1, Activation.NONE), bias: false },
@@ -176,7 +164,7 @@ describe('ONNX emitters against naive TFLite-semantics references (ONNX Runtime)
     { name: '3x3 dilation 2 SAME', shape: [1, 9, 9, 2], filter: [3, 3, 3, 2], p: { ...conv(Padding.SAME, 1, Activation.NONE), dilationH: 2, dilationW: 2 }, bias: true },
   ];
 
-  function conv(padding: Padding, stride: number, activation: Activation): ConvParams {
+  function conv(padding: Padding, stride: number, activation: Activation): emit.ConvParams {
     return { padding, strideH: stride, strideW: stride, dilationH: 1, dilationW: 1, activation };
   }
 
@@ -188,7 +176,7 @@ describe('ONNX emitters against naive TFLite-semantics references (ONNX Runtime)
       const expected = convReference(x, filter, bias, c.p, false);
       let emittedShape: number[] = [];
       const onnx = nchwModel(c.shape, expected.shape, (g, input) => {
-        const e = emitConv2d(g, input, c.shape, filter, bias, c.p, { weights: 'w', bias: 'b' });
+        const e = emit.emitConv2d(g, input, c.shape, filter, bias, c.p, { weights: 'w', bias: 'b' });
         emittedShape = e.shape;
         return e.name;
       });
@@ -213,7 +201,7 @@ describe('ONNX emitters against naive TFLite-semantics references (ONNX Runtime)
       const bias = random(channels, 60 + k);
       const expected = convReference(x, filter, bias, c.p, true);
       const onnx = nchwModel(shape, expected.shape, (g, input) => {
-        const e = emitDepthwiseConv2d(g, input, shape, filter, bias, { ...c.p, depthMultiplier: c.m }, { weights: 'w', bias: 'b' });
+        const e = emit.emitDepthwiseConv2d(g, input, shape, filter, bias, { ...c.p, depthMultiplier: c.m }, { weights: 'w', bias: 'b' });
         assert.deepEqual(e.shape, expected.shape);
         return e.name;
       });
@@ -227,25 +215,25 @@ describe('ONNX emitters against naive TFLite-semantics references (ONNX Runtime)
     // (0,0) = 1+2+4+5, (0,1) = 2+3+5+6, (1,0) = 4+5+7+8, (1,1) = 5+6+8+9.
     const x = Float32Array.from([1, 2, 3, 4, 5, 6, 7, 8, 9]);
     const onnx = nchwModel([1, 3, 3, 1], [1, 2, 2, 1], (g, input) =>
-      emitConv2d(g, input, [1, 3, 3, 1], { dims: [1, 3, 3, 1], data: new Float32Array(9).fill(1) }, Float32Array.of(0.5), conv(Padding.SAME, 2, Activation.NONE), {
+      emit.emitConv2d(g, input, [1, 3, 3, 1], { dims: [1, 3, 3, 1], data: new Float32Array(9).fill(1) }, Float32Array.of(0.5), conv(Padding.SAME, 2, Activation.NONE), {
         weights: 'w',
         bias: 'b',
       }).name,
     );
     const [y] = await run(onnx, [{ name: 'x', dims: [1, 3, 3, 1], data: x }]);
     assert.deepEqual(Array.from(y!.data), [12.5, 16.5, 24.5, 28.5]);
-    assert.deepEqual(axisPads(3, 3, 2, 1, Padding.SAME), [1, 1]);
+    assert.deepEqual(emit.axisPads(3, 3, 2, 1, Padding.SAME), [1, 1]);
   });
 
   test('SAME padding amounts match TensorFlow (the odd pixel goes after)', () => {
-    assert.deepEqual(axisPads(300, 3, 2, 1, Padding.SAME), [0, 1]); // MobileNetV2 stem: 300 -> 150
-    assert.deepEqual(axisPads(75, 3, 2, 1, Padding.SAME), [1, 1]); // 75 -> 38
-    assert.deepEqual(axisPads(19, 3, 1, 1, Padding.SAME), [1, 1]);
-    assert.deepEqual(axisPads(19, 1, 1, 1, Padding.SAME), [0, 0]);
-    assert.deepEqual(axisPads(2, 3, 2, 1, Padding.SAME), [0, 1]); // 2 -> 1 (extra layers 3x3 -> 2x2 -> 1x1)
-    assert.deepEqual(axisPads(10, 3, 2, 1, Padding.VALID), [0, 0]);
+    assert.deepEqual(emit.axisPads(300, 3, 2, 1, Padding.SAME), [0, 1]); // MobileNetV2 stem: 300 -> 150
+    assert.deepEqual(emit.axisPads(75, 3, 2, 1, Padding.SAME), [1, 1]); // 75 -> 38
+    assert.deepEqual(emit.axisPads(19, 3, 1, 1, Padding.SAME), [1, 1]);
+    assert.deepEqual(emit.axisPads(19, 1, 1, 1, Padding.SAME), [0, 0]);
+    assert.deepEqual(emit.axisPads(2, 3, 2, 1, Padding.SAME), [0, 1]); // 2 -> 1 (extra layers 3x3 -> 2x2 -> 1x1)
+    assert.deepEqual(emit.axisPads(10, 3, 2, 1, Padding.VALID), [0, 0]);
     for (const [size, k, s, d] of [[7, 3, 2, 1], [8, 3, 2, 1], [9, 3, 1, 2], [5, 1, 2, 1]] as const) {
-      const [bef] = axisPads(size, k, s, d, Padding.SAME);
+      const [bef] = emit.axisPads(size, k, s, d, Padding.SAME);
       assert.equal(bef, samePadding(size, k, s, d).before);
     }
   });
@@ -256,11 +244,11 @@ describe('ONNX emitters against naive TFLite-semantics references (ONNX Runtime)
     const a = random(count, 70).map((v) => v * 8);
     const b = random(count, 71).map((v) => v * 8);
     const g = new GraphBuilder(['a', 'b']);
-    const an = emitTranspose(g, 'a', NHWC_TO_NCHW);
-    const bn = emitTranspose(g, 'b', NHWC_TO_NCHW);
-    const sum = emitAdd(g, an, bn, Activation.RELU6);
-    const cat = emitConcat(g, [sum, an], 1, Activation.NONE);
-    emitTranspose(g, cat, NCHW_TO_NHWC, 'y');
+    const an = emit.emitTranspose(g, 'a', emit.NHWC_TO_NCHW);
+    const bn = emit.emitTranspose(g, 'b', emit.NHWC_TO_NCHW);
+    const sum = emit.emitAdd(g, an, bn, Activation.RELU6);
+    const cat = emit.emitConcat(g, [sum, an], 1, Activation.NONE);
+    emit.emitTranspose(g, cat, emit.NCHW_TO_NHWC, 'y');
     const onnx = model(
       g,
       [
@@ -287,10 +275,10 @@ describe('ONNX emitters against naive TFLite-semantics references (ONNX Runtime)
   test('RESHAPE keeps TFLite element order (NHWC flattening) and any batch (shape [0, -1, 1, 4])', async () => {
     // A 2x3 map of 8 channels -> [batch, 12, 1, 4]; then CONCATENATION on axis 1 with itself.
     const g = new GraphBuilder(['x']);
-    const nchw = emitTranspose(g, 'x', NHWC_TO_NCHW);
-    const plain = emitTranspose(g, nchw, NCHW_TO_NHWC); // as the converter does before a Reshape
-    const r = emitReshape(g, plain, [0, -1, 1, 4], 'shape');
-    emitConcat(g, [r, r], 1, Activation.NONE, 'y');
+    const nchw = emit.emitTranspose(g, 'x', emit.NHWC_TO_NCHW);
+    const plain = emit.emitTranspose(g, nchw, emit.NCHW_TO_NHWC); // as the converter does before a Reshape
+    const r = emit.emitReshape(g, plain, [0, -1, 1, 4], 'shape');
+    emit.emitConcat(g, [r, r], 1, Activation.NONE, 'y');
     const onnx = model(g, [{ name: 'x', dims: ['batch', 2, 3, 8] }], [{ name: 'y', dims: ['batch', 24, 1, 4] }]);
     const x = random(2 * 2 * 3 * 8, 80);
     const [y] = await run(onnx, [{ name: 'x', dims: [2, 2, 3, 8], data: x }]);

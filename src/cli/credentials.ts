@@ -1,8 +1,8 @@
 // `catcomfort credentials ...`: credentials of the scan interface (a key id plus a secret; only an
 // scrypt hash of the secret is stored). A new credential works at once; a revocation takes effect
 // within 30 s (successful checks are cached that long, src/scan/auth.ts).
-import { commandList, dispatch, parse, positionals, requiredName, type Subcommand } from './args';
-import { STORAGE_HELP, withStore } from './store';
+import { commandList, dispatch, parse, requiredName, type Subcommand } from './args';
+import { listCommand, revokeCommand, STORAGE_HELP, withStore } from './store';
 
 const COMMANDS: Record<string, Subcommand> = {
   create: { args: '--name NAME', summary: 'Issue a credential; prints the key id and the secret once', load: async () => create },
@@ -32,33 +32,9 @@ async function create(argv: string[]): Promise<number> {
   });
 }
 
-async function list(argv: string[]): Promise<number> {
-  const parsed = parse(argv, USAGE);
-  if (!parsed) return 0;
-  positionals(parsed, 0, '', USAGE);
-  return withStore(async (store) => {
-    const credentials = await store.credentials.list();
-    if (credentials.length === 0) process.stdout.write('no scan credentials\n');
-    for (const c of credentials) {
-      process.stdout.write([c.keyId, c.id, c.revokedAt === null ? 'active' : `revoked ${c.revokedAt}`, `created ${c.createdAt}`, c.name].join('\t') + '\n');
-    }
-    return 0;
-  });
-}
+const list = listCommand(USAGE, 'no scan credentials', (store) => store.credentials.list(), (c) => [c.keyId, c.id]);
 
-async function revoke(argv: string[]): Promise<number> {
-  const parsed = parse(argv, USAGE);
-  if (!parsed) return 0;
-  const [target] = positionals(parsed, 1, 'KEY_ID', USAGE) as [string];
-  return withStore(async (store) => {
-    if (!(await store.credentials.revoke(target))) {
-      process.stderr.write(`no scan credential ${target}\n`);
-      return 1;
-    }
-    process.stdout.write(`revoked scan credential ${target}; running instances refuse it within 30 s\n`);
-    return 0;
-  });
-}
+const revoke = revokeCommand(USAGE, 'KEY_ID', 'scan credential', (store, target) => store.credentials.revoke(target));
 
 export function credentialsCommand(argv: string[]): Promise<number> {
   return dispatch(COMMANDS, argv, USAGE);

@@ -1,7 +1,7 @@
 // `catcomfort keys ...`: API keys of the v1/v2 interfaces (header api-key), stored as sha256
 // digests beside the scans. Running instances reload them every 30 s (src/start.ts).
-import { commandList, dispatch, parse, positionals, requiredName, type Subcommand } from './args';
-import { STORAGE_HELP, withStore } from './store';
+import { commandList, dispatch, parse, requiredName, type Subcommand } from './args';
+import { listCommand, revokeCommand, STORAGE_HELP, withStore } from './store';
 
 const COMMANDS: Record<string, Subcommand> = {
   create: { args: '--name NAME', summary: 'Issue a key; prints it once', load: async () => create },
@@ -31,33 +31,9 @@ async function create(argv: string[]): Promise<number> {
   });
 }
 
-async function list(argv: string[]): Promise<number> {
-  const parsed = parse(argv, USAGE);
-  if (!parsed) return 0;
-  positionals(parsed, 0, '', USAGE);
-  return withStore(async (store) => {
-    const keys = await store.apiKeys.list();
-    if (keys.length === 0) process.stdout.write('no api keys\n');
-    for (const k of keys) {
-      process.stdout.write([k.id, k.revokedAt === null ? 'active' : `revoked ${k.revokedAt}`, `created ${k.createdAt}`, k.name].join('\t') + '\n');
-    }
-    return 0;
-  });
-}
+const list = listCommand(USAGE, 'no api keys', (store) => store.apiKeys.list(), (k) => [k.id]);
 
-async function revoke(argv: string[]): Promise<number> {
-  const parsed = parse(argv, USAGE);
-  if (!parsed) return 0;
-  const [id] = positionals(parsed, 1, 'ID', USAGE) as [string];
-  return withStore(async (store) => {
-    if (!(await store.apiKeys.revoke(id))) {
-      process.stderr.write(`no api key ${id}\n`);
-      return 1;
-    }
-    process.stdout.write(`revoked api key ${id}; running instances refuse it within 30 s\n`);
-    return 0;
-  });
-}
+const revoke = revokeCommand(USAGE, 'ID', 'api key', (store, id) => store.apiKeys.revoke(id));
 
 export function keysCommand(argv: string[]): Promise<number> {
   return dispatch(COMMANDS, argv, USAGE);

@@ -8,10 +8,10 @@
 //  3. Otherwise null with the reason, and the caller skips its PostgreSQL tests.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { freePort } from '../../bench/common';
 
 export interface TestPostgres {
   /** Where the server is (no database part). */
@@ -39,18 +39,6 @@ function findBinDir(): string | null {
     if (['initdb', 'pg_ctl', 'postgres'].every((b) => fs.existsSync(path.join(dir, b)))) return dir;
   }
   return null;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 function userExists(name: string): { uid: number; gid: number } | null {
