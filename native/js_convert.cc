@@ -50,6 +50,24 @@ Napi::Array Array(const Napi::Object& obj, const char* key) {
   return v.As<Napi::Array>();
 }
 
+template <typename E>
+struct Named {
+  const char* name;
+  E value;
+};
+
+// The enum value a JS string names; anything else is a TypeError listing the names.
+template <typename E, size_t N>
+E Choose(const Napi::Value& v, const char* what, const Named<E> (&names)[N]) {
+  const std::string s = v.IsString() ? v.As<Napi::String>().Utf8Value() : "";
+  for (const Named<E>& n : names) {
+    if (s == n.name) return n.value;
+  }
+  std::string list;
+  for (const Named<E>& n : names) list += std::string(list.empty() ? "'" : ", '") + n.name + "'";
+  Bad(v.Env(), std::string(what) + " must be one of " + list);
+}
+
 std::array<double, 3> Triple(const Napi::Object& obj, const char* key) {
   Napi::Array a = Array(obj, key);
   if (a.Length() != 3) Bad(obj.Env(), std::string(key) + " must have 3 numbers");
@@ -91,23 +109,11 @@ PreprocessSpec PreprocessFromJs(const Napi::Value& value) {
   PreprocessSpec p;
   p.width = Int(o, "width", 1);
   p.height = Int(o, "height", 1);
-  std::string resize = String(o, "resize");
-  if (resize == "letterbox") p.resize = ResizeMode::Letterbox;
-  else if (resize == "stretch") p.resize = ResizeMode::Stretch;
-  else Bad(o.Env(), "resize must be 'letterbox' or 'stretch'");
-  std::string anchor = String(o, "anchor");
-  if (anchor == "top-left") p.anchor = Anchor::TopLeft;
-  else if (anchor == "center") p.anchor = Anchor::Center;
-  else Bad(o.Env(), "anchor must be 'top-left' or 'center'");
+  p.resize = Choose(o.Get("resize"), "resize", {Named<ResizeMode>{"letterbox", ResizeMode::Letterbox}, {"stretch", ResizeMode::Stretch}});
+  p.anchor = Choose(o.Get("anchor"), "anchor", {Named<Anchor>{"top-left", Anchor::TopLeft}, {"center", Anchor::Center}});
   p.padValue = Number(o, "padValue");
-  std::string order = String(o, "channelOrder");
-  if (order == "rgb") p.channelOrder = ChannelOrder::Rgb;
-  else if (order == "bgr") p.channelOrder = ChannelOrder::Bgr;
-  else Bad(o.Env(), "channelOrder must be 'rgb' or 'bgr'");
-  std::string layout = String(o, "layout");
-  if (layout == "nchw") p.layout = Layout::Nchw;
-  else if (layout == "nhwc") p.layout = Layout::Nhwc;
-  else Bad(o.Env(), "layout must be 'nchw' or 'nhwc'");
+  p.channelOrder = Choose(o.Get("channelOrder"), "channelOrder", {Named<ChannelOrder>{"rgb", ChannelOrder::Rgb}, {"bgr", ChannelOrder::Bgr}});
+  p.layout = Choose(o.Get("layout"), "layout", {Named<Layout>{"nchw", Layout::Nchw}, {"nhwc", Layout::Nhwc}});
   p.scale = Number(o, "scale");
   p.mean = Triple(o, "mean");
   p.std = Triple(o, "std");
@@ -166,12 +172,8 @@ NativeConfig ConfigFromJs(const Napi::Value& value) {
   NativeConfig c;
   Napi::Array providers = Array(o, "providers");
   for (uint32_t i = 0; i < providers.Length(); ++i) {
-    Napi::Value v = providers.Get(i);
-    std::string name = v.IsString() ? v.As<Napi::String>().Utf8Value() : "";
-    if (name == "tensorrt") c.providers.push_back(ProviderKind::TensorRt);
-    else if (name == "cuda") c.providers.push_back(ProviderKind::Cuda);
-    else if (name == "cpu") c.providers.push_back(ProviderKind::Cpu);
-    else Bad(o.Env(), "providers must contain 'tensorrt', 'cuda' or 'cpu'");
+    c.providers.push_back(Choose(providers.Get(i), "providers[]",
+                                 {Named<ProviderKind>{"tensorrt", ProviderKind::TensorRt}, {"cuda", ProviderKind::Cuda}, {"cpu", ProviderKind::Cpu}}));
   }
   c.deviceId = Int(o, "deviceId", 0);
   c.trtCacheDir = String(o, "trtCacheDir");
@@ -200,18 +202,11 @@ PipelineSpec PipelineSpecFromJs(const Napi::Value& value) {
   s.detector.nmsIou = Number(d, "nmsIou");
   Napi::Array views = Array(d, "views");
   for (uint32_t i = 0; i < views.Length(); ++i) {
-    Napi::Value v = views.Get(i);
-    std::string name = v.IsString() ? v.As<Napi::String>().Utf8Value() : "";
-    if (name == "plain") s.detector.views.push_back(DetectorView::Plain);
-    else if (name == "flip") s.detector.views.push_back(DetectorView::Flip);
-    else if (name == "half") s.detector.views.push_back(DetectorView::Half);
-    else if (name == "half_flip") s.detector.views.push_back(DetectorView::HalfFlip);
-    else Bad(o.Env(), "views must be 'plain', 'flip', 'half' or 'half_flip'");
+    s.detector.views.push_back(Choose(views.Get(i), "views[]",
+                                     {Named<DetectorView>{"plain", DetectorView::Plain}, {"flip", DetectorView::Flip},
+                                      {"half", DetectorView::Half}, {"half_flip", DetectorView::HalfFlip}}));
   }
-  std::string combine = String(d, "viewCombine");
-  if (combine == "max") s.detector.viewCombine = ViewCombine::Max;
-  else if (combine == "min") s.detector.viewCombine = ViewCombine::Min;
-  else Bad(o.Env(), "viewCombine must be 'max' or 'min'");
+  s.detector.viewCombine = Choose(d.Get("viewCombine"), "viewCombine", {Named<ViewCombine>{"max", ViewCombine::Max}, {"min", ViewCombine::Min}});
   Napi::Array calibration = Array(d, "calibration");
   for (uint32_t i = 0; i < calibration.Length(); ++i) {
     Napi::Value knot = calibration.Get(i);
@@ -243,11 +238,9 @@ ItemInput ItemFromJs(const Napi::Value& value, napi_ref* ref) {
   *ref = nullptr;
   Napi::Object o = AsObject(value, "item");
   ItemInput in;
-  std::string encoding = String(o, "encoding");
-  if (encoding == "base64-strict") in.encoding = ItemEncoding::Base64Strict;
-  else if (encoding == "base64-lenient") in.encoding = ItemEncoding::Base64Lenient;
-  else if (encoding == "bytes") in.encoding = ItemEncoding::Bytes;
-  else Bad(o.Env(), "encoding must be 'base64-strict', 'base64-lenient' or 'bytes'");
+  in.encoding = Choose(o.Get("encoding"), "encoding",
+                       {Named<ItemEncoding>{"base64-strict", ItemEncoding::Base64Strict}, {"base64-lenient", ItemEncoding::Base64Lenient},
+                        {"bytes", ItemEncoding::Bytes}});
 
   Napi::Value data = o.Get("data");
   if (data.IsString()) {
@@ -267,10 +260,7 @@ ItemInput ItemFromJs(const Napi::Value& value, napi_ref* ref) {
 }
 
 SessionStage SessionStageFromJs(const Napi::Value& value) {
-  std::string stage = value.IsString() ? value.As<Napi::String>().Utf8Value() : "";
-  if (stage == "detector") return SessionStage::Detector;
-  if (stage == "classifier") return SessionStage::Classifier;
-  Bad(value.Env(), "stage must be 'detector' or 'classifier'");
+  return Choose(value, "stage", {Named<SessionStage>{"detector", SessionStage::Detector}, {"classifier", SessionStage::Classifier}});
 }
 
 int64_t BatchFromJs(const Napi::Value& value) {
@@ -376,34 +366,13 @@ Napi::Array DecodeTimingsToJs(Napi::Env env, const std::vector<DecodeTiming>& ti
 }
 
 const char* ItemErrorCodeName(ItemErrorCode code) {
-  switch (code) {
-    case ItemErrorCode::InvalidBase64:
-      return "invalid_base64";
-    case ItemErrorCode::EmptyImage:
-      return "empty_image";
-    case ItemErrorCode::Undecodable:
-      return "undecodable";
-    case ItemErrorCode::UnsupportedFormat:
-      return "unsupported_format";
-    case ItemErrorCode::TooManyPixels:
-      return "too_many_pixels";
-    default:
-      return "internal";
-  }
+  static const char* const kNames[] = {"invalid_base64", "empty_image", "undecodable", "unsupported_format", "too_many_pixels", "internal"};  // enum order
+  return kNames[static_cast<int>(code)];
 }
 
 const char* Base64ReasonName(Base64Reason reason) {
-  switch (reason) {
-    case Base64Reason::NonAscii:
-      return "non_ascii";
-    case Base64Reason::DataCharacters:
-      return "data_characters";
-    case Base64Reason::IncorrectPadding:
-      return "incorrect_padding";
-    case Base64Reason::None:
-    default:
-      return "none";
-  }
+  static const char* const kNames[] = {"none", "non_ascii", "data_characters", "incorrect_padding"};  // enum order
+  return kNames[static_cast<int>(reason)];
 }
 
 namespace {

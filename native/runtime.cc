@@ -21,27 +21,16 @@ std::mutex g_mutex;
 // process exits, so no static destructor may tear these down under them.
 Runtime* g_runtime = nullptr;
 
-const char* ProviderName(ProviderKind kind) {
-  switch (kind) {
-    case ProviderKind::TensorRt:
-      return "tensorrt";
-    case ProviderKind::Cuda:
-      return "cuda";
-    default:
-      return "cpu";
-  }
-}
+// Our name and ONNX Runtime's of each provider, in ProviderKind order (TensorRt, Cuda, Cpu).
+struct ProviderNames {
+  const char* ours;
+  const char* ort;
+};
+constexpr ProviderNames kProviderNames[] = {
+    {"tensorrt", "TensorrtExecutionProvider"}, {"cuda", "CUDAExecutionProvider"}, {"cpu", "CPUExecutionProvider"}};
 
-const char* OrtProviderName(ProviderKind kind) {
-  switch (kind) {
-    case ProviderKind::TensorRt:
-      return "TensorrtExecutionProvider";
-    case ProviderKind::Cuda:
-      return "CUDAExecutionProvider";
-    default:
-      return "CPUExecutionProvider";
-  }
-}
+const char* ProviderName(ProviderKind kind) { return kProviderNames[static_cast<int>(kind)].ours; }
+const char* OrtProviderName(ProviderKind kind) { return kProviderNames[static_cast<int>(kind)].ort; }
 
 // Provider options shared by the classic and the plugin append.
 std::vector<std::pair<std::string, std::string>> ProviderOptions(ProviderKind kind, const NativeConfig& config) {

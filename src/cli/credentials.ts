@@ -1,8 +1,8 @@
 // `catcomfort credentials ...`: credentials of the scan interface (a key id plus a secret; only an
 // scrypt hash of the secret is stored). A new credential works at once; a revocation takes effect
 // within 30 s (successful checks are cached that long, src/scan/auth.ts).
-import { commandList, dispatch, parse, requiredName, type Subcommand } from './args';
-import { listCommand, revokeCommand, STORAGE_HELP, withStore } from './store';
+import { commandList, dispatch, type Subcommand } from './args';
+import { createCommand, listCommand, revokeCommand, STORAGE_HELP } from './store';
 
 const COMMANDS: Record<string, Subcommand> = {
   create: { args: '--name NAME', summary: 'Issue a credential; prints the key id and the secret once', load: async () => create },
@@ -20,17 +20,10 @@ ${commandList(COMMANDS)}
 ${STORAGE_HELP}Exit codes: 0 done, 1 failed (e.g. unknown id, storage unreachable), 2 bad usage.
 `;
 
-async function create(argv: string[]): Promise<number> {
-  const parsed = parse(argv, USAGE, { name: { type: 'string' } });
-  if (!parsed) return 0;
-  const name = requiredName(parsed, USAGE);
-  return withStore(async (store) => {
-    const created = await store.credentials.create(name);
-    process.stdout.write(`key id: ${created.keyId}\nsecret: ${created.secret}\ncredential id: ${created.id}\n`);
-    process.stdout.write('Store the secret now: it is not shown again (only its hash is kept).\n');
-    return 0;
-  });
-}
+const create = createCommand(USAGE, async (store, name) => {
+  const created = await store.credentials.create(name);
+  return `key id: ${created.keyId}\nsecret: ${created.secret}\ncredential id: ${created.id}\nStore the secret now: it is not shown again (only its hash is kept).\n`;
+});
 
 const list = listCommand(USAGE, 'no scan credentials', (store) => store.credentials.list(), (c) => [c.keyId, c.id]);
 

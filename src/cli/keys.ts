@@ -1,7 +1,7 @@
 // `catcomfort keys ...`: API keys of the v1/v2 interfaces (header api-key), stored as sha256
 // digests beside the scans. Running instances reload them every 30 s (src/start.ts).
-import { commandList, dispatch, parse, requiredName, type Subcommand } from './args';
-import { listCommand, revokeCommand, STORAGE_HELP, withStore } from './store';
+import { commandList, dispatch, type Subcommand } from './args';
+import { createCommand, listCommand, revokeCommand, STORAGE_HELP } from './store';
 
 const COMMANDS: Record<string, Subcommand> = {
   create: { args: '--name NAME', summary: 'Issue a key; prints it once', load: async () => create },
@@ -19,17 +19,10 @@ ${commandList(COMMANDS)}
 ${STORAGE_HELP}Exit codes: 0 done, 1 failed (e.g. unknown id, storage unreachable), 2 bad usage.
 `;
 
-async function create(argv: string[]): Promise<number> {
-  const parsed = parse(argv, USAGE, { name: { type: 'string' } });
-  if (!parsed) return 0;
-  const name = requiredName(parsed, USAGE);
-  return withStore(async (store) => {
-    const created = await store.apiKeys.create(name);
-    process.stdout.write(`api key: ${created.key}\nid: ${created.id}\n`);
-    process.stdout.write('Store the key now: it is not shown again (only its sha256 is kept). Running instances accept it within 30 s.\n');
-    return 0;
-  });
-}
+const create = createCommand(USAGE, async (store, name) => {
+  const created = await store.apiKeys.create(name);
+  return `api key: ${created.key}\nid: ${created.id}\nStore the key now: it is not shown again (only its sha256 is kept). Running instances accept it within 30 s.\n`;
+});
 
 const list = listCommand(USAGE, 'no api keys', (store) => store.apiKeys.list(), (k) => [k.id]);
 

@@ -1,7 +1,7 @@
 // Opens the storage the service uses (CATCOMFORT_DATABASE_URL, else SQLite under
 // CATCOMFORT_DATA_DIR) for one CLI command, and closes it afterwards.
 import { openStore, storeOptionsFromEnv, type Store } from '../scan/store';
-import { parse, positionals } from './args';
+import { parse, positionals, requiredName } from './args';
 
 export const STORAGE_HELP = `Storage: CATCOMFORT_DATABASE_URL (PostgreSQL) when set, else the SQLite file in
 CATCOMFORT_DATA_DIR (default: data/ in the repository root): the service's own.
@@ -51,6 +51,19 @@ export function revokeCommand(usage: string, argName: string, what: string, revo
         return 1;
       }
       process.stdout.write(`revoked ${what} ${target}; running instances refuse it within 30 s\n`);
+      return 0;
+    });
+  };
+}
+
+/** A `create --name NAME` subcommand; `issue` makes the thing and returns what to print once. */
+export function createCommand(usage: string, issue: (store: Store, name: string) => Promise<string>) {
+  return async (argv: string[]): Promise<number> => {
+    const parsed = parse(argv, usage, { name: { type: 'string' } });
+    if (!parsed) return 0;
+    const name = requiredName(parsed, usage);
+    return withStore(async (store) => {
+      process.stdout.write(await issue(store, name));
       return 0;
     });
   };

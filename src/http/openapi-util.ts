@@ -25,3 +25,32 @@ export const SERVERS = [{ url: '/', description: 'This service (the origin servi
 
 /** A request id as the examples show it. */
 export const EXAMPLE_REQUEST_ID = '5f0c6a0e-2f7b-4c3e-9d1a-7b2e8c4d9a10';
+
+/** The `api-key` header scheme of v1 and v2. */
+export const API_KEY_SCHEME = { ApiKeyAuth: { type: 'apiKey', in: 'header', name: 'api-key' } };
+
+export interface DocumentParts {
+  title: string;
+  version: string;
+  description: string;
+  tags: Array<{ name: string; description: string }>;
+  paths: Record<string, unknown>;
+  securitySchemes: Record<string, unknown>;
+  /** Components, as TypeBox schemas, by name. */
+  schemas: Record<string, TSchema>;
+}
+
+/** An OpenAPI 3.1 document: the parts every interface's document shares around its own. */
+export function openApiDocument(parts: DocumentParts): Record<string, unknown> {
+  return {
+    openapi: '3.1.0',
+    info: { title: parts.title, version: parts.version, license: LICENSE, description: parts.description },
+    servers: SERVERS,
+    tags: parts.tags,
+    paths: parts.paths,
+    components: {
+      securitySchemes: parts.securitySchemes,
+      schemas: Object.fromEntries(Object.entries(parts.schemas).map(([name, schema]) => [name, jsonSchema(schema)])),
+    },
+  };
+}

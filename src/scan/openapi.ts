@@ -1,7 +1,7 @@
 // The scan interface's OpenAPI 3.1 document, from the TypeBox schemas that validate it, with
 // examples taken from real answers and the example photo as the request example.
 import { errorResponses, type ErrorDoc } from '../http/openapi-errors';
-import { EXAMPLE_REQUEST_ID, jsonContent, jsonSchema, LICENSE, SERVERS } from '../http/openapi-util';
+import { EXAMPLE_REQUEST_ID, jsonContent, openApiDocument } from '../http/openapi-util';
 import { ErrorResponse } from '../v2/schemas';
 import { ScanAccepted, ScanList, ScanResource, ScanSubmitRequest } from './schemas';
 
@@ -78,7 +78,7 @@ export function scanOperations(serviceVersion: string, exampleImage: string) {
         },
       ],
       requestBody: {
-        required: true,
+      required: true,
         content: jsonContent('ScanSubmitRequest', {
           image: { summary: 'A 160x106 JPEG of a cat, with metadata', value: { image: exampleImage, metadata: { petId: 'pet-7', customerId: 'customer-3' } } },
           url: { summary: 'A hosted photo', value: { imageUrl: 'https://images.example.org/cats/7.jpg', metadata: { petId: 'pet-7' } } },
@@ -162,29 +162,22 @@ export function scanOperations(serviceVersion: string, exampleImage: string) {
 
 /** The scan document around `paths`: the operations of the routes registered for it (Router.paths). */
 export function buildScanOpenApi(serviceVersion: string, paths: Record<string, unknown>): Record<string, unknown> {
-  return {
-    openapi: '3.1.0',
-    info: {
-      title: 'Cat Comfort scan API',
-      version: '1',
-      license: LICENSE,
-      description: `Asynchronous scans: submit a photo (base64 or URL), then fetch the result by scanId. Service release ${serviceVersion}. Errors use the v2 ErrorResponse. Statuses: PENDING -> PROCESSING -> COMPLETED | FAILED; a scan accepted with 202 always reaches COMPLETED or FAILED. Requests need a scan credential (\`api-key\` and \`api-secret\`, issued with \`npm run credentials\`).`,
-    },
-    servers: SERVERS,
+  return openApiDocument({
+    title: 'Cat Comfort scan API',
+    version: '1',
+    description: `Asynchronous scans: submit a photo (base64 or URL), then fetch the result by scanId. Service release ${serviceVersion}. Errors use the v2 ErrorResponse. Statuses: PENDING -> PROCESSING -> COMPLETED | FAILED; a scan accepted with 202 always reaches COMPLETED or FAILED. Requests need a scan credential (\`api-key\` and \`api-secret\`, issued with \`catcomfort credentials create\`).`,
     tags: [{ name: 'Scans', description: 'Submit photos and read their results' }],
     paths,
-    components: {
-      securitySchemes: {
-        ScanKey: { type: 'apiKey', in: 'header', name: 'api-key', description: 'Scan credential key id' },
-        ScanSecret: { type: 'apiKey', in: 'header', name: 'api-secret', description: 'Scan credential secret' },
-      },
-      schemas: {
-        ScanSubmitRequest: jsonSchema(ScanSubmitRequest),
-        ScanAccepted: jsonSchema(ScanAccepted),
-        ScanResource: jsonSchema(ScanResource),
-        ScanList: jsonSchema(ScanList),
-        ErrorResponse: jsonSchema(ErrorResponse),
-      },
+    securitySchemes: {
+      ScanKey: { type: 'apiKey', in: 'header', name: 'api-key', description: 'Scan credential key id' },
+      ScanSecret: { type: 'apiKey', in: 'header', name: 'api-secret', description: 'Scan credential secret' },
     },
-  };
+    schemas: {
+      ScanSubmitRequest,
+      ScanAccepted,
+      ScanResource,
+      ScanList,
+      ErrorResponse,
+    },
+  });
 }

@@ -1,7 +1,7 @@
 // The v1 (legacy) OpenAPI description, shaped like the FastAPI app it replaces, with examples
 // taken from real answers and the example photo as the request example.
 import { Type } from '@sinclair/typebox';
-import { jsonContent, jsonSchema, LICENSE, SERVERS, type Example } from '../http/openapi-util';
+import { API_KEY_SCHEME, jsonContent, openApiDocument, type Example } from '../http/openapi-util';
 
 const MediaData = Type.Object({
   image: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'Base64 image (lenient: characters outside the alphabet are skipped); no data: prefix' })),
@@ -78,14 +78,14 @@ function responseExamples(model: 'BC-V1' | 'BC-Legacy', version: string): Record
     success: {
       summary: `The example photo with ${model}`,
       value: {
-        mood_class: 1,
+      mood_class: 1,
         prediction: 'Unhappy',
         probability: v1 ? 0.319968 : 0.866071,
         threshold: v1 ? 0.3 : null,
         message: 'Success',
-        success: true,
+      success: true,
         cat_quality: v1 ? 0.943509 : 0.812191,
-        cat_detected: true,
+      cat_detected: true,
         additional_data: {
           input_dimensions: '160x106',
           detected_cat_dimensions: v1 ? '157x106' : '143x104',
@@ -106,14 +106,14 @@ function responseExamples(model: 'BC-V1' | 'BC-Legacy', version: string): Record
         mood_class: -1,
         prediction: 'Unknown',
         probability: 0.0,
-        threshold: null,
+      threshold: null,
         message: 'No cats detected',
-        success: false,
-        cat_quality: null,
-        cat_detected: false,
-        additional_data: null,
+      success: false,
+      cat_quality: null,
+      cat_detected: false,
+      additional_data: null,
         version: '2023-11-22',
-        inference_metadata: null,
+      inference_metadata: null,
       },
     },
   };
@@ -200,28 +200,21 @@ export function v1Operations(serviceVersion: string, exampleImage: string) {
 
 /** The v1 document around `paths`: the operations of the routes registered for it (Router.paths). */
 export function buildV1OpenApi(serviceVersion: string, paths: Record<string, unknown>): Record<string, unknown> {
-  return {
-    openapi: '3.1.0',
-    info: {
-      title: 'Cat Comfort Detection (v1, legacy)',
-      version: serviceVersion,
-      license: LICENSE,
-      description: 'Legacy interface; new integrations use /v2 (see /v2/docs). Every request needs the `api-key` header (use **Authorize**).',
-    },
-    servers: SERVERS,
+  return openApiDocument({
+    title: 'Cat Comfort Detection (v1, legacy)',
+    version: serviceVersion,
+    description: 'Legacy interface; new integrations use /v2 (see /v2/docs). Every request needs the `api-key` header (use **Authorize**).',
     tags: [
       { name: 'Prediction', description: 'The FastAPI-compatible invocation endpoints' },
       { name: 'Health', description: 'Key-protected liveness check' },
     ],
     paths,
-    components: {
-      securitySchemes: { ApiKeyAuth: { type: 'apiKey', in: 'header', name: 'api-key' } },
-      schemas: {
-        InvocationRequest: jsonSchema(InvocationRequest),
-        InvocationResponse: jsonSchema(InvocationResponse),
-        HTTPValidationError: jsonSchema(ValidationError),
-        Detail: jsonSchema(Detail),
-      },
+    securitySchemes: API_KEY_SCHEME,
+    schemas: {
+      InvocationRequest,
+      InvocationResponse,
+      HTTPValidationError: ValidationError,
+      Detail,
     },
-  };
+  });
 }

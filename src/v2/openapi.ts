@@ -1,7 +1,7 @@
 // The v2 OpenAPI 3.1 document, generated from the TypeBox schemas that validate requests,
 // with examples taken from real answers and the example photo as the request example.
 import { errorResponses, type ErrorDoc, type V2ErrorKind } from '../http/openapi-errors';
-import { EXAMPLE_REQUEST_ID, jsonContent, jsonSchema, LICENSE, SERVERS } from '../http/openapi-util';
+import { API_KEY_SCHEME, EXAMPLE_REQUEST_ID, jsonContent, openApiDocument } from '../http/openapi-util';
 import { errorTable } from '../http/errors';
 import { ErrorResponse, ModelList, PredictRequest, PredictResponse, StatsResponse } from './schemas';
 
@@ -58,7 +58,7 @@ function predictExamples(version: string) {
     detected: {
       summary: 'A cat was found and classified (the example photo with bc-v1)',
       value: {
-        request_id: EXAMPLE_REQUEST_ID,
+      request_id: EXAMPLE_REQUEST_ID,
         model: { id: 'bc-v1', version },
         detection: 'detected',
         prediction: { label: 'discomfort', score: 0.319968, threshold: 0.3 },
@@ -69,11 +69,11 @@ function predictExamples(version: string) {
     not_detected: {
       summary: 'No cat in the photo',
       value: {
-        request_id: EXAMPLE_REQUEST_ID,
+      request_id: EXAMPLE_REQUEST_ID,
         model: { id: 'bc-v1', version },
         detection: 'not_detected',
-        prediction: null,
-        cat: null,
+      prediction: null,
+      cat: null,
         image: { width: 640, height: 480 },
       },
     },
@@ -167,7 +167,7 @@ export function v2Operations(serviceVersion: string, exampleImage: string) {
       'Counters since start, per model: requests through the micro-batcher, batch sizes, queue waits, refusals, and the batch sizes each ONNX Runtime session is run at.',
       {
         description: 'Counters since start',
-        headers: responseHeaders,
+      headers: responseHeaders,
         content: jsonContent('StatsResponse', { stats: { summary: 'After four requests to bc-v1', value: statsExample } }),
       },
     ),
@@ -177,34 +177,27 @@ export function v2Operations(serviceVersion: string, exampleImage: string) {
 /** The v2 document around `paths`: the operations of the routes registered for it (Router.paths). */
 export function buildV2OpenApi(serviceVersion: string, paths: Record<string, unknown>): Record<string, unknown> {
   const v2Codes = Object.values(errorTable).filter((e) => !('scanOnly' in e));
-  return {
-    openapi: '3.1.0',
-    info: {
-      title: 'Cat Comfort Detection API',
-      version: '2',
-      license: LICENSE,
-      description: [
+  return openApiDocument({
+    title: 'Cat Comfort Detection API',
+    version: '2',
+    description: [
         `Detects a cat in a photo and says whether it shows comfort or discomfort. Service release ${serviceVersion}.`,
         'Every request needs the `api-key` header (use **Authorize**). "Try it out" on a predict operation sends a small cat photo.',
         `Error codes: ${[...new Map(v2Codes.map((e) => [`${e.code} ${e.status}`, `\`${e.code}\` (${e.status})`])).values()].join(', ')}.`,
         `Any request can also be refused by the HTTP layer: ${protocolCodes.map((k) => `${errorTable[k].status} \`${errorTable[k].code}\``).join(', ')}.`,
       ].join('\n\n'),
-    },
-    servers: SERVERS,
     tags: [
       { name: 'Prediction', description: 'Analyse one photo: is there a cat, and does it show comfort or discomfort?' },
       { name: 'Models and service', description: 'The loaded models and the micro-batcher counters' },
     ],
     paths,
-    components: {
-      securitySchemes: { ApiKeyAuth: { type: 'apiKey', in: 'header', name: 'api-key' } },
-      schemas: {
-        PredictRequest: jsonSchema(PredictRequest),
-        PredictResponse: jsonSchema(PredictResponse),
-        ErrorResponse: jsonSchema(ErrorResponse),
-        ModelList: jsonSchema(ModelList),
-        StatsResponse: jsonSchema(StatsResponse),
-      },
+    securitySchemes: API_KEY_SCHEME,
+    schemas: {
+      PredictRequest,
+      PredictResponse,
+      ErrorResponse,
+      ModelList,
+      StatsResponse,
     },
-  };
+  });
 }
