@@ -20,7 +20,7 @@ import path from 'node:path';
 import { loadConfig } from '../src/config';
 import { loadPack } from '../src/models/pack';
 import { configureAddon, sessionBatchFor } from '../src/models/runtime';
-import type { AnalyzeItem, NativeAddon, NativePipeline } from '../src/native/addon';
+import { describeFailure, type AnalyzeItem, type NativeAddon, type NativePipeline } from '../src/native/addon';
 import { defaultFfmpegPath } from '../src/v1/frames';
 import { benchOptions, fmt, log, photosDir, runCommand, SIZE_SOURCE_PHOTO } from './common';
 import { phonePhotos } from './phone-photos';
@@ -125,7 +125,7 @@ async function comparePacks(
         const [r] = await addon.analyze(p.pipeline, item);
         const wall = performance.now() - started;
         const used = process.cpuUsage(cpu);
-        if (!r!.ok) throw new Error(`${p.label}: ${r!.message}`);
+        if (!r!.ok) throw new Error(`${p.label}: ${describeFailure(r!)}`);
         stats[i]!.wall.push(wall);
         stats[i]!.detect.push(r!.timings.detectMs);
         stats[i]!.cpuMs += (used.user + used.system) / 1000;
@@ -164,7 +164,7 @@ async function phoneBeforeAfter(addon: NativeAddon, before: NativePipeline, afte
         const started = performance.now();
         const [r] = await addon.analyze(pipeline, [{ data, encoding: 'bytes' }]);
         runs[which].push(performance.now() - started);
-        if (!r!.ok) throw new Error(r!.message);
+        if (!r!.ok) throw new Error(describeFailure(r!));
         decode[which].push(r!.timings.decodeMs);
       }
     }
@@ -239,7 +239,7 @@ export async function runMicro(): Promise<MicroResult> {
             name: img.label,
             fn: async () => {
               const [r] = await addon.analyze(pipeline, [{ data: img.jpeg, encoding: 'bytes' }]);
-              if (!r!.ok) throw new Error(r!.message);
+              if (!r!.ok) throw new Error(describeFailure(r!));
               stages.push([r!.timings.decodeMs, r!.timings.detectMs, r!.timings.classifyMs]);
             },
             note: () => {
@@ -263,7 +263,7 @@ export async function runMicro(): Promise<MicroResult> {
           name: images[0]!.label,
           fn: async () => {
             const [r] = await addon.analyze(pipeline, [{ data: images[0]!.base64, encoding: 'base64-strict' }]);
-            if (!r!.ok) throw new Error(r!.message);
+            if (!r!.ok) throw new Error(describeFailure(r!));
           },
         },
       ])),

@@ -342,6 +342,18 @@ async function runChildScript(script: string, outFile: string, label: string): P
   await runCommand(process.execPath, [path.join(__dirname, script), outFile], { label, echo: true, cwd: repoRoot });
 }
 
+/** Runs a bench child script writing JSON to a file: its report, or the first line of its failure. */
+async function childReport<T>(script: string, label: string): Promise<{ value: T } | { error: string }> {
+  const out = path.join(tmpDir, script.replace(/\.js$/, '.json'));
+  try {
+    await runChildScript(script, out, label);
+    return { value: JSON.parse(readFileSync(out, 'utf8')) as T };
+  } catch (error) {
+    log(`${label} failed: ${(error as Error).message}`);
+    return { error: (error as Error).message.split('\n')[0] ?? '' };
+  }
+}
+
 async function main(): Promise<void> {
   installCleanup();
   const o = benchOptions();
@@ -374,25 +386,15 @@ async function main(): Promise<void> {
 
   if (o.only.has('micro')) {
     log('micro-benchmarks (tinybench, in-process)');
-    const out = path.join(tmpDir, 'micro.json');
-    try {
-      await runChildScript('micro.js', out, 'micro-benchmarks');
-      report.micro = JSON.parse(readFileSync(out, 'utf8')) as MicroResult;
-    } catch (error) {
-      report.microError = (error as Error).message.split('\n')[0];
-      log(`micro-benchmarks failed: ${(error as Error).message}`);
-    }
+    const r = await childReport<MicroResult>('micro.js', 'micro-benchmarks');
+    if ('value' in r) report.micro = r.value;
+    else report.microError = r.error;
   }
   if (o.only.has('inprocess')) {
     log(`in-process pipeline throughput at concurrency ${o.inprocessConcurrency.join(', ')}`);
-    const out = path.join(tmpDir, 'inprocess.json');
-    try {
-      await runChildScript('inprocess.js', out, 'in-process benchmark');
-      report.inprocess = JSON.parse(readFileSync(out, 'utf8')) as InprocessResult;
-    } catch (error) {
-      report.inprocessError = (error as Error).message.split('\n')[0];
-      log(`in-process benchmark failed: ${(error as Error).message}`);
-    }
+    const r = await childReport<InprocessResult>('inprocess.js', 'in-process benchmark');
+    if ('value' in r) report.inprocess = r.value;
+    else report.inprocessError = r.error;
   }
 
   const photos = fixturePhotos();

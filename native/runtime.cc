@@ -46,6 +46,17 @@ std::vector<std::pair<std::string, std::string>> ProviderOptions(ProviderKind ki
   return options;
 }
 
+// A provider's V2 options struct, created and filled with keys/values through ORT's C API.
+template <typename T, typename Create, typename Update, typename Release>
+std::unique_ptr<T, Release> FilledOptions(Create create, Update update, Release release, const std::vector<const char*>& keys,
+                                          const std::vector<const char*>& values) {
+  T* raw = nullptr;
+  Ort::ThrowOnError(create(&raw));
+  std::unique_ptr<T, Release> owned(raw, release);
+  Ort::ThrowOnError(update(owned.get(), keys.data(), values.data(), keys.size()));
+  return owned;
+}
+
 // The provider compiled into (or bridged by) libonnxruntime itself.
 void AppendClassic(Ort::SessionOptions& options, ProviderKind kind, const NativeConfig& config) {
   const OrtApi& api = Ort::GetApi();
@@ -57,19 +68,11 @@ void AppendClassic(Ort::SessionOptions& options, ProviderKind kind, const Native
     values.push_back(v.c_str());
   }
   if (kind == ProviderKind::TensorRt) {
-    OrtTensorRTProviderOptionsV2* raw = nullptr;
-    Ort::ThrowOnError(api.CreateTensorRTProviderOptions(&raw));
-    std::unique_ptr<OrtTensorRTProviderOptionsV2, decltype(api.ReleaseTensorRTProviderOptions)> trt(
-        raw, api.ReleaseTensorRTProviderOptions);
-    Ort::ThrowOnError(api.UpdateTensorRTProviderOptions(trt.get(), keys.data(), values.data(), keys.size()));
-    options.AppendExecutionProvider_TensorRT_V2(*trt);
+    options.AppendExecutionProvider_TensorRT_V2(*FilledOptions<OrtTensorRTProviderOptionsV2>(
+        api.CreateTensorRTProviderOptions, api.UpdateTensorRTProviderOptions, api.ReleaseTensorRTProviderOptions, keys, values));
   } else if (kind == ProviderKind::Cuda) {
-    OrtCUDAProviderOptionsV2* raw = nullptr;
-    Ort::ThrowOnError(api.CreateCUDAProviderOptions(&raw));
-    std::unique_ptr<OrtCUDAProviderOptionsV2, decltype(api.ReleaseCUDAProviderOptions)> cuda(
-        raw, api.ReleaseCUDAProviderOptions);
-    Ort::ThrowOnError(api.UpdateCUDAProviderOptions(cuda.get(), keys.data(), values.data(), keys.size()));
-    options.AppendExecutionProvider_CUDA_V2(*cuda);
+    options.AppendExecutionProvider_CUDA_V2(*FilledOptions<OrtCUDAProviderOptionsV2>(
+        api.CreateCUDAProviderOptions, api.UpdateCUDAProviderOptions, api.ReleaseCUDAProviderOptions, keys, values));
   }
 }
 

@@ -75,25 +75,18 @@ function patchTensor(buf: Buffer, from: bigint[], to: bigint[]): Buffer | null {
   // Shape must be a vector (or scalar-free) of from.length elements; same length => dims unchanged.
   const count = t.dims.reduce((a, b) => a * b, 1n);
   if (count !== BigInt(from.length)) return null;
-  if (t.storage === 'raw') {
-    const raw = Buffer.alloc(to.length * 8);
-    to.forEach((v, i) => raw.writeBigInt64LE(v, i * 8));
-    let done = false;
-    return rewrite(buf, (f) => {
-      if (f.no !== 9) return undefined;
-      if (done) return null;
-      done = true;
-      return encodeLenField(9, raw);
-    });
-  }
-  // int64_data: replace all occurrences (packed or not) by one packed field at the first position.
-  const packed = Buffer.concat(to.map((v) => encodeVarint(v)));
+  // raw_data (9): little-endian int64s; int64_data (7): every occurrence (packed or not) becomes
+  // one packed field. Either way, at the first occurrence's position.
+  const [no, payload] =
+    t.storage === 'raw'
+      ? [9, Buffer.concat(to.map((v) => { const b = Buffer.alloc(8); b.writeBigInt64LE(v); return b; }))]
+      : [7, Buffer.concat(to.map((v) => encodeVarint(v)))];
   let done = false;
   return rewrite(buf, (f) => {
-    if (f.no !== 7) return undefined;
+    if (f.no !== no) return undefined;
     if (done) return null;
     done = true;
-    return encodeLenField(7, packed);
+    return encodeLenField(no, payload);
   });
 }
 

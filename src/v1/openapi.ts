@@ -198,16 +198,18 @@ export function v1Operations(serviceVersion: string, exampleImage: string) {
   };
 }
 
+const V1_TAGS = [
+  { name: 'Prediction', description: 'The FastAPI-compatible invocation endpoints' },
+  { name: 'Health', description: 'Key-protected liveness check' },
+];
+
 /** The v1 document around `paths`: the operations of the routes registered for it (Router.paths). */
 export function buildV1OpenApi(serviceVersion: string, paths: Record<string, unknown>): Record<string, unknown> {
   return openApiDocument({
     title: 'Cat Comfort Detection (v1, legacy)',
     version: serviceVersion,
     description: 'Legacy interface; new integrations use /v2 (see /v2/docs). Every request needs the `api-key` header (use **Authorize**).',
-    tags: [
-      { name: 'Prediction', description: 'The FastAPI-compatible invocation endpoints' },
-      { name: 'Health', description: 'Key-protected liveness check' },
-    ],
+    tags: V1_TAGS,
     paths,
     securitySchemes: API_KEY_SCHEME,
     schemas: {

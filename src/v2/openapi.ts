@@ -174,6 +174,11 @@ export function v2Operations(serviceVersion: string, exampleImage: string) {
   };
 }
 
+const V2_TAGS = [
+  { name: 'Prediction', description: 'Analyse one photo: is there a cat, and does it show comfort or discomfort?' },
+  { name: 'Models and service', description: 'The loaded models and the micro-batcher counters' },
+];
+
 /** The v2 document around `paths`: the operations of the routes registered for it (Router.paths). */
 export function buildV2OpenApi(serviceVersion: string, paths: Record<string, unknown>): Record<string, unknown> {
   const v2Codes = Object.values(errorTable).filter((e) => !('scanOnly' in e));
@@ -181,15 +186,12 @@ export function buildV2OpenApi(serviceVersion: string, paths: Record<string, unk
     title: 'Cat Comfort Detection API',
     version: '2',
     description: [
-        `Detects a cat in a photo and says whether it shows comfort or discomfort. Service release ${serviceVersion}.`,
-        'Every request needs the `api-key` header (use **Authorize**). "Try it out" on a predict operation sends a small cat photo.',
-        `Error codes: ${[...new Map(v2Codes.map((e) => [`${e.code} ${e.status}`, `\`${e.code}\` (${e.status})`])).values()].join(', ')}.`,
-        `Any request can also be refused by the HTTP layer: ${protocolCodes.map((k) => `${errorTable[k].status} \`${errorTable[k].code}\``).join(', ')}.`,
-      ].join('\n\n'),
-    tags: [
-      { name: 'Prediction', description: 'Analyse one photo: is there a cat, and does it show comfort or discomfort?' },
-      { name: 'Models and service', description: 'The loaded models and the micro-batcher counters' },
-    ],
+      `Detects a cat in a photo and says whether it shows comfort or discomfort. Service release ${serviceVersion}.`,
+      'Every request needs the `api-key` header (use **Authorize**). "Try it out" on a predict operation sends a small cat photo.',
+      `Error codes: ${[...new Map(v2Codes.map((e) => [`${e.code} ${e.status}`, `\`${e.code}\` (${e.status})`])).values()].join(', ')}.`,
+      `Any request can also be refused by the HTTP layer: ${protocolCodes.map((k) => `${errorTable[k].status} \`${errorTable[k].code}\``).join(', ')}.`,
+    ].join('\n\n'),
+    tags: V2_TAGS,
     paths,
     securitySchemes: API_KEY_SCHEME,
     schemas: {

@@ -41,32 +41,28 @@ export class Table {
     return this.field(index) !== 0;
   }
 
-  uint8(index: number, fallback = 0): number {
+  /** A scalar field of `size` bytes read by `read`, or `fallback` when absent. */
+  private scalar(index: number, fallback: number, size: number, read: (at: number) => number): number {
     const at = this.field(index);
     if (at === 0) return fallback;
-    check(this.buf, at, 1);
-    return this.buf.readUInt8(at);
+    check(this.buf, at, size);
+    return read(at);
+  }
+
+  uint8(index: number, fallback = 0): number {
+    return this.scalar(index, fallback, 1, (at) => this.buf.readUInt8(at));
   }
 
   int8(index: number, fallback = 0): number {
-    const at = this.field(index);
-    if (at === 0) return fallback;
-    check(this.buf, at, 1);
-    return this.buf.readInt8(at);
+    return this.scalar(index, fallback, 1, (at) => this.buf.readInt8(at));
   }
 
   int32(index: number, fallback = 0): number {
-    const at = this.field(index);
-    if (at === 0) return fallback;
-    check(this.buf, at, 4);
-    return this.buf.readInt32LE(at);
+    return this.scalar(index, fallback, 4, (at) => this.buf.readInt32LE(at));
   }
 
   uint32(index: number, fallback = 0): number {
-    const at = this.field(index);
-    if (at === 0) return fallback;
-    check(this.buf, at, 4);
-    return this.buf.readUInt32LE(at);
+    return this.scalar(index, fallback, 4, (at) => this.buf.readUInt32LE(at));
   }
 
   uint64(index: number, fallback = 0n): bigint {

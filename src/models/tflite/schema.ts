@@ -187,19 +187,34 @@ function expectOptions(op: TfliteOperator, type: number, name: string): Table | 
   return op.optionsType === type ? op.options : null;
 }
 
+/** Field numbers of a convolution's options table; no depthMultiplier field means 1. */
+interface ConvFields {
+  padding: number;
+  strideW: number;
+  strideH: number;
+  depthMultiplier?: number;
+  activation: number;
+  dilationW: number;
+  dilationH: number;
+}
+
+function convOptions(op: TfliteOperator, type: number, name: string, opName: string, f: ConvFields): ConvOptions {
+  const t = expectOptions(op, type, name);
+  if (!t) throw new Error(`TFLite operator ${op.index} (${opName}) has no ${name}`);
+  return {
+    padding: t.int8(f.padding, Padding.SAME),
+    strideW: t.int32(f.strideW, 0),
+    strideH: t.int32(f.strideH, 0),
+    depthMultiplier: f.depthMultiplier === undefined ? 1 : t.int32(f.depthMultiplier, 0),
+    activation: t.int8(f.activation, Activation.NONE),
+    dilationW: t.int32(f.dilationW, 1),
+    dilationH: t.int32(f.dilationH, 1),
+  };
+}
+
 /** Conv2DOptions: padding 0, stride_w 1, stride_h 2, fused_activation_function 3, dilation_w_factor 4, dilation_h_factor 5. */
 export function conv2dOptions(op: TfliteOperator): ConvOptions {
-  const t = expectOptions(op, BuiltinOptionsType.Conv2DOptions, 'Conv2DOptions');
-  if (!t) throw new Error(`TFLite operator ${op.index} (CONV_2D) has no Conv2DOptions`);
-  return {
-    padding: t.int8(0, Padding.SAME),
-    strideW: t.int32(1, 0),
-    strideH: t.int32(2, 0),
-    activation: t.int8(3, Activation.NONE),
-    dilationW: t.int32(4, 1),
-    dilationH: t.int32(5, 1),
-    depthMultiplier: 1,
-  };
+  return convOptions(op, BuiltinOptionsType.Conv2DOptions, 'Conv2DOptions', 'CONV_2D', { padding: 0, strideW: 1, strideH: 2, activation: 3, dilationW: 4, dilationH: 5 });
 }
 
 /**
@@ -207,17 +222,15 @@ export function conv2dOptions(op: TfliteOperator): ConvOptions {
  * fused_activation_function 4, dilation_w_factor 5, dilation_h_factor 6.
  */
 export function depthwiseConv2dOptions(op: TfliteOperator): ConvOptions {
-  const t = expectOptions(op, BuiltinOptionsType.DepthwiseConv2DOptions, 'DepthwiseConv2DOptions');
-  if (!t) throw new Error(`TFLite operator ${op.index} (DEPTHWISE_CONV_2D) has no DepthwiseConv2DOptions`);
-  return {
-    padding: t.int8(0, Padding.SAME),
-    strideW: t.int32(1, 0),
-    strideH: t.int32(2, 0),
-    depthMultiplier: t.int32(3, 0),
-    activation: t.int8(4, Activation.NONE),
-    dilationW: t.int32(5, 1),
-    dilationH: t.int32(6, 1),
-  };
+  return convOptions(op, BuiltinOptionsType.DepthwiseConv2DOptions, 'DepthwiseConv2DOptions', 'DEPTHWISE_CONV_2D', {
+    padding: 0,
+    strideW: 1,
+    strideH: 2,
+    depthMultiplier: 3,
+    activation: 4,
+    dilationW: 5,
+    dilationH: 6,
+  });
 }
 
 /** AddOptions: fused_activation_function 0. */
