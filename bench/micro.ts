@@ -20,7 +20,7 @@ import path from 'node:path';
 import { loadConfig } from '../src/config';
 import { loadPack } from '../src/models/pack';
 import { configureAddon, sessionBatchFor } from '../src/models/runtime';
-import { describeFailure, type AnalyzeItem, type NativeAddon, type NativePipeline } from '../src/native/addon';
+import { describeFailure, loadBenchAddon, type AnalyzeItem, type BenchAddon, type NativePipeline } from '../src/native/addon';
 import { defaultFfmpegPath } from '../src/v1/frames';
 import { benchOptions, fmt, log, photosDir, runCommand, SIZE_SOURCE_PHOTO } from './common';
 import { phonePhotos } from './phone-photos';
@@ -106,7 +106,7 @@ function percentile(values: number[], p: number): number {
  * every thread: the addon's pool and ONNX Runtime), divided by the calls.
  */
 async function comparePacks(
-  addon: NativeAddon,
+  addon: BenchAddon,
   packs: Array<{ label: string; pipeline: NativePipeline }>,
   images: Array<{ label: string; jpeg: Buffer }>,
   timeMs: number,
@@ -155,7 +155,7 @@ const PHONE_GROUP = '12 MP phone photos, analyze() one at a time: before/after s
  * Every phone photo through the full-size-decode pipeline and the shrink-on-load pipeline in
  * turn (same photo, back to back, so both see the same machine load), `passes` times over the set.
  */
-async function phoneBeforeAfter(addon: NativeAddon, before: NativePipeline, after: NativePipeline, photos: Buffer[], passes: number): Promise<MicroRow[]> {
+async function phoneBeforeAfter(addon: BenchAddon, before: NativePipeline, after: NativePipeline, photos: Buffer[], passes: number): Promise<MicroRow[]> {
   const runs = { before: [] as number[], after: [] as number[] };
   const decode = { before: [] as number[], after: [] as number[] };
   for (let pass = 0; pass < passes; pass++) {
@@ -187,7 +187,7 @@ export async function runMicro(): Promise<MicroResult> {
   const options = benchOptions();
   const { Bench } = await import('tinybench');
   const config = loadConfig();
-  const { addon, info } = configureAddon(config);
+  const { addon, info } = configureAddon(config, loadBenchAddon());
   const pack = await loadPack(path.join(config.modelsDir, config.defaultModel), { maxPixels: config.maxPixels, batching: config.batching, sessionBatch: sessionBatchFor(config, info) });
   const pipeline: NativePipeline = await addon.createPipeline(pack.spec);
   const result: MicroResult = {
@@ -202,10 +202,6 @@ export async function runMicro(): Promise<MicroResult> {
     rows: [],
     missing: [],
   };
-  const hasBenchDecode = typeof (addon as Partial<NativeAddon>).benchDecode === 'function';
-  const hasBenchSession = typeof (addon as Partial<NativeAddon>).benchSession === 'function';
-  if (!hasBenchDecode) result.missing.push('addon.benchDecode is not exported by this build: no decode/preprocess or native base64 rows');
-  if (!hasBenchSession) result.missing.push('addon.benchSession is not exported by this build: no per-session rows');
 
   const work = mkdtempSync(path.join(os.tmpdir(), 'catcomfort-bench-'));
   try {
@@ -299,7 +295,7 @@ export async function runMicro(): Promise<MicroResult> {
     const b64Tasks: Array<{ name: string; fn: () => unknown; note?: () => string }> = [];
     for (const img of images) {
       b64Tasks.push({ name: `${img.label} (${(img.base64.length / 1024).toFixed(0)} KiB): Node Buffer.from(s, 'base64')`, fn: () => Buffer.from(img.base64, 'base64') });
-      if (hasBenchDecode) {
+      {
         const noise = randomBytes(img.jpeg.length);
         const noiseB64 = noise.toString('base64');
         const strictItem: AnalyzeItem[] = [{ data: noiseB64, encoding: 'base64-strict' }];
@@ -321,7 +317,7 @@ export async function runMicro(): Promise<MicroResult> {
     );
 
     // 5. Decode + detector preprocessing (all views), per size.
-    if (hasBenchDecode) {
+    {
       const tasks: Array<{ name: string; fn: () => unknown; note?: () => string }> = [];
       for (const img of images) {
         for (const encoding of ['bytes', 'base64-strict'] as const) {
@@ -344,13 +340,13 @@ export async function runMicro(): Promise<MicroResult> {
     }
 
     // 6. Sessions at batch 1/2/4/8 on zeroed input.
-    if (hasBenchSession) {
+    {
       const tasks: Array<{ name: string; fn: () => unknown; note?: () => string }> = [];
       for (const stage of ['detector', 'classifier'] as const) {
         for (const batch of [1, 2, 4, 8]) {
           const runs: number[] = [];
           try {
-            await addon.benchSession(pipeline, stage, batch);
+            await addon.runSession(pipeline, stage, batch);
           } catch (error) {
             result.missing.push(`${stage} at batch ${batch}: ${(error as Error).message}`);
             continue;
@@ -358,13 +354,13 @@ export async function runMicro(): Promise<MicroResult> {
           tasks.push({
             name: `${stage} batch ${batch}`,
             fn: async () => {
-              runs.push(await addon.benchSession(pipeline, stage, batch));
+              runs.push(await addon.runSession(pipeline, stage, batch));
             },
             note: () => `Run p50 ${fmt(median(runs), 2)} ms = ${fmt(median(runs) / batch, 2)} ms/image`,
           });
         }
       }
-      result.rows.push(...(await runTasks(Bench, t, 'session Run, zeroed input (benchSession)', tasks)));
+      result.rows.push(...(await runTasks(Bench, t, 'session Run, zeroed input (runSession)', tasks)));
     }
   } finally {
     addon.releasePipeline(pipeline);

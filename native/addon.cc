@@ -1,5 +1,6 @@
 // The N-API surface (src/native/addon.ts): configure, createPipeline, analyze, releasePipeline,
-// the micro-benchmark entry points benchDecode and benchSession, and runModel / preprocessImage /
+// runSession (one Run at a batch size: the warm-up, and the micro-benchmarks), benchDecode (only in
+// catcomfort_bench.node, built with CATCOMFORT_BENCH_ENTRY_POINTS), and runModel / preprocessImage /
 // decodeDetections for tools and tests (native/tools.h).
 //
 // JS values are copied into plain structs here, on the JS thread; the work runs on the addon's
@@ -210,7 +211,9 @@ Napi::Value PipelineToJs(Napi::Env env, std::shared_ptr<const Pipeline>& pipelin
 }
 
 Napi::Value ItemResultsToJs(Napi::Env env, std::vector<ItemResult>& results) { return ResultsToJs(env, results); }
+#ifdef CATCOMFORT_BENCH_ENTRY_POINTS
 Napi::Value TimingsToJs(Napi::Env env, std::vector<DecodeTiming>& timings) { return DecodeTimingsToJs(env, timings); }
+#endif
 Napi::Value MsToJs(Napi::Env env, double& ms) { return Napi::Number::New(env, ms); }
 Napi::Value TensorsToJs(Napi::Env env, std::vector<FloatTensor>& tensors) { return FloatTensorsToJs(env, tensors); }
 Napi::Value ImageToJs(Napi::Env env, PreprocessedImage& image) { return PreprocessedToJs(env, image); }
@@ -272,6 +275,7 @@ Napi::Value JsAnalyze(const Napi::CallbackInfo& info) {
   });
 }
 
+#ifdef CATCOMFORT_BENCH_ENTRY_POINTS
 Napi::Value JsBenchDecode(const Napi::CallbackInfo& info) {
   return AsyncBoundary(info, [&](Napi::Env env, napi_deferred deferred, std::vector<napi_ref>& refs) {
     Runtime& runtime = RequireRuntime();
@@ -282,8 +286,9 @@ Napi::Value JsBenchDecode(const Napi::CallbackInfo& info) {
         TimingsToJs);
   });
 }
+#endif
 
-Napi::Value JsBenchSession(const Napi::CallbackInfo& info) {
+Napi::Value JsRunSession(const Napi::CallbackInfo& info) {
   return AsyncBoundary(info, [&](Napi::Env env, napi_deferred deferred, std::vector<napi_ref>& refs) {
     RequireRuntime();
     std::shared_ptr<const Pipeline> pipeline = LivePipeline(info[0]);
@@ -377,8 +382,10 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("createPipeline", Napi::Function::New(env, JsCreatePipeline, "createPipeline"));
   exports.Set("analyze", Napi::Function::New(env, JsAnalyze, "analyze"));
   exports.Set("releasePipeline", Napi::Function::New(env, JsReleasePipeline, "releasePipeline"));
+#ifdef CATCOMFORT_BENCH_ENTRY_POINTS
   exports.Set("benchDecode", Napi::Function::New(env, JsBenchDecode, "benchDecode"));
-  exports.Set("benchSession", Napi::Function::New(env, JsBenchSession, "benchSession"));
+#endif
+  exports.Set("runSession", Napi::Function::New(env, JsRunSession, "runSession"));
   exports.Set("sessionBatches", Napi::Function::New(env, JsSessionBatches, "sessionBatches"));
   exports.Set("decodeBase64Strict", Napi::Function::New(env, JsDecodeBase64Strict, "decodeBase64Strict"));
   exports.Set("runModel", Napi::Function::New(env, JsRunModel, "runModel"));

@@ -67,7 +67,7 @@ export class Model {
     for (const stage of ['detector', 'classifier'] as const) {
       for (const { batch } of batches[stage]) {
         onStep(`${this.id} ${stage} at batch ${batch}`);
-        const ms = await this.addon.benchSession(this.pipeline, stage, batch);
+        const ms = await this.addon.runSession(this.pipeline, stage, batch);
         log.debug('session warmed up', { model: this.id, stage, batch, ms: Math.round(ms) });
       }
     }

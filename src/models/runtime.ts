@@ -25,8 +25,8 @@ export type RuntimeConfig = Pick<
   | 'batching'
 >;
 
-export function configureAddon(config: RuntimeConfig): { addon: NativeAddon; info: NativeInfo } {
-  const addon = loadAddon();
+/** Configures `addon` (by default the service's binding) from the service configuration. */
+export function configureAddon<A extends NativeAddon = NativeAddon>(config: RuntimeConfig, addon: A = loadAddon() as A): { addon: A; info: NativeInfo } {
   const info = addon.configure({
     providers: config.providers,
     deviceId: config.deviceId,

@@ -191,15 +191,10 @@ export interface NativeAddon {
   /** Releases the sessions; later analyze calls on it reject. */
   releasePipeline(pipeline: NativePipeline): void;
   /**
-   * Micro-benchmark: decode + detector preprocessing (resize and tensor fill of every view) of
-   * each item, item-parallel on the addon's pool; no session runs. Failed items have ok false.
-   */
-  benchDecode(pipeline: NativePipeline, items: AnalyzeItem[]): Promise<BenchDecodeTiming[]>;
-  /**
-   * Micro-benchmarks and warm-up: one Run of a stage's session on a zero-filled input of `batch`
+   * Warm-up (and micro-benchmarks): one Run of a stage's session on a zero-filled input of `batch`
    * images (1..1024); resolves to its milliseconds. Rejects when the model's batch is fixed and differs.
    */
-  benchSession(pipeline: NativePipeline, stage: SessionStage, batch: number): Promise<number>;
+  runSession(pipeline: NativePipeline, stage: SessionStage, batch: number): Promise<number>;
   /** The batch sizes each session is run at, with the Runs analyze() made of each so far. */
   sessionBatches(pipeline: NativePipeline): Record<SessionStage, SessionBatch[]>;
   /**
@@ -262,9 +257,24 @@ export interface BenchDecodeTiming {
   preprocessMs: number;
 }
 
-const requireFromHere = createRequire(__filename);
+/** The micro-benchmark binding (build/Release/catcomfort_bench.node): the service's surface plus benchDecode. */
+export interface BenchAddon extends NativeAddon {
+  /**
+   * Decode + detector preprocessing (resize and tensor fill of every view) of each item,
+   * item-parallel on the addon's pool; no session runs. Failed items have ok false.
+   */
+  benchDecode(pipeline: NativePipeline, items: AnalyzeItem[]): Promise<BenchDecodeTiming[]>;
+}
 
+const requireFromHere = createRequire(__filename);
+const release = path.resolve(__dirname, '../../../build/Release');
+
+/** The service's binding. */
 export function loadAddon(): NativeAddon {
-  const file = path.resolve(__dirname, '../../../build/Release/catcomfort.node');
-  return requireFromHere(file) as NativeAddon;
+  return requireFromHere(path.join(release, 'catcomfort.node')) as NativeAddon;
+}
+
+/** The bench binding; a process loads one of the two bindings, never both. */
+export function loadBenchAddon(): BenchAddon {
+  return requireFromHere(path.join(release, 'catcomfort_bench.node')) as BenchAddon;
 }
