@@ -21,70 +21,35 @@ export class ServiceMetrics {
   private sources: MetricSources = {};
   private processMetrics = false;
 
-  readonly requests = new Counter({
-    name: 'catcomfort_http_requests_total',
-    help: 'HTTP requests answered (status "client_closed": the client left first), by interface, route pattern, model and status',
-    labelNames: ['interface', 'route', 'model', 'status'] as const,
-    registers: [this.registry],
-  });
+  readonly requests = this.counter('catcomfort_http_requests_total', 'HTTP requests answered (status "client_closed": the client left first), by interface, route pattern, model and status', ['interface', 'route', 'model', 'status']);
 
-  readonly requestDuration = new Histogram({
-    name: 'catcomfort_http_request_duration_seconds',
-    help: 'End-to-end request latency, from the request head to the last byte of the answer handed to the HTTP front',
-    labelNames: ['interface', 'route'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
+  readonly requestDuration = this.histogram('catcomfort_http_request_duration_seconds', 'End-to-end request latency, from the request head to the last byte of the answer handed to the HTTP front', ['interface', 'route'], LATENCY_BUCKETS);
 
-  readonly stageDuration = new Histogram({
-    name: 'catcomfort_stage_duration_seconds',
-    help: 'Per-image pipeline time by stage: queue_wait (micro-batch queue), decode, detector, classifier',
-    labelNames: ['model', 'stage'] as const,
-    buckets: STAGE_BUCKETS,
-    registers: [this.registry],
-  });
+  readonly stageDuration = this.histogram('catcomfort_stage_duration_seconds', 'Per-image pipeline time by stage: queue_wait (micro-batch queue), decode, detector, classifier', ['model', 'stage'], STAGE_BUCKETS);
 
-  readonly batchSize = new Histogram({
-    name: 'catcomfort_batch_size',
-    help: 'Images per micro-batch handed to the native pipeline',
-    labelNames: ['model'] as const,
-    buckets: [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64],
-    registers: [this.registry],
-  });
+  readonly batchSize = this.histogram('catcomfort_batch_size', 'Images per micro-batch handed to the native pipeline', ['model'], [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64]);
 
-  readonly rejections = new Counter({
-    name: 'catcomfort_queue_rejections_total',
-    help: 'Images refused by a model queue (answered 429): queue_full, or deadline (cannot be served in time)',
-    labelNames: ['model', 'reason'] as const,
-    registers: [this.registry],
-  });
+  readonly rejections = this.counter('catcomfort_queue_rejections_total', 'Images refused by a model queue (answered 429): queue_full, or deadline (cannot be served in time)', ['model', 'reason']);
 
-  readonly scanOutcomes = new Counter({
-    name: 'catcomfort_scan_outcomes_total',
-    help: 'Scans finished by this instance: completed, or failed with its error code',
-    labelNames: ['outcome', 'code'] as const,
-    registers: [this.registry],
-  });
+  readonly scanOutcomes = this.counter('catcomfort_scan_outcomes_total', 'Scans finished by this instance: completed, or failed with its error code', ['outcome', 'code']);
 
-  readonly provider = new Gauge({
-    name: 'catcomfort_execution_provider',
-    help: 'ONNX Runtime execution providers configured: 1 active, 0 not in use',
-    labelNames: ['provider'] as const,
-    registers: [this.registry],
-  });
+  readonly provider = this.gauge('catcomfort_execution_provider', 'ONNX Runtime execution providers configured: 1 active, 0 not in use', ['provider']);
 
-  readonly ready = new Gauge({
-    name: 'catcomfort_ready',
-    help: '1 when every model pack has warmed up and the service takes requests, 0 while starting or draining',
-    registers: [this.registry],
-  });
+  readonly ready = this.gauge('catcomfort_ready', '1 when every model pack has warmed up and the service takes requests, 0 while starting or draining', []);
 
-  readonly buildInfo = new Gauge({
-    name: 'catcomfort_build_info',
-    help: 'Always 1; the labels name the service release',
-    labelNames: ['version'] as const,
-    registers: [this.registry],
-  });
+  readonly buildInfo = this.gauge('catcomfort_build_info', 'Always 1; the labels name the service release', ['version']);
+
+  private counter<L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L> {
+    return new Counter({ name, help, labelNames, registers: [this.registry] });
+  }
+
+  private histogram<L extends string>(name: string, help: string, labelNames: readonly L[], buckets: number[]): Histogram<L> {
+    return new Histogram({ name, help, labelNames, buckets, registers: [this.registry] });
+  }
+
+  private gauge<L extends string>(name: string, help: string, labelNames: readonly L[]): Gauge<L> {
+    return new Gauge({ name, help, labelNames, registers: [this.registry] });
+  }
 
   constructor() {
     const metrics = this;
