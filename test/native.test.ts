@@ -21,6 +21,7 @@ import { withDynamicBatch } from '../src/models/onnx-batch';
 import { iou } from '../src/tools/iou';
 import { fixture, modelMirror, photoEntry, repoRoot } from './helpers/paths';
 import { decodeRgbPng, encodeRgbPng, makeHugeHeaderPng } from './helpers/png';
+import { seededRandom } from '../src/train/evaluate';
 import { v1Base64Message } from '../src/v1/respond';
 
 const detectorPath = path.join(modelMirror, 'yolox-nano/yolox_nano.onnx');
@@ -102,19 +103,10 @@ function mirroredPng(png: Buffer): Buffer {
   return encodeRgbPng(width, height, out);
 }
 
-/** Deterministic pseudo-random bytes (xorshift32). */
+/** Deterministic pseudo-random bytes. */
 function randomBytes(length: number, seed: number): Buffer {
-  const out = Buffer.alloc(length);
-  let x = seed >>> 0 || 1;
-  for (let i = 0; i < length; i++) {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    out[i] = x & 0xff;
-  }
-  return out;
+  const next = seededRandom(seed);
+  return Buffer.from(Array.from({ length }, () => Math.floor(next() * 256)));
 }
 
 function ok(result: ItemResult | undefined): ItemSuccess {

@@ -27,6 +27,7 @@ import { loadAddon, type FloatTensor, type NativeAddon } from '../src/native/add
 import { decodeRgbPng } from './helpers/png';
 import { photoEntries, photosDir, repoRoot } from './helpers/paths';
 import { iou } from '../src/tools/iou';
+import { seededRandom } from '../src/train/evaluate';
 
 const packDir = path.join(repoRoot, 'models/bc-v1');
 const manifest: Manifest = validateManifest(JSON.parse(readFileSync(path.join(packDir, 'manifest.json'), 'utf8')), 'bc-v1');
@@ -49,18 +50,10 @@ interface Nhwc {
   data: Float32Array;
 }
 
-/** Deterministic pseudo-random values in [-1, 1) (mulberry32). */
+/** Deterministic pseudo-random values in [-1, 1). */
 function random(count: number, seed: number): Float32Array {
-  let a = seed >>> 0;
-  const out = new Float32Array(count);
-  for (let i = 0; i < count; i++) {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    out[i] = (((t ^ (t >>> 14)) >>> 0) / 4294967296) * 2 - 1;
-  }
-  return out;
+  const next = seededRandom(seed);
+  return Float32Array.from({ length: count }, () => next() * 2 - 1);
 }
 
 /** TensorFlow's SAME: output ceil(in / stride), the odd padding pixel at the end. */

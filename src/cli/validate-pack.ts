@@ -1,13 +1,12 @@
 // `catcomfort validate-pack DIR`: what the service checks when it loads a pack, reported check by
 // check: the manifest's schema and id, the sha256 of its model files, then one inference on the
 // warm-up cat photo (models/warmup-cat.png), which must find the cat.
-import os from 'node:os';
 import path from 'node:path';
 import { toAnalysis } from '../pipeline/analysis';
 import type { Manifest } from '../models/manifest';
 import { loadPack, readManifest, readModelFile } from '../models/pack';
-import { readWarmUpSample } from '../models/runtime';
-import { loadAddon } from '../native/addon';
+import { configureAddon, readWarmUpSample, registryOptions } from '../models/runtime';
+import { loadConfig } from '../config';
 import { parse, positionals } from './args';
 
 const USAGE = `Usage: catcomfort validate-pack DIR
@@ -41,18 +40,10 @@ function skipped(name: string, why: string): void {
 
 /** One inference on CPU with the pack's own views, calibration and cutoffs. */
 async function testInference(dir: string): Promise<string> {
-  const addon = loadAddon();
-  addon.configure({
-    providers: ['cpu'],
-    deviceId: 0,
-    trtCacheDir: os.tmpdir(),
-    trtFp16: false,
-    cudnnConvAlgoSearch: 'HEURISTIC',
-    poolThreads: Math.max(1, Math.min(4, os.availableParallelism())),
-    intraOpThreads: 1,
-  });
-  const maxPixels = 40_000_000;
-  const pack = await loadPack(dir, { maxPixels, batching: { maxBatchSize: 1, maxQueueDelayUs: 0, maxQueue: 1, maxInFlight: 1 }, sessionBatch: 1 });
+  const config = loadConfig(process.env);
+  const { addon, info } = configureAddon({ ...config, providers: ['cpu'] });
+  const { maxPixels } = config;
+  const pack = await loadPack(dir, registryOptions(config, info));
   const pipeline = await addon.createPipeline(pack.spec);
   try {
     const started = performance.now();

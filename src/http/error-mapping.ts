@@ -16,7 +16,7 @@ const retryAfter = (seconds: number) => ({ 'Retry-After': String(seconds) });
 export function toApiError(error: unknown, context: Record<string, unknown> = {}): ApiError | null {
   if (error instanceof ApiError) return error;
   if (error instanceof ClientGoneError || error instanceof AbortedError) return null;
-  if (error instanceof ImageError) return new ApiError('invalid_image', error.message, {}, {}, { image: error.code });
+  if (error instanceof ImageError) return new ApiError('invalid_image', error.message);
   if (error instanceof BodyTooLargeError) {
     return new ApiError('payload_too_large', `Request body exceeds the limit of ${error.limit} bytes.`, {}, {}, { limit: error.limit });
   }

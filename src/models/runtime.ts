@@ -26,7 +26,9 @@ export type RuntimeConfig = Pick<
 >;
 
 /** Configures `addon` (by default the service's binding) from the service configuration. */
-export function configureAddon<A extends NativeAddon = NativeAddon>(config: RuntimeConfig, addon: A = loadAddon() as A): { addon: A; info: NativeInfo } {
+export function configureAddon(config: RuntimeConfig): { addon: NativeAddon; info: NativeInfo };
+export function configureAddon<A extends NativeAddon>(config: RuntimeConfig, addon: A): { addon: A; info: NativeInfo };
+export function configureAddon(config: RuntimeConfig, addon: NativeAddon = loadAddon()): { addon: NativeAddon; info: NativeInfo } {
   const info = addon.configure({
     providers: config.providers,
     deviceId: config.deviceId,

@@ -65,6 +65,7 @@ function defaultModel(ctx: ScanContext) {
 
 export function registerScan(router: Router, ctx: ScanContext): void {
   const ops = scanOperations(ctx.service.version, exampleImageBase64());
+  const base64 = loadAddon(); // its strict decoder, the one v2 requests go through
   const doc = (operation: Record<string, unknown>) => ({ document: 'scan' as const, operation });
   // Built on first use, from the routes below (registered after this one: /scan/:scanId must not shadow it).
   let openapi: string | null = null;
@@ -87,8 +88,8 @@ export function registerScan(router: Router, ctx: ScanContext): void {
         const submission = validateSubmission(parseJsonObject(raw));
         let image: Buffer | null = null;
         if (submission.image !== null) {
-          const decoded = loadAddon().decodeBase64Strict(submission.image);
-          if (typeof decoded === 'string') throw new ApiError('invalid_image', imageErrorMessage(decoded, ctx.maxImageBytes));
+          const decoded = base64.decodeBase64Strict(submission.image);
+          if (typeof decoded === 'string') throw new ApiError('invalid_image', imageErrorMessage(decoded, ctx.service.config.maxPixels));
           image = decoded;
           if (image.length > ctx.maxImageBytes) throw new ApiError('invalid_image', `Image is larger than ${ctx.maxImageBytes} bytes.`);
         }

@@ -4,7 +4,7 @@
 // Migrations run under an advisory lock, so instances starting at once apply them exactly once.
 import pg from 'pg';
 import { postgresMigrations } from './migrations';
-import type { Dialect, SqlDb, SqlValue } from './sql';
+import { transactionView, type Dialect, type SqlDb, type SqlValue } from './sql';
 
 /** Advisory lock key of the migration step (the ASCII bytes of "catcomfo" as a bigint). */
 const MIGRATION_LOCK = '7161132852915824239';
@@ -59,14 +59,11 @@ export class PostgresDb implements SqlDb {
 
   async transaction<T>(fn: (tx: SqlDb) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
-    const inner: SqlDb = {
+    const inner = transactionView(
       dialect,
-      query: <R>(sql: string, params: readonly SqlValue[] = []) => rows<R>(client, sql, params),
-      run: (sql, params = []) => changed(client, sql, params),
-      transaction: () => Promise.reject(new Error('nested transactions are not supported')),
-      migrate: () => Promise.reject(new Error('migrate inside a transaction')),
-      close: () => Promise.reject(new Error('close inside a transaction')),
-    };
+      <R>(sql: string, params: readonly SqlValue[] = []) => rows<R>(client, sql, params),
+      (sql, params = []) => changed(client, sql, params),
+    );
     try {
       await client.query('BEGIN');
       const value = await fn(inner);

@@ -41,6 +41,12 @@ export interface SqlDb {
   close(): Promise<void>;
 }
 
+/** The SqlDb a transaction's body sees: statements on the transaction's connection, nothing else. */
+export function transactionView(dialect: Dialect, query: SqlDb['query'], run: SqlDb['run']): SqlDb {
+  const refuse = (what: string) => () => Promise.reject(new Error(`${what} inside a transaction`));
+  return { dialect, query, run, transaction: refuse('a nested transaction'), migrate: refuse('migrate'), close: refuse('close') };
+}
+
 export const isoOrNull = (dialect: Dialect, value: unknown): string | null => (value === null ? null : dialect.iso(value));
 
 /** `$1, $2, ...` placeholders for `count` values starting at `first`. */

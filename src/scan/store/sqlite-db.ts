@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { sqliteMigrations } from './migrations';
-import type { Dialect, SqlDb, SqlValue } from './sql';
+import { transactionView, type Dialect, type SqlDb, type SqlValue } from './sql';
 
 export const SQLITE_FILE = 'catcomfort.sqlite3';
 
@@ -99,14 +99,11 @@ export class SqliteDb implements SqlDb {
       this.gate.busy = new Promise<void>((resolve) => (done = resolve));
       return done;
     });
-    const inner: SqlDb = {
+    const inner = transactionView(
       dialect,
-      query: async <R>(sql: string, params: readonly SqlValue[] = []) => this.queryNow<R>(sql, params),
-      run: async (sql, params = []) => this.runNow(sql, params),
-      transaction: () => Promise.reject(new Error('nested transactions are not supported')),
-      migrate: () => Promise.reject(new Error('migrate inside a transaction')),
-      close: () => Promise.reject(new Error('close inside a transaction')),
-    };
+      async <R>(sql: string, params: readonly SqlValue[] = []) => this.queryNow<R>(sql, params),
+      async (sql, params = []) => this.runNow(sql, params),
+    );
     try {
       this.db.exec('BEGIN IMMEDIATE');
       try {
