@@ -28,8 +28,10 @@ export function unknownVariables(env: Record<string, string | undefined>): Unkno
     .sort()
     .map((name) => {
       let closest = known[0]!;
+      let best = Infinity;
       for (const candidate of known) {
-        if (editDistance(name, candidate) < editDistance(name, closest)) closest = candidate;
+        const distance = editDistance(name, candidate);
+        if (distance < best) [closest, best] = [candidate, distance];
       }
       return { name, closest };
     });

@@ -74,7 +74,7 @@ async function embedChunk(
   const results = await addon.analyze(pipeline, files.map((data) => ({ data, encoding: 'bytes' as const })));
   return results.map((r): CacheEntry => {
     if (!r.ok) return { skipped: describeFailure(r) };
-    if (!r.cat || r.cat.confidence < detected || !r.output) {
+    if (r.detection !== 'detected' || !r.output) {
       const confidence = r.cat ? r.cat.confidence.toFixed(3) : 'none';
       return { skipped: `no cat detected (confidence ${confidence}, needs ${detected})` };
     }
