@@ -1,10 +1,11 @@
-// `npm run bundle [-- --cuda] [-- --out FILE] [-- --fast] [-- --dir DIR]`: one self-contained archive
+// `npm run bundle [-- --cuda [--cuda-arch sm_90 ...]] [-- --out FILE] [-- --fast] [-- --dir DIR]`: one self-contained archive
 // that runs the service on a Linux x64 machine without npm or internet (README "Offline bundle"):
 //   catcomfort/run                 the one command: starts the service with the Node binary below
 //   catcomfort/catcomfort          the command line (src/cli/main.ts) with the same Node binary
 //   catcomfort/node/bin/node       this Node.js (process.execPath)
 //   catcomfort/app/dist/src/       the compiled service (no tests, benchmarks or source maps)
-//   catcomfort/app/build/Release/  catcomfort.node, ONNX Runtime, libvips (+ the CUDA provider with --cuda)
+//   catcomfort/app/build/Release/  catcomfort.node, ONNX Runtime, libvips (+ the CUDA provider with --cuda;
+//                                  --cuda-arch keeps its GPU code for those architectures only: cuda-fatbin.ts)
 //   catcomfort/app/models/         every pack's manifest and documents; enabled packs with their model files
 //   catcomfort/app/node_modules/   production modules for this platform only (src/tools/bundle-modules.ts)
 // Built from what `npm ci` installed and built here. Compressed with xz -9 (--fast: xz -0, for
@@ -18,9 +19,12 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { readManifest, readModelFile } from '../models/pack';
 import { copyProductionModules, LEFT_OUT } from './bundle-modules';
+import { fatbinArchitectures, parseArchitecture, pruneFatbin } from './cuda-fatbin';
 
 const repoRoot = path.resolve(__dirname, '../../..');
 const CUDA_LIBRARIES = /^libonnxruntime_providers_(cuda|tensorrt)\.so$/;
+const CUDA_LIBRARY = 'libonnxruntime_providers_cuda.so';
+const release = path.join(repoRoot, 'build/Release');
 
 /** A launcher of `script` (under app/) with the Node.js shipped beside it; uses no program from PATH. */
 function launcher(what: string, script: string, args: string): string {
@@ -53,17 +57,35 @@ function copyInto(source: string, target: string, filter?: (file: string) => boo
   cpSync(source, target, { recursive: true, dereference: true, ...(filter ? { filter } : {}) });
 }
 
-/** Native libraries beside the addon: all but the GPU provider libraries unless `cuda`. */
-function copyNative(app: string, cuda: boolean): void {
-  const release = path.join(repoRoot, 'build/Release');
-  if (!existsSync(path.join(release, 'catcomfort.node'))) fail('build/Release/catcomfort.node is missing: run npm run build:native');
+/**
+ * Native libraries beside the addon: all but the GPU provider libraries unless `cuda`; `cudaLibrary`
+ * (the CUDA provider cut to chosen architectures) is written instead of the installed one.
+ */
+function copyNative(app: string, cuda: boolean, cudaLibrary: Buffer | null): void {
   const files = readdirSync(release).filter((f) => f.endsWith('.node') || /\.so(\.\d+)*$/.test(f));
   const gpu = files.filter((f) => CUDA_LIBRARIES.test(f));
-  if (cuda && !gpu.some((f) => f.includes('cuda'))) fail('--cuda: build/Release/libonnxruntime_providers_cuda.so is missing (the optional GPU package was not installed)');
+  mkdirSync(path.join(app, 'build/Release'), { recursive: true });
   for (const file of files) {
     if (!cuda && gpu.includes(file)) continue;
-    copyInto(path.join(release, file), path.join(app, 'build/Release', file));
+    const target = path.join(app, 'build/Release', file);
+    if (file === CUDA_LIBRARY && cudaLibrary) writeFileSync(target, cudaLibrary, { mode: 0o755 });
+    else copyInto(path.join(release, file), target);
   }
+}
+
+/** The CUDA provider with GPU code for `archs` only; fails naming the architectures it has. */
+function cudaLibraryFor(archs: number[]): Buffer {
+  const file = readFileSync(path.join(release, CUDA_LIBRARY));
+  const present = fatbinArchitectures(file);
+  const names = (list: number[]) => list.map((a) => `sm_${a}`).join(', ');
+  const missing = archs.filter((a) => !present.includes(a));
+  if (missing.length > 0) fail(`--cuda-arch: ${CUDA_LIBRARY} has no code for ${names(missing)}; it has ${names(present)}`);
+  const report = pruneFatbin(file, new Set(archs));
+  process.stdout.write(
+    `bundle: ${CUDA_LIBRARY}: GPU code for ${names(archs)} only (of ${names(present)}): ${report.dropped} entries zeroed, ` +
+      `${mib(report.freedBytes)} freed; ${report.untouched} of ${report.containers} containers have none of these and stay whole\n`,
+  );
+  return file;
 }
 
 /**
@@ -101,10 +123,18 @@ async function copyModels(app: string): Promise<void> {
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { cuda: { type: 'boolean', default: false }, out: { type: 'string' }, fast: { type: 'boolean', default: false }, dir: { type: 'string' } },
+    options: { cuda: { type: 'boolean', default: false }, 'cuda-arch': { type: 'string', multiple: true }, out: { type: 'string' }, fast: { type: 'boolean', default: false }, dir: { type: 'string' } },
   });
   if (process.platform !== 'linux' || process.arch !== 'x64') fail(`bundles are for Linux x64; this is ${process.platform} ${process.arch}`);
   if (values.dir !== undefined && (values.out !== undefined || values.fast)) fail('--dir writes a folder: --out and --fast are for the archive');
+  let archs: number[] = [];
+  try {
+    archs = [...new Set((values['cuda-arch'] ?? []).flatMap((a) => a.split(',')).map(parseArchitecture))].sort((a, b) => a - b);
+  } catch (error) {
+    fail(`--cuda-arch: ${(error as Error).message}`);
+  }
+  const cuda = values.cuda! || archs.length > 0;
+  const flavour = !cuda ? '' : archs.length === 0 ? '-cuda' : `-cuda-${archs.map((a) => `sm${a}`).join('-')}`;
   const folder = values.dir === undefined ? null : path.resolve(values.dir);
   if (folder && existsSync(path.join(folder, 'catcomfort'))) fail(`${path.join(folder, 'catcomfort')} already exists`);
   if (!folder) {
@@ -115,8 +145,11 @@ async function main(): Promise<void> {
     }
   }
   if (!existsSync(path.join(repoRoot, 'dist/src/main.js'))) fail('dist/src/main.js is missing: run npm run build:ts');
+  if (!existsSync(path.join(release, 'catcomfort.node'))) fail('build/Release/catcomfort.node is missing: run npm run build:native');
+  if (cuda && !existsSync(path.join(release, CUDA_LIBRARY))) fail(`--cuda: build/Release/${CUDA_LIBRARY} is missing (the optional GPU package was not installed)`);
+  const cudaLibrary = archs.length > 0 ? cudaLibraryFor(archs) : null;
   const pkg = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string };
-  const out = path.resolve(values.out ?? path.join(repoRoot, 'build/bundle', `catcomfort-${pkg.version}-linux-x64${values.cuda ? '-cuda' : ''}.tar.xz`));
+  const out = path.resolve(values.out ?? path.join(repoRoot, 'build/bundle', `catcomfort-${pkg.version}-linux-x64${flavour}.tar.xz`));
 
   const stage = folder ?? mkdtempSync(path.join(os.tmpdir(), 'catcomfort-bundle-'));
   try {
@@ -125,7 +158,7 @@ async function main(): Promise<void> {
     copyInto(process.execPath, path.join(top, 'node/bin/node'));
     copyInto(path.join(repoRoot, 'package.json'), path.join(app, 'package.json'));
     copyInto(path.join(repoRoot, 'dist/src'), path.join(app, 'dist/src'), (f) => !f.endsWith('.map'));
-    copyNative(app, values.cuda!);
+    copyNative(app, cuda, cudaLibrary);
     await copyModels(app);
     const modules = copyProductionModules(repoRoot, path.join(app, 'node_modules'));
     process.stdout.write(`bundle: ${modules.length} packages in node_modules; left out: ${Object.keys(LEFT_OUT).join(', ')}\n`);
