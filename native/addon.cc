@@ -1,4 +1,5 @@
 // The N-API surface (src/native/addon.ts): configure, createPipeline, analyze, releasePipeline,
+// sessionBatches and hostMemory (what a pipeline's sessions ran at and where their tensors live),
 // runSession (one Run at a batch size: the warm-up, and the micro-benchmarks), benchDecode (only in
 // catcomfort_bench.node, built with CATCOMFORT_BENCH_ENTRY_POINTS), and runModel / preprocessImage /
 // decodeDetections for tools and tests (native/tools.h).
@@ -348,6 +349,16 @@ Napi::Value JsSessionBatches(const Napi::CallbackInfo& info) {
   });
 }
 
+Napi::Value JsHostMemory(const Napi::CallbackInfo& info) {
+  return SyncBoundary(info, [&](Napi::Env env) -> Napi::Value {
+    const std::shared_ptr<const Pipeline> pipeline = LivePipeline(info[0]);
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("detector", pipeline->PinnedHostMemory(SessionStage::Detector) ? "pinned" : "cpu");
+    o.Set("classifier", pipeline->PinnedHostMemory(SessionStage::Classifier) ? "pinned" : "cpu");
+    return o;
+  });
+}
+
 Napi::Value JsReleasePipeline(const Napi::CallbackInfo& info) {
   return SyncBoundary(info, [&](Napi::Env env) -> Napi::Value {
     HandleFrom(info[0]).Release();
@@ -387,6 +398,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
 #endif
   exports.Set("runSession", Napi::Function::New(env, JsRunSession, "runSession"));
   exports.Set("sessionBatches", Napi::Function::New(env, JsSessionBatches, "sessionBatches"));
+  exports.Set("hostMemory", Napi::Function::New(env, JsHostMemory, "hostMemory"));
   exports.Set("decodeBase64Strict", Napi::Function::New(env, JsDecodeBase64Strict, "decodeBase64Strict"));
   exports.Set("runModel", Napi::Function::New(env, JsRunModel, "runModel"));
   exports.Set("preprocessImage", Napi::Function::New(env, JsPreprocessImage, "preprocessImage"));

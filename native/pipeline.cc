@@ -36,6 +36,7 @@ ModelSession OpenSession(const Runtime& runtime, std::vector<uint8_t>& model, co
   std::vector<uint8_t>().swap(model);  // the session keeps its own copy of what it needs
 
   Ort::Session& session = *out.session;
+  out.host = HostMemory::For(runtime, session);
   if (session.GetInputCount() < 1 || session.GetOutputCount() < outputs) {
     throw std::runtime_error(std::string(what) + " model needs an input and " + std::to_string(outputs) +
                              (outputs == 1 ? " output" : " outputs"));
@@ -91,9 +92,36 @@ struct BatchOutput {
   std::vector<OutputData> outputs;  // one per fetched output, in the session's outputNames order
 };
 
+// A zero-filled input tensor of `bucket.size` images in the session's host memory: one kept from an
+// earlier Run of that size, else a new one.
+Ort::Value TakeInput(const ModelSession& model, const SessionBatch& bucket, const std::vector<int64_t>& shape) {
+  {
+    std::lock_guard<std::mutex> lock(bucket.idleMutex);
+    if (!bucket.idleInputs.empty()) {
+      Ort::Value input = std::move(bucket.idleInputs.back());
+      bucket.idleInputs.pop_back();
+      return input;
+    }
+  }
+  Ort::Value input = Ort::Value::CreateTensor<float>(model.host->Allocator(), shape.data(), shape.size());
+  float* data = input.GetTensorMutableData<float>();
+  std::fill(data, data + input.GetTensorTypeAndShapeInfo().GetElementCount(), 0.0f);
+  return input;
+}
+
+// Back for the next Run of its size, rows zeroed again from `dirtyRows` on (the rows after the
+// last one written are still zero).
+void KeepInput(const SessionBatch& bucket, Ort::Value input, size_t dirtyRows, size_t slot) {
+  float* data = input.GetTensorMutableData<float>();
+  std::fill(data, data + dirtyRows * slot, 0.0f);
+  std::lock_guard<std::mutex> lock(bucket.idleMutex);
+  bucket.idleInputs.push_back(std::move(input));
+}
+
 // Runs the session on `count` images (at most the largest of model.batches) whose tensors
 // `fill(slot, dst)` writes, padded with zero-filled rows up to the smallest batch size that holds
-// them; the pad rows' outputs are never read.
+// them; the pad rows' outputs are never read. Input and outputs are bound in the session's host
+// memory (pinned on a GPU: see host_memory.h).
 BatchOutput RunBatch(const ModelSession& model, const PreprocessSpec& spec, size_t count, ThreadPool& pool,
                      const std::function<void(size_t, float*)>& fill) {
   const auto holds = [count](const SessionBatch& b) { return b.size >= static_cast<int64_t>(count); };
@@ -103,20 +131,21 @@ BatchOutput RunBatch(const ModelSession& model, const PreprocessSpec& spec, size
   bucket.runs.fetch_add(1, std::memory_order_relaxed);
   bucket.padRows.fetch_add(batch - count, std::memory_order_relaxed);
   const size_t slot = static_cast<size_t>(spec.width) * spec.height * 3;
-  std::vector<float> input(batch * slot, 0.0f);
-  ParallelFor(pool, count, [&](size_t i) { fill(i, input.data() + i * slot); });
-
   std::vector<int64_t> shape = spec.layout == Layout::Nchw
                                    ? std::vector<int64_t>{static_cast<int64_t>(batch), 3, spec.height, spec.width}
                                    : std::vector<int64_t>{static_cast<int64_t>(batch), spec.height, spec.width, 3};
-  Ort::MemoryInfo memory = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
-  Ort::Value tensor = Ort::Value::CreateTensor<float>(memory, input.data(), input.size(), shape.data(), shape.size());
-  const char* inputNames[] = {model.inputName.c_str()};
-  std::vector<const char*> outputNames;
-  for (const std::string& name : model.outputNames) outputNames.push_back(name.c_str());
+  Ort::Value input = TakeInput(model, bucket, shape);
+  float* data = input.GetTensorMutableData<float>();
+  ParallelFor(pool, count, [&](size_t i) { fill(i, data + i * slot); });
+
+  Ort::IoBinding binding(*model.session);
+  binding.BindInput(model.inputName.c_str(), input);
+  for (const std::string& name : model.outputNames) binding.BindOutput(name.c_str(), model.host->Info());
+  model.session->Run(Ort::RunOptions{nullptr}, binding);
   BatchOutput out;
-  out.values = model.session->Run(Ort::RunOptions{nullptr}, inputNames, &tensor, 1, outputNames.data(), outputNames.size());
-  if (out.values.size() != outputNames.size()) throw std::runtime_error("model returned too few outputs");
+  out.values = binding.GetOutputValues();
+  KeepInput(bucket, std::move(input), count, slot);
+  if (out.values.size() != model.outputNames.size()) throw std::runtime_error("model returned too few outputs");
   for (Ort::Value& value : out.values) {
     if (!value.IsTensor()) throw std::runtime_error("model returned no tensor");
     auto info = value.GetTensorTypeAndShapeInfo();
@@ -536,5 +565,9 @@ double Pipeline::BenchSession(SessionStage stage, int64_t batch) const {
 }
 
 SessionBatchCounts Pipeline::SessionBatches() const { return {Counts(detector_), Counts(classifier_)}; }
+
+bool Pipeline::PinnedHostMemory(SessionStage stage) const {
+  return (stage == SessionStage::Detector ? detector_ : classifier_).host->Pinned();
+}
 
 }  // namespace catcomfort

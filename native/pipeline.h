@@ -4,12 +4,15 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <onnxruntime_cxx_api.h>
 
 #include "decoder.h"
+#include "host_memory.h"
 #include "items.h"
 #include "runtime.h"
 #include "specs.h"
@@ -21,10 +24,15 @@ struct SessionBatch {
   int64_t size = 0;
   mutable std::atomic<uint64_t> runs{0};
   mutable std::atomic<uint64_t> padRows{0};  // zero-filled rows added to fill Runs up to `size`
+  // Input tensors of this size in the session's host memory, kept between Runs (one per Run in flight).
+  mutable std::mutex idleMutex;
+  mutable std::vector<Ort::Value> idleInputs;
 };
 
+// Members are destroyed in reverse order: the kept inputs before their allocator, that before the session.
 struct ModelSession {
   std::unique_ptr<Ort::Session> session;
+  std::optional<HostMemory> host;  // where inputs are staged and outputs land
   std::string inputName;
   std::vector<std::string> outputNames;  // the first N outputs, in the model's order
   int64_t fixedBatch = 0;  // > 0: the model's input batch dimension is fixed at this size
@@ -73,6 +81,8 @@ class Pipeline {
 
   // The batch sizes each session is run at, with the Runs analyze() made of each so far.
   SessionBatchCounts SessionBatches() const;
+  // Whether the stage's session stages inputs and outputs in the GPU provider's pinned memory.
+  bool PinnedHostMemory(SessionStage stage) const;
 
  private:
   PipelineSpec spec_;

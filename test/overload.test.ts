@@ -41,6 +41,7 @@ test('a burst of 10x the queue size gets only 200 and 429, then the service answ
     assert.deepEqual([only.batch, only.padRows, more.length], [1, 0, 0], stage);
     assert.ok(only.runs > 0, stage);
   }
+  assert.deepEqual(stats.hostMemory, { detector: 'cpu', classifier: 'cpu' }, 'no GPU provider: plain CPU memory');
   const after = await postJson(`${server.url}/v2/predict`, { image });
   assert.equal(after.status, 200);
   assert.equal(after.body.detection, 'detected');

@@ -75,6 +75,19 @@ test('padded results equal unpadded ones (CPU default: one image per Run, no pad
   await registry.closeAll();
 });
 
+test('input tensors kept between Runs: concurrent micro-batches answer as single images do', async () => {
+  assert.deepEqual(padded.hostMemory(), { detector: 'cpu', classifier: 'cpu' }, 'no GPU provider: plain CPU memory');
+  const alone: ItemResult[] = [];
+  for (const data of images) alone.push(await padded.batcher.submit({ data, encoding: 'bytes' }));
+  const runsBefore = padded.sessionBatches().detector.map((b) => b.runs);
+  // Twenty submissions at once: micro-batches of up to five, in flight together, on the kept inputs
+  // of every size (Runs of 8 with pad rows after Runs that filled other rows).
+  const rounds = await Promise.all(Array.from({ length: 4 }, () => Promise.all(images.map((data) => padded.batcher.submit({ data, encoding: 'bytes' })))));
+  for (const round of rounds) assert.deepEqual(outcomes(round), outcomes(alone));
+  const runsAfter = padded.sessionBatches().detector.map((b) => b.runs);
+  assert.ok(runsAfter.some((runs, i) => runs > runsBefore[i]! && i > 0), 'some Runs held several images');
+});
+
 test('a session batch that is no power of two is the largest size: 10 -> 1, 2, 4, 8, 10', async () => {
   const registry = await ModelRegistry.load(addon, { ...registryOptions(loadConfig(env), info), sessionBatch: 10 });
   const sizes = registry.get('bc-v1')!.sessionBatches();

@@ -4,7 +4,7 @@ import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { BatchingConfig } from '../config';
 import { log } from '../log';
-import { describeFailure, type AnalyzeItem, type ItemResult, type NativeAddon, type NativePipeline, type SessionBatch, type SessionStage } from '../native/addon';
+import { describeFailure, type AnalyzeItem, type HostMemory, type ItemResult, type NativeAddon, type NativePipeline, type SessionBatch, type SessionStage } from '../native/addon';
 import { metrics } from '../ops/metrics';
 import { toAnalysis, type Analysis } from '../pipeline/analysis';
 import { DeadlineError, MicroBatcher, QueueFullError, type SubmitOptions } from '../pipeline/batcher';
@@ -55,6 +55,11 @@ export class Model {
   /** The batch sizes each session is run at, with the Runs made of each so far. */
   sessionBatches(): Record<SessionStage, SessionBatch[]> {
     return this.addon.sessionBatches(this.pipeline);
+  }
+
+  /** Where each session's tensors live: the GPU provider's pinned host memory, or plain CPU memory. */
+  hostMemory(): Record<SessionStage, HostMemory> {
+    return this.addon.hostMemory(this.pipeline);
   }
 
   /**

@@ -87,6 +87,7 @@ export async function warmUpAll(
     log.info('model warmed up', {
       model: model.id,
       session_batches: { detector: batches.detector.map((b) => b.batch), classifier: batches.classifier.map((b) => b.batch) },
+      host_memory: model.hostMemory(),
       ms: Math.round(performance.now() - started),
     });
   }

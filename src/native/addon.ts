@@ -198,6 +198,11 @@ export interface NativeAddon {
   /** The batch sizes each session is run at, with the Runs analyze() made of each so far. */
   sessionBatches(pipeline: NativePipeline): Record<SessionStage, SessionBatch[]>;
   /**
+   * Where each session's inputs are staged and outputs land: `pinned`, the GPU provider's
+   * page-locked host memory (copies to and from the device by DMA); `cpu`, plain memory.
+   */
+  hostMemory(pipeline: NativePipeline): Record<SessionStage, HostMemory>;
+  /**
    * The strict (v2) base64 decoder the pipeline uses (standard alphabet, exact padding, optional
    * `data:image/<type>;base64,` prefix), synchronous: the bytes, or the failure's code.
    */
@@ -223,6 +228,8 @@ export interface NativeAddon {
 }
 
 export type SessionStage = 'detector' | 'classifier';
+
+export type HostMemory = 'pinned' | 'cpu';
 
 export interface SessionBatch {
   batch: number;

@@ -134,6 +134,7 @@ const statsExample = {
       queued: 0,
       inFlight: 0,
       sessionBatches: { detector: [{ batch: 1, runs: 28, padRows: 0 }], classifier: [{ batch: 1, runs: 14, padRows: 0 }] },
+      hostMemory: { detector: 'cpu', classifier: 'cpu' },
     },
   },
 };

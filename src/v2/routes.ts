@@ -99,7 +99,7 @@ export function registerV2(router: Router, service: Service): void {
       '/v2/stats',
       authedGet(service, async (requestId) => ({
         status: 200,
-        body: { request_id: requestId, models: Object.fromEntries(service.registry.list().map((m) => [m.id, { ...m.batcher.stats(), sessionBatches: m.sessionBatches() }])) },
+        body: { request_id: requestId, models: Object.fromEntries(service.registry.list().map((m) => [m.id, { ...m.batcher.stats(), sessionBatches: m.sessionBatches(), hostMemory: m.hostMemory() }])) },
       })),
       doc(ops.stats),
     )

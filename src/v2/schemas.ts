@@ -135,6 +135,8 @@ const SessionBatch = Type.Object({
   padRows: Type.Integer({ description: 'Zero rows that filled Runs up to this size' }),
 });
 
+const HostMemory = Type.Union([Type.Literal('pinned'), Type.Literal('cpu')]);
+
 const ModelStats = Type.Object(
   {
     submitted: Type.Integer({ description: 'Requests given to the micro-batcher' }),
@@ -149,6 +151,10 @@ const ModelStats = Type.Object(
     queued: Type.Integer({ description: 'Waiting now' }),
     inFlight: Type.Integer({ description: 'Running now' }),
     sessionBatches: Type.Object({ detector: Type.Array(SessionBatch), classifier: Type.Array(SessionBatch) }),
+    hostMemory: Type.Object(
+      { detector: HostMemory, classifier: HostMemory },
+      { description: "Where each session's inputs are staged and outputs land: pinned (the GPU provider's page-locked host memory) or cpu" },
+    ),
   },
   { $id: 'ModelStats' },
 );
