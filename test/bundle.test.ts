@@ -7,9 +7,14 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync }
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
+import { elfSection } from '../src/tools/cuda-fatbin';
 import { postJson } from './helpers/http';
 import { photo, repoRoot } from './helpers/paths';
 import { startServer } from './helpers/server';
+
+function onPath(program: string): boolean {
+  return (process.env.PATH ?? '').split(path.delimiter).some((dir) => dir !== '' && existsSync(path.join(dir, program)));
+}
 
 test('the bundle unpacks and serves /v2/predict without npm, PATH or HOME', async () => {
   const work = mkdtempSync(path.join(os.tmpdir(), 'cc-bundle-test-'));
@@ -27,6 +32,11 @@ test('the bundle unpacks and serves /v2/predict without npm, PATH or HOME', asyn
       assert.ok(!existsSync(path.join(modules, absent)), `${absent} is not in the bundle`);
     }
     assert.ok(!existsSync(path.join(app, 'build/Release/libonnxruntime_providers_cuda.so')), 'no CUDA provider without --cuda');
+    assert.ok(!existsSync(path.join(app, 'build/Release/catcomfort_bench.node')), 'no benchmark binding');
+    const packageFiles = readdirSync(modules, { recursive: true, encoding: 'utf8' });
+    assert.deepEqual(packageFiles.filter((f) => /(^|\/)(test|docs|examples)$|\.(d\.ts|map|md)$/.test(f) && !/(^|\/)licen[cs]e[^/]*$/i.test(f) && !f.startsWith('@sinclair/typebox/build/cjs/')), [], 'no tests, documents, declarations or maps (licences stay)');
+    assert.ok(!existsSync(path.join(modules, '@sinclair/typebox/build/esm')), "TypeBox's CommonJS build only");
+    if (onPath('strip')) assert.equal(elfSection(readFileSync(path.join(unpacked, 'catcomfort/node/bin/node')), '.symtab'), null, 'Node.js is stripped');
     assert.ok(existsSync(path.join(app, 'models/bc-v1/ssd_mobilenetv2_oidv4.onnx')), 'bc-v1 ships its converted detector');
     assert.ok(existsSync(path.join(app, 'models/bc-legacy/yolox_nano.onnx')));
 

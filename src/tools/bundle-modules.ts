@@ -1,7 +1,8 @@
 // The production node_modules of the offline bundle (src/tools/bundle.ts): what the service loads
 // at run time on Linux x64, copied from the installed tree. Walked from package.json's
 // dependencies through each installed package's own dependencies (optional ones when installed);
-// no devDependencies, and of packages that ship files for many platforms only this one's.
+// no devDependencies, and of packages that ship files for many platforms only this one's; no tests,
+// documents, type declarations or source maps.
 import { cpSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -22,7 +23,21 @@ const ONLY_FILES: Record<string, { files: string[]; dependencies: boolean }> = {
   },
   // The compiled addon and its JavaScript; not the SQLite sources and objects it was built from.
   'better-sqlite3': { files: ['package.json', 'LICENSE', 'lib', 'build/Release/better_sqlite3.node'], dependencies: true },
+  // The CommonJS build the service requires (and the subpath folders that point into it), not the ES modules one.
+  '@sinclair/typebox': { files: ['package.json', 'license', 'build/cjs', 'compiler', 'errors', 'parser', 'syntax', 'system', 'type', 'value'], dependencies: true },
 };
+
+/** Top-level folders of a package that nothing loads at run time. */
+const DEVELOPMENT_FOLDERS = new Set(['test', 'tests', '__tests__', 'docs', 'doc', 'example', 'examples', 'benchmark', 'benchmarks', 'bench', '.github']);
+
+/** Whether a file or folder of a package (its path inside the package) goes into the bundle. */
+function runtimeFile(relative: string): boolean {
+  const parts = relative.split(path.sep);
+  if (parts[0] === 'node_modules' || DEVELOPMENT_FOLDERS.has(parts[0]!)) return false; // nested packages: the walk copies them
+  const base = parts[parts.length - 1]!;
+  if (/^(licen[cs]e|copying|notice)/i.test(base)) return true;
+  return !/\.(d\.[cm]?ts|map|md|markdown)$/i.test(base); // type declarations, source maps, documents
+}
 
 /** Dependencies that the running service never loads, and why. */
 export const LEFT_OUT: Record<string, string> = {
@@ -73,8 +88,7 @@ export function copyProductionModules(root: string, target: string): string[] {
       cpSync(dir, destination, {
         recursive: true,
         dereference: true,
-        // Nested packages are copied (or left out) by the walk itself.
-        filter: (source) => path.relative(dir, source).split(path.sep)[0] !== 'node_modules',
+        filter: (source) => runtimeFile(path.relative(dir, source)),
       });
     }
     if (only && !only.dependencies) return;

@@ -8,7 +8,7 @@
 //                                  --cuda-arch keeps its GPU code for those architectures only: cuda-fatbin.ts)
 //   catcomfort/app/models/         every pack's manifest and documents; enabled packs with their model files
 //   catcomfort/app/node_modules/   production modules for this platform only (src/tools/bundle-modules.ts)
-// Built from what `npm ci` installed and built here. Compressed with xz -9 (--fast: xz -0, for
+// Built from what `npm ci` installed and built here. Compressed with xz -9 and its x86 filter (--fast: xz -0, for
 // tests): the smallest of the common formats (README "Offline bundle" has the measured sizes), and
 // GNU tar unpacks it anywhere with xz-utils. --dir DIR writes the catcomfort/ folder into DIR
 // instead of an archive (the container image's build stage, Dockerfile).
@@ -62,7 +62,7 @@ function copyInto(source: string, target: string, filter?: (file: string) => boo
  * (the CUDA provider cut to chosen architectures) is written instead of the installed one.
  */
 function copyNative(app: string, cuda: boolean, cudaLibrary: Buffer | null): void {
-  const files = readdirSync(release).filter((f) => f.endsWith('.node') || /\.so(\.\d+)*$/.test(f));
+  const files = readdirSync(release).filter((f) => (f.endsWith('.node') && f !== 'catcomfort_bench.node') || /\.so(\.\d+)*$/.test(f));
   const gpu = files.filter((f) => CUDA_LIBRARIES.test(f));
   mkdirSync(path.join(app, 'build/Release'), { recursive: true });
   for (const file of files) {
@@ -70,6 +70,20 @@ function copyNative(app: string, cuda: boolean, cudaLibrary: Buffer | null): voi
     const target = path.join(app, 'build/Release', file);
     if (file === CUDA_LIBRARY && cudaLibrary) writeFileSync(target, cudaLibrary, { mode: 0o755 });
     else copyInto(path.join(release, file), target);
+  }
+}
+
+/**
+ * This Node.js, without its symbol table and debug information (86 of 99 MB; native addons link
+ * against the dynamic symbols, which stay) when binutils' strip is on PATH, else as it is.
+ */
+function copyNode(top: string): void {
+  const target = path.join(top, 'node/bin/node');
+  copyInto(process.execPath, target);
+  try {
+    execFileSync('strip', ['--strip-all', target], { stdio: 'pipe' });
+  } catch (error) {
+    process.stdout.write(`bundle: Node.js copied with its symbols (strip: ${(error as Error).message.split('\n')[0]})\n`);
   }
 }
 
@@ -155,7 +169,7 @@ async function main(): Promise<void> {
   try {
     const top = path.join(stage, 'catcomfort');
     const app = path.join(top, 'app');
-    copyInto(process.execPath, path.join(top, 'node/bin/node'));
+    copyNode(top);
     copyInto(path.join(repoRoot, 'package.json'), path.join(app, 'package.json'));
     copyInto(path.join(repoRoot, 'dist/src'), path.join(app, 'dist/src'), (f) => !f.endsWith('.map'));
     copyNative(app, cuda, cudaLibrary);
@@ -173,7 +187,9 @@ async function main(): Promise<void> {
 
     mkdirSync(path.dirname(out), { recursive: true });
     const partial = `${out}.partial`;
-    execFileSync('tar', ['-C', stage, '--sort=name', '--owner=0', '--group=0', '--numeric-owner', '-I', `xz -${values.fast ? 0 : 9} -T0`, '-cf', partial, 'catcomfort'], { stdio: 'inherit' });
+    // x86: the branch/call filter for machine code, most of the archive (Node.js, ffmpeg, the libraries).
+    const xz = `xz --x86 --lzma2=preset=${values.fast ? 0 : 9} -T0`;
+    execFileSync('tar', ['-C', stage, '--sort=name', '--owner=0', '--group=0', '--numeric-owner', '-I', xz, '-cf', partial, 'catcomfort'], { stdio: 'inherit' });
     renameSync(partial, out);
     const unpacked = Number(execFileSync('du', ['-sb', top], { encoding: 'utf8' }).split('\t')[0]);
     process.stdout.write(`bundle: wrote ${out}: ${mib(statSync(out).size)} (unpacked ${mib(unpacked)}); run: tar -xf ${path.basename(out)} && ./catcomfort/run\n`);
