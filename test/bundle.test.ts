@@ -3,7 +3,7 @@
 // node, no npm), a fresh HOME and no other environment; it must answer /v2/predict.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -53,6 +53,44 @@ test('the bundle unpacks and serves /v2/predict without npm, PATH or HOME', asyn
       await server.stop();
     }
     assert.equal(server.child.exitCode, 0, server.output());
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+});
+
+test('a --bench bundle runs our side of the benchmark suite without npm, PATH or HOME', async () => {
+  const work = mkdtempSync(path.join(os.tmpdir(), 'cc-bundle-bench-'));
+  try {
+    execFileSync(process.execPath, [path.join(repoRoot, 'dist/src/tools/bundle.js'), '--bench', '--dir', work], { stdio: 'pipe' });
+    const app = path.join(work, 'catcomfort/app');
+    assert.ok(existsSync(path.join(app, 'build/Release/catcomfort_bench.node')), 'the benchmark binding');
+    for (const name of ['tinybench', 'autocannon']) assert.ok(existsSync(path.join(app, 'node_modules', name, 'package.json')), name);
+
+    // Two of the fixture photos (a cat and a scene), as a shared folder of their own.
+    const shared = path.join(work, 'shared');
+    const photos = path.join(shared, 'fixtures/photos');
+    mkdirSync(photos, { recursive: true });
+    const manifest = JSON.parse(readFileSync(photo('manifest.json'), 'utf8')) as { images: Array<{ file: string; group: string }> };
+    const images = ['cat', 'nocat'].map((group) => manifest.images.find((i) => i.group === group)!);
+    for (const image of images) copyFileSync(photo(image.file), path.join(photos, image.file));
+    writeFileSync(path.join(photos, 'manifest.json'), JSON.stringify({ ...manifest, images }));
+
+    const home = path.join(work, 'home');
+    mkdirSync(home);
+    const env = {
+      PATH: path.join(work, 'no-bin'),
+      HOME: home,
+      CATCOMFORT_SHARED_DIR: shared,
+      BENCH_ONLY: 'inprocess',
+      BENCH_INPROCESS_CONCURRENCY: '1',
+      BENCH_DURATION_S: '1',
+      BENCH_WARMUP_S: '0',
+    };
+    execFileSync(path.join(work, 'catcomfort/bench'), [], { cwd: home, env, stdio: 'pipe', timeout: 240_000 });
+    const report = JSON.parse(readFileSync(path.join(app, 'bench/results/latest.json'), 'utf8'));
+    assert.equal(report.inprocess.levels[0].failed, 0);
+    assert.ok(report.inprocess.levels[0].rps > 0);
+    assert.equal(report.inprocess.phone.photos, 2, 'the phone-size copies of the two photos');
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

@@ -61,10 +61,11 @@ function readManifest(dir: string): Manifest {
 }
 
 /**
- * Copies the run-time packages of the project at `root` into `target` (a node_modules folder),
- * keeping each package's place in the tree. Returns the copied packages' paths inside node_modules.
+ * Copies the run-time packages of the project at `root` (and `extra` ones, with their dependencies)
+ * into `target` (a node_modules folder), keeping each package's place in the tree. Returns the
+ * copied packages' paths inside node_modules.
  */
-export function copyProductionModules(root: string, target: string): string[] {
+export function copyProductionModules(root: string, target: string, extra: string[] = []): string[] {
   const modulesDir = path.join(root, 'node_modules');
   const copied = new Set<string>();
   const visit = (name: string, from: string, optional: boolean) => {
@@ -99,5 +100,6 @@ export function copyProductionModules(root: string, target: string): string[] {
   const project = readManifest(root);
   for (const name of Object.keys(project.dependencies ?? {})) visit(name, root, false);
   for (const name of Object.keys(project.optionalDependencies ?? {})) visit(name, root, true);
+  for (const name of extra) visit(name, root, false);
   return [...copied].sort();
 }

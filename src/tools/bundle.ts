@@ -1,4 +1,4 @@
-// `npm run bundle [-- --cuda [--cuda-arch sm_90 ...]] [-- --out FILE] [-- --fast] [-- --dir DIR]`: one self-contained archive
+// `npm run bundle [-- --cuda [--cuda-arch sm_90 ...]] [-- --bench] [-- --out FILE] [-- --fast] [-- --dir DIR]`: one self-contained archive
 // that runs the service on a Linux x64 machine without npm or internet (README "Offline bundle"):
 //   catcomfort/run                 the one command: starts the service with the Node binary below
 //   catcomfort/catcomfort          the command line (src/cli/main.ts) with the same Node binary
@@ -8,6 +8,9 @@
 //                                  --cuda-arch keeps its GPU code for those architectures only: cuda-fatbin.ts)
 //   catcomfort/app/models/         every pack's manifest and documents; enabled packs with their model files
 //   catcomfort/app/node_modules/   production modules for this platform only (src/tools/bundle-modules.ts)
+// --bench adds our side of the benchmark suite for machines without npm (a GPU server):
+//   catcomfort/bench               runs app/dist/bench/run.js (BENCH_* settings as with npm run bench)
+//   catcomfort/app/dist/bench/     the compiled suite, with catcomfort_bench.node, tinybench and autocannon
 // Built from what `npm ci` installed and built here. Compressed with xz -9 and its x86 filter (--fast: xz -0, for
 // tests): the smallest of the common formats (README "Offline bundle" has the measured sizes), and
 // GNU tar unpacks it anywhere with xz-utils. --dir DIR writes the catcomfort/ folder into DIR
@@ -42,6 +45,10 @@ const LAUNCHERS: Record<string, string> = {
   run: launcher('Starts the Cat Comfort service', 'dist/src/main.js', ''),
   catcomfort: launcher('The catcomfort command line (README "Command line")', 'dist/src/cli/main.js', ' "$@"'),
 };
+const BENCH_LAUNCHER = launcher('Runs the benchmark suite (bench/README.md; the fixture photos from CATCOMFORT_SHARED_DIR)', 'dist/bench/run.js', '');
+/** What the benchmark suite loads beyond the service's own dependencies. */
+const BENCH_PACKAGES = ['tinybench', 'autocannon'];
+const BENCH_BINDING = 'catcomfort_bench.node';
 
 function fail(message: string): never {
   process.stderr.write(`bundle: ${message}\n`);
@@ -58,11 +65,12 @@ function copyInto(source: string, target: string, filter?: (file: string) => boo
 }
 
 /**
- * Native libraries beside the addon: all but the GPU provider libraries unless `cuda`; `cudaLibrary`
+ * Native libraries beside the addon: all but the GPU provider libraries unless `cuda` and the
+ * benchmark binding unless `bench`; `cudaLibrary`
  * (the CUDA provider cut to chosen architectures) is written instead of the installed one.
  */
-function copyNative(app: string, cuda: boolean, cudaLibrary: Buffer | null): void {
-  const files = readdirSync(release).filter((f) => (f.endsWith('.node') && f !== 'catcomfort_bench.node') || /\.so(\.\d+)*$/.test(f));
+function copyNative(app: string, cuda: boolean, cudaLibrary: Buffer | null, bench: boolean): void {
+  const files = readdirSync(release).filter((f) => (f.endsWith('.node') && (bench || f !== BENCH_BINDING)) || /\.so(\.\d+)*$/.test(f));
   const gpu = files.filter((f) => CUDA_LIBRARIES.test(f));
   mkdirSync(path.join(app, 'build/Release'), { recursive: true });
   for (const file of files) {
@@ -137,7 +145,7 @@ async function copyModels(app: string): Promise<void> {
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { cuda: { type: 'boolean', default: false }, 'cuda-arch': { type: 'string', multiple: true }, out: { type: 'string' }, fast: { type: 'boolean', default: false }, dir: { type: 'string' } },
+    options: { cuda: { type: 'boolean', default: false }, 'cuda-arch': { type: 'string', multiple: true }, bench: { type: 'boolean', default: false }, out: { type: 'string' }, fast: { type: 'boolean', default: false }, dir: { type: 'string' } },
   });
   if (process.platform !== 'linux' || process.arch !== 'x64') fail(`bundles are for Linux x64; this is ${process.platform} ${process.arch}`);
   if (values.dir !== undefined && (values.out !== undefined || values.fast)) fail('--dir writes a folder: --out and --fast are for the archive');
@@ -148,7 +156,7 @@ async function main(): Promise<void> {
     fail(`--cuda-arch: ${(error as Error).message}`);
   }
   const cuda = values.cuda! || archs.length > 0;
-  const flavour = !cuda ? '' : archs.length === 0 ? '-cuda' : `-cuda-${archs.map((a) => `sm${a}`).join('-')}`;
+  const flavour = (!cuda ? '' : archs.length === 0 ? '-cuda' : `-cuda-${archs.map((a) => `sm${a}`).join('-')}`) + (values.bench ? '-bench' : '');
   const folder = values.dir === undefined ? null : path.resolve(values.dir);
   if (folder && existsSync(path.join(folder, 'catcomfort'))) fail(`${path.join(folder, 'catcomfort')} already exists`);
   if (!folder) {
@@ -160,6 +168,7 @@ async function main(): Promise<void> {
   }
   if (!existsSync(path.join(repoRoot, 'dist/src/main.js'))) fail('dist/src/main.js is missing: run npm run build:ts');
   if (!existsSync(path.join(release, 'catcomfort.node'))) fail('build/Release/catcomfort.node is missing: run npm run build:native');
+  if (values.bench && !existsSync(path.join(repoRoot, 'dist/bench/run.js'))) fail('dist/bench/run.js is missing: run npm run build:ts');
   if (cuda && !existsSync(path.join(release, CUDA_LIBRARY))) fail(`--cuda: build/Release/${CUDA_LIBRARY} is missing (the optional GPU package was not installed)`);
   const cudaLibrary = archs.length > 0 ? cudaLibraryFor(archs) : null;
   const pkg = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string };
@@ -172,9 +181,13 @@ async function main(): Promise<void> {
     copyNode(top);
     copyInto(path.join(repoRoot, 'package.json'), path.join(app, 'package.json'));
     copyInto(path.join(repoRoot, 'dist/src'), path.join(app, 'dist/src'), (f) => !f.endsWith('.map'));
-    copyNative(app, cuda, cudaLibrary);
+    copyNative(app, cuda, cudaLibrary, values.bench!);
     await copyModels(app);
-    const modules = copyProductionModules(repoRoot, path.join(app, 'node_modules'));
+    if (values.bench) {
+      copyInto(path.join(repoRoot, 'dist/bench'), path.join(app, 'dist/bench'), (f) => !f.endsWith('.map'));
+      writeFileSync(path.join(top, 'bench'), BENCH_LAUNCHER, { mode: 0o755 });
+    }
+    const modules = copyProductionModules(repoRoot, path.join(app, 'node_modules'), values.bench ? BENCH_PACKAGES : []);
     process.stdout.write(`bundle: ${modules.length} packages in node_modules; left out: ${Object.keys(LEFT_OUT).join(', ')}\n`);
     for (const [name, text] of Object.entries(LAUNCHERS)) {
       writeFileSync(path.join(top, name), text);
