@@ -4,7 +4,7 @@ namespace catcomfort {
 
 HostMemory HostMemory::For(const Runtime& runtime, const Ort::Session& session) {
   HostMemory out;
-  if (!runtime.activeProviders.empty()) {
+  if (runtime.config.pinnedMemory && !runtime.activeProviders.empty()) {
     const ActiveProvider& gpu = runtime.activeProviders.front();
     try {
       if (gpu.plugin) {

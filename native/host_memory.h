@@ -14,8 +14,8 @@ namespace catcomfort {
 
 class HostMemory {
  public:
-  // For a session created with MakeSessionOptions(runtime); falls back to CPU memory when the
-  // provider has no pinned allocator for it.
+  // For a session created with MakeSessionOptions(runtime); CPU memory when the config turns pinned
+  // memory off or the provider has no pinned allocator for the session.
   static HostMemory For(const Runtime& runtime, const Ort::Session& session);
 
   bool Pinned() const { return pinned_; }

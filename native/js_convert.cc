@@ -178,6 +178,7 @@ NativeConfig ConfigFromJs(const Napi::Value& value) {
   c.deviceId = Int(o, "deviceId", 0);
   c.trtCacheDir = String(o, "trtCacheDir");
   c.trtFp16 = Bool(o, "trtFp16");
+  if (!o.Get("pinnedMemory").IsUndefined()) c.pinnedMemory = Bool(o, "pinnedMemory");
   if (!o.Get("cudnnConvAlgoSearch").IsUndefined()) {
     c.cudnnConvAlgoSearch = String(o, "cudnnConvAlgoSearch");
     const std::string& search = c.cudnnConvAlgoSearch;

@@ -92,59 +92,29 @@ struct BatchOutput {
   std::vector<OutputData> outputs;  // one per fetched output, in the session's outputNames order
 };
 
-// A zero-filled input tensor of `bucket.size` images in the session's host memory: one kept from an
-// earlier Run of that size, else a new one.
-Ort::Value TakeInput(const ModelSession& model, const SessionBatch& bucket, const std::vector<int64_t>& shape) {
-  {
-    std::lock_guard<std::mutex> lock(bucket.idleMutex);
-    if (!bucket.idleInputs.empty()) {
-      Ort::Value input = std::move(bucket.idleInputs.back());
-      bucket.idleInputs.pop_back();
-      return input;
-    }
-  }
+std::vector<int64_t> InputShape(const PreprocessSpec& spec, size_t batch) {
+  const int64_t n = static_cast<int64_t>(batch);
+  return spec.layout == Layout::Nchw ? std::vector<int64_t>{n, 3, spec.height, spec.width}
+                                     : std::vector<int64_t>{n, spec.height, spec.width, 3};
+}
+
+// A zero-filled input tensor of `shape` in the session's host memory.
+Ort::Value NewInput(const ModelSession& model, const std::vector<int64_t>& shape) {
   Ort::Value input = Ort::Value::CreateTensor<float>(model.host->Allocator(), shape.data(), shape.size());
   float* data = input.GetTensorMutableData<float>();
   std::fill(data, data + input.GetTensorTypeAndShapeInfo().GetElementCount(), 0.0f);
   return input;
 }
 
-// Back for the next Run of its size, rows zeroed again from `dirtyRows` on (the rows after the
-// last one written are still zero).
-void KeepInput(const SessionBatch& bucket, Ort::Value input, size_t dirtyRows, size_t slot) {
-  float* data = input.GetTensorMutableData<float>();
-  std::fill(data, data + dirtyRows * slot, 0.0f);
-  std::lock_guard<std::mutex> lock(bucket.idleMutex);
-  bucket.idleInputs.push_back(std::move(input));
-}
-
-// Runs the session on `count` images (at most the largest of model.batches) whose tensors
-// `fill(slot, dst)` writes, padded with zero-filled rows up to the smallest batch size that holds
-// them; the pad rows' outputs are never read. Input and outputs are bound in the session's host
-// memory (pinned on a GPU: see host_memory.h).
-BatchOutput RunBatch(const ModelSession& model, const PreprocessSpec& spec, size_t count, ThreadPool& pool,
-                     const std::function<void(size_t, float*)>& fill) {
-  const auto holds = [count](const SessionBatch& b) { return b.size >= static_cast<int64_t>(count); };
-  const SessionBatch& bucket = *std::find_if(model.batches.begin(), model.batches.end() - 1, holds);
-  const size_t batch = static_cast<size_t>(bucket.size);
-  if (count > batch) throw std::runtime_error("more images than the session batch");
-  bucket.runs.fetch_add(1, std::memory_order_relaxed);
-  bucket.padRows.fetch_add(batch - count, std::memory_order_relaxed);
-  const size_t slot = static_cast<size_t>(spec.width) * spec.height * 3;
-  std::vector<int64_t> shape = spec.layout == Layout::Nchw
-                                   ? std::vector<int64_t>{static_cast<int64_t>(batch), 3, spec.height, spec.width}
-                                   : std::vector<int64_t>{static_cast<int64_t>(batch), spec.height, spec.width, 3};
-  Ort::Value input = TakeInput(model, bucket, shape);
-  float* data = input.GetTensorMutableData<float>();
-  ParallelFor(pool, count, [&](size_t i) { fill(i, data + i * slot); });
-
+// One Run on `input` (`batch` images) with the outputs bound to the session's host memory (pinned
+// on a GPU: host_memory.h); checks that every output is a float32 tensor of that batch.
+BatchOutput RunBound(const ModelSession& model, const Ort::Value& input, size_t batch) {
   Ort::IoBinding binding(*model.session);
   binding.BindInput(model.inputName.c_str(), input);
   for (const std::string& name : model.outputNames) binding.BindOutput(name.c_str(), model.host->Info());
   model.session->Run(Ort::RunOptions{nullptr}, binding);
   BatchOutput out;
   out.values = binding.GetOutputValues();
-  KeepInput(bucket, std::move(input), count, slot);
   if (out.values.size() != model.outputNames.size()) throw std::runtime_error("model returned too few outputs");
   for (Ort::Value& value : out.values) {
     if (!value.IsTensor()) throw std::runtime_error("model returned no tensor");
@@ -161,6 +131,48 @@ BatchOutput RunBatch(const ModelSession& model, const PreprocessSpec& spec, size
     o.data = value.GetTensorData<float>();
     out.outputs.push_back(std::move(o));
   }
+  return out;
+}
+
+// An input kept from an earlier Run of the bucket's size, else a new one; zero-filled either way.
+Ort::Value TakeInput(const ModelSession& model, const SessionBatch& bucket, const PreprocessSpec& spec) {
+  {
+    std::lock_guard<std::mutex> lock(bucket.idleMutex);
+    if (!bucket.idleInputs.empty()) {
+      Ort::Value input = std::move(bucket.idleInputs.back());
+      bucket.idleInputs.pop_back();
+      return input;
+    }
+  }
+  return NewInput(model, InputShape(spec, static_cast<size_t>(bucket.size)));
+}
+
+// Back for the next Run of its size, its first `written` rows zeroed again (the rows after them
+// were never written).
+void KeepInput(const SessionBatch& bucket, Ort::Value input, size_t written, size_t slot) {
+  float* data = input.GetTensorMutableData<float>();
+  std::fill(data, data + written * slot, 0.0f);
+  std::lock_guard<std::mutex> lock(bucket.idleMutex);
+  bucket.idleInputs.push_back(std::move(input));
+}
+
+// Runs the session on `count` images (at most the largest of model.batches) whose tensors
+// `fill(slot, dst)` writes, padded with zero-filled rows up to the smallest batch size that holds
+// them; the pad rows' outputs are never read.
+BatchOutput RunBatch(const ModelSession& model, const PreprocessSpec& spec, size_t count, ThreadPool& pool,
+                     const std::function<void(size_t, float*)>& fill) {
+  const auto holds = [count](const SessionBatch& b) { return b.size >= static_cast<int64_t>(count); };
+  const SessionBatch& bucket = *std::find_if(model.batches.begin(), model.batches.end() - 1, holds);
+  const size_t batch = static_cast<size_t>(bucket.size);
+  if (count > batch) throw std::runtime_error("more images than the session batch");
+  bucket.runs.fetch_add(1, std::memory_order_relaxed);
+  bucket.padRows.fetch_add(batch - count, std::memory_order_relaxed);
+  const size_t slot = static_cast<size_t>(spec.width) * spec.height * 3;
+  Ort::Value input = TakeInput(model, bucket, spec);
+  float* data = input.GetTensorMutableData<float>();
+  ParallelFor(pool, count, [&](size_t i) { fill(i, data + i * slot); });
+  BatchOutput out = RunBound(model, input, batch);
+  KeepInput(bucket, std::move(input), count, slot);
   return out;
 }
 
@@ -547,21 +559,10 @@ double Pipeline::BenchSession(SessionStage stage, int64_t batch) const {
                              " model has a fixed batch of " + std::to_string(model.fixedBatch) + ", not " +
                              std::to_string(batch));
   }
-  const size_t slot = static_cast<size_t>(spec.width) * spec.height * 3;
-  std::vector<float> input(static_cast<size_t>(batch) * slot, 0.0f);
-  std::vector<int64_t> shape = spec.layout == Layout::Nchw ? std::vector<int64_t>{batch, 3, spec.height, spec.width}
-                                                           : std::vector<int64_t>{batch, spec.height, spec.width, 3};
-  Ort::MemoryInfo memory = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
-  Ort::Value tensor = Ort::Value::CreateTensor<float>(memory, input.data(), input.size(), shape.data(), shape.size());
-  const char* inputNames[] = {model.inputName.c_str()};
-  std::vector<const char*> outputNames;
-  for (const std::string& name : model.outputNames) outputNames.push_back(name.c_str());
+  Ort::Value input = NewInput(model, InputShape(spec, static_cast<size_t>(batch)));
   const Clock::time_point start = Clock::now();
-  std::vector<Ort::Value> values =
-      model.session->Run(Ort::RunOptions{nullptr}, inputNames, &tensor, 1, outputNames.data(), outputNames.size());
-  const double ms = MsSince(start);
-  if (values.empty() || !values[0].IsTensor()) throw std::runtime_error("model returned no tensor");
-  return ms;
+  RunBound(model, input, static_cast<size_t>(batch));
+  return MsSince(start);
 }
 
 SessionBatchCounts Pipeline::SessionBatches() const { return {Counts(detector_), Counts(classifier_)}; }

@@ -74,8 +74,9 @@ class Pipeline {
   std::vector<ItemResult> Analyze(const std::vector<ItemInput>& items, ThreadPool& pool) const;
 
   // Micro-benchmarks (tinybench): decode + detector preprocessing of every view, item-parallel;
-  // and one Run of a stage on a zero-filled input of `batch` images, returning its milliseconds
-  // (throws when the model's batch is fixed at another size).
+  // and one Run of a stage on a zero-filled input of `batch` images, in the session's host memory
+  // and bound as analyze() binds its Runs, returning its milliseconds (throws when the model's
+  // batch is fixed at another size).
   std::vector<DecodeTiming> BenchDecode(const std::vector<ItemInput>& items, ThreadPool& pool) const;
   double BenchSession(SessionStage stage, int64_t batch) const;
 

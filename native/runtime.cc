@@ -220,7 +220,7 @@ ProviderStatus Probe(Ort::Env& env, ProviderKind kind, const NativeConfig& confi
 
 bool SameConfig(const NativeConfig& a, const NativeConfig& b) {
   return a.providers == b.providers && a.deviceId == b.deviceId && a.trtCacheDir == b.trtCacheDir &&
-         a.trtFp16 == b.trtFp16 && a.cudnnConvAlgoSearch == b.cudnnConvAlgoSearch && a.poolThreads == b.poolThreads &&
+         a.trtFp16 == b.trtFp16 && a.cudnnConvAlgoSearch == b.cudnnConvAlgoSearch && a.pinnedMemory == b.pinnedMemory && a.poolThreads == b.poolThreads &&
          a.intraOpThreads == b.intraOpThreads;
 }
 

@@ -91,6 +91,7 @@ struct NativeConfig {
   std::string trtCacheDir;
   bool trtFp16 = false;
   std::string cudnnConvAlgoSearch = "HEURISTIC";  // CUDA provider option cudnn_conv_algo_search
+  bool pinnedMemory = true;  // stage session tensors in the GPU provider's pinned memory (host_memory.h)
   int poolThreads = 1;
   int intraOpThreads = 1;
 };

@@ -19,6 +19,8 @@ export interface Config {
   trtCacheDir: string;
   trtFp16: boolean;
   cudnnConvAlgoSearch: CudnnConvAlgoSearch;
+  /** Stage session tensors in the GPU provider's pinned host memory when it offers it. */
+  pinnedMemory: boolean;
   /** Longest a provider probe child may take before its provider is disabled. */
   providerProbeTimeoutMs: number;
   poolThreads: number;
@@ -91,6 +93,7 @@ export const KNOWN_VARIABLES = [
   'CATCOMFORT_CUDA_DEVICE_ID',
   'CATCOMFORT_TRT_CACHE_DIR',
   'CATCOMFORT_TRT_FP16',
+  'CATCOMFORT_PINNED_MEMORY',
   'CATCOMFORT_POOL_THREADS',
   'CATCOMFORT_INTRA_OP_THREADS',
   'CATCOMFORT_SESSION_BATCH',
@@ -206,6 +209,7 @@ export function loadConfig(env: Env = process.env): Config {
     trtCacheDir: path.resolve(env.CATCOMFORT_TRT_CACHE_DIR ?? path.join(os.tmpdir(), 'catcomfort-trt-cache')),
     trtFp16: readBool(env, 'CATCOMFORT_TRT_FP16', false),
     cudnnConvAlgoSearch: readCudnnConvAlgoSearch(env),
+    pinnedMemory: readBool(env, 'CATCOMFORT_PINNED_MEMORY', true),
     providerProbeTimeoutMs: readInt(env, 'CATCOMFORT_PROVIDER_PROBE_TIMEOUT_MS', 300_000, 1000, 3_600_000),
     // Pool threads x intra-op threads should not exceed the cores: decode parallelism
     // comes from the pool, model parallelism from ORT.

@@ -173,6 +173,11 @@ describe('native addon', () => {
       () => addon.configure({ ...config, cudnnConvAlgoSearch: 'FASTEST' as 'DEFAULT' }),
       (e: Error & { code?: string }) => e.code === 'native_error' && /cudnnConvAlgoSearch must be/.test(e.message),
     );
+    assert.throws(
+      () => addon.configure({ ...config, pinnedMemory: false }),
+      (e: Error & { code?: string }) => e.code === 'native_error' && /already/.test(e.message),
+      'pinnedMemory is part of the process-wide configuration',
+    );
   });
 
   test('detection is decided once, natively, on the reported 6-decimal confidence; cutoffs are inclusive', async () => {

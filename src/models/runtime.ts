@@ -16,6 +16,7 @@ export type RuntimeConfig = Pick<
   | 'trtCacheDir'
   | 'trtFp16'
   | 'cudnnConvAlgoSearch'
+  | 'pinnedMemory'
   | 'providerProbeTimeoutMs'
   | 'poolThreads'
   | 'intraOpThreads'
@@ -35,6 +36,7 @@ export function configureAddon(config: RuntimeConfig, addon: NativeAddon = loadA
     trtCacheDir: config.trtCacheDir,
     trtFp16: config.trtFp16,
     cudnnConvAlgoSearch: config.cudnnConvAlgoSearch,
+    pinnedMemory: config.pinnedMemory,
     poolThreads: config.poolThreads,
     intraOpThreads: config.intraOpThreads,
   });

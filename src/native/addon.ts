@@ -153,6 +153,8 @@ export interface NativeConfig {
   trtFp16: boolean;
   /** CUDA provider option `cudnn_conv_algo_search`; default HEURISTIC. */
   cudnnConvAlgoSearch?: CudnnConvAlgoSearch;
+  /** Stage session tensors in the GPU provider's pinned host memory when it offers it (default true). */
+  pinnedMemory?: boolean;
   /** Threads in the addon's own pool (decode, preprocess, session runs). */
   poolThreads: number;
   /** ORT intra-op threads per session run. */
