@@ -9,6 +9,7 @@ import { loadConfig } from '../src/config';
 import { ModelRegistry, type Model } from '../src/models/registry';
 import { loadModels, sessionBatchFor } from '../src/models/runtime';
 import { benchOptions, fixturePhotos, fmt, log, percentile } from './common';
+import { sampleGpu, type GpuUtilisation } from './gpu';
 import { phonePhotos } from './phone-photos';
 
 export interface InprocessLevel {
@@ -22,6 +23,10 @@ export interface InprocessLevel {
   p99Ms: number;
   /** Batch-size histogram of the micro-batcher during the measured window: batchSizes[n] = batches of n. */
   batchSizes: number[];
+  /** Mean per-request stage times the pipeline reported (a batch's shared stages count fully for each request in it). */
+  stagesMs: { decode: number; detect: number; classify: number };
+  /** nvidia-smi's samples during the measured window; null without an NVIDIA GPU. */
+  gpu: GpuUtilisation | null;
 }
 
 export interface InprocessResult {
@@ -50,7 +55,7 @@ export async function runInprocess(): Promise<InprocessResult> {
     poolThreads: config.poolThreads,
     intraOpThreads: config.intraOpThreads,
     photos: photos.length,
-    levels: await measureLevels(model, photos, 'fixture photos'),
+    levels: await measureLevels(model, photos, 'fixture photos', config.deviceId),
     phone: { photos: phone.length, fullSizeDecode: [], shrinkOnLoad: [] },
   };
   const before = await ModelRegistry.load(addon, {
@@ -61,22 +66,23 @@ export async function runInprocess(): Promise<InprocessResult> {
     jpegShrinkOnLoad: false,
   });
   try {
-    result.phone.fullSizeDecode = await measureLevels(before.get(config.defaultModel)!, phone, 'phone photos, full-size decode');
+    result.phone.fullSizeDecode = await measureLevels(before.get(config.defaultModel)!, phone, 'phone photos, full-size decode', config.deviceId);
   } finally {
     await before.closeAll();
   }
-  result.phone.shrinkOnLoad = await measureLevels(model, phone, 'phone photos, shrink-on-load');
+  result.phone.shrinkOnLoad = await measureLevels(model, phone, 'phone photos, shrink-on-load', config.deviceId);
   await registry.closeAll();
   return result;
 }
 
-/** Closed-loop clients at each in-process concurrency level, sending `images` in turn. */
-async function measureLevels(model: Model, images: string[], label: string): Promise<InprocessLevel[]> {
+/** Closed-loop clients at each in-process concurrency level, sending `images` in turn; GPU `gpuDevice` sampled. */
+async function measureLevels(model: Model, images: string[], label: string, gpuDevice: number): Promise<InprocessLevel[]> {
   const options = benchOptions();
   const levels: InprocessLevel[] = [];
   let next = 0;
   const runFor = async (concurrency: number, seconds: number, record: boolean) => {
     const latencies: number[] = [];
+    const stages = { decode: 0, detect: 0, classify: 0 };
     let failed = 0;
     const stopAt = performance.now() + seconds * 1000;
     const client = async () => {
@@ -84,8 +90,13 @@ async function measureLevels(model: Model, images: string[], label: string): Pro
         const image = images[next++ % images.length]!;
         const started = performance.now();
         try {
-          await model.analyze({ data: image, encoding: 'base64-strict' });
-          if (record) latencies.push(performance.now() - started);
+          const { timings } = await model.analyze({ data: image, encoding: 'base64-strict' });
+          if (record) {
+            latencies.push(performance.now() - started);
+            stages.decode += timings.decodeMs;
+            stages.detect += timings.detectMs;
+            stages.classify += timings.classifyMs;
+          }
         } catch {
           failed++;
         }
@@ -93,14 +104,18 @@ async function measureLevels(model: Model, images: string[], label: string): Pro
     };
     const started = performance.now();
     await Promise.all(Array.from({ length: concurrency }, client));
-    return { latencies, failed, elapsedS: (performance.now() - started) / 1000 };
+    const mean = (total: number) => (latencies.length > 0 ? total / latencies.length : NaN);
+    const stagesMs = { decode: mean(stages.decode), detect: mean(stages.detect), classify: mean(stages.classify) };
+    return { latencies, failed, stagesMs, elapsedS: (performance.now() - started) / 1000 };
   };
 
   for (const concurrency of options.inprocessConcurrency) {
     log(`  in-process, ${label}, c=${concurrency}: warm-up ${options.warmupS}s, measure ${options.durationS}s`);
     if (options.warmupS > 0) await runFor(concurrency, options.warmupS, false);
     const before = model.batcher.stats().batchSizes;
-    const { latencies, failed, elapsedS } = await runFor(concurrency, options.durationS, true);
+    const sampler = sampleGpu(gpuDevice);
+    const { latencies, failed, stagesMs, elapsedS } = await runFor(concurrency, options.durationS, true);
+    const gpu = await sampler.stop();
     const after = model.batcher.stats().batchSizes;
     latencies.sort((a, b) => a - b);
     const level: InprocessLevel = {
@@ -113,11 +128,15 @@ async function measureLevels(model: Model, images: string[], label: string): Pro
       p90Ms: percentile(latencies, 90),
       p99Ms: percentile(latencies, 99),
       batchSizes: after.map((n, i) => n - (before[i] ?? 0)),
+      stagesMs,
+      gpu,
     };
     levels.push(level);
     log(
       `  in-process, ${label}, c=${concurrency}: ${fmt(level.rps)} req/s, p50 ${fmt(level.p50Ms)} ms, p90 ${fmt(level.p90Ms)} ms, p99 ${fmt(level.p99Ms)} ms, failed ${failed}, ` +
-        `batch sizes ${level.batchSizes.map((n, i) => (i > 0 && n > 0 ? `${i}:${n}` : '')).filter(Boolean).join(' ')}`,
+        `batch sizes ${level.batchSizes.map((n, i) => (i > 0 && n > 0 ? `${i}:${n}` : '')).filter(Boolean).join(' ')}; ` +
+        `stages ms: decode ${fmt(stagesMs.decode, 2)}, detect ${fmt(stagesMs.detect, 2)}, classify ${fmt(stagesMs.classify, 2)}` +
+        (gpu ? `; GPU ${fmt(gpu.meanPct)} % mean, ${fmt(gpu.maxPct)} % max` : ''),
     );
   }
   return levels;

@@ -5,6 +5,7 @@
 // on stdout.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { sampleGpu, type GpuUtilisation } from './gpu';
 
 export interface LoadWorkerConfig {
   url: string;
@@ -15,6 +16,8 @@ export interface LoadWorkerConfig {
   warmupS: number;
   /** Per-request timeout, seconds (a timed-out request counts as an error). */
   timeoutS: number;
+  /** The GPU nvidia-smi samples during each measured window. */
+  gpuDevice: number;
 }
 
 export interface LoadLevel {
@@ -36,6 +39,8 @@ export interface LoadLevel {
   otherStatus: Record<string, number>;
   errors: number;
   timeouts: number;
+  /** nvidia-smi's samples during the measured window; null without an NVIDIA GPU. */
+  gpu: GpuUtilisation | null;
 }
 
 interface AutocannonResult {
@@ -110,7 +115,9 @@ async function main(): Promise<void> {
       await runOnce(config, bodies, connections, config.warmupS, offset);
     }
     process.stderr.write(`    c=${connections}: measuring ${config.durationS}s\n`);
+    const sampler = sampleGpu(config.gpuDevice);
     const { result, latencies, elapsedS } = await runOnce(config, bodies, connections, config.durationS, offset);
+    const gpu = await sampler.stop();
     offset += 7;
     latencies.sort((a, b) => a - b);
     const status429 = result.statusCodeStats['429']?.count ?? 0;
@@ -136,6 +143,7 @@ async function main(): Promise<void> {
       otherStatus,
       errors: result.errors,
       timeouts: result.timeouts,
+      gpu,
     };
     levels.push(level);
     process.stderr.write(

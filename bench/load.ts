@@ -4,6 +4,7 @@
 // (BENCH_DURATION_S, BENCH_WARMUP_S, BENCH_CONCURRENCY apply). Only loopback URLs are accepted.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { loadConfig } from '../src/config';
 import { benchOptions, fixturePhotos, log, spawnTracked, stopChild, tmpDir, installCleanup } from './common';
 import type { LoadLevel, LoadWorkerConfig } from './load-worker';
 
@@ -38,6 +39,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadLevel[]> {
     durationS: options.durationS,
     warmupS: options.warmupS,
     timeoutS: options.timeoutS ?? 120,
+    gpuDevice: loadConfig().deviceId,
   };
   const configFile = path.join(tmpDir, `load-${process.pid}-${Date.now()}.json`);
   writeFileSync(configFile, JSON.stringify(config));

@@ -35,6 +35,7 @@ import type { InprocessResult } from './inprocess';
 import { runLoad, type LoadLevel } from './load';
 import { microMarkdown, type MicroResult } from './micro';
 import { renderChart } from './chart';
+import type { GpuUtilisation } from './gpu';
 import { phonePhotos } from './phone-photos';
 
 const SERVER_LABELS: Record<ServerName, string> = {
@@ -213,6 +214,10 @@ function levelOf(run: ServerRun | undefined, c: number, levels: LevelsOf = fixtu
   return run ? levels(run).find((l) => l.concurrency === c) : undefined;
 }
 
+function gpuCell(gpu: GpuUtilisation | null | undefined): string {
+  return gpu ? `${fmt(gpu.meanPct)} / ${fmt(gpu.maxPct)}` : '–';
+}
+
 function ratio(a: number | undefined, b: number | undefined, digits = 2): string {
   if (a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0) return '–';
   return `${(a / b).toFixed(digits)}x`;
@@ -222,11 +227,15 @@ function ratio(a: number | undefined, b: number | undefined, digits = 2): string
 function httpTables(report: Report, levels: LevelsOf): string[] {
   const lines: string[] = [];
   const servers = report.servers.filter((s) => levels(s).length > 0);
-  lines.push('| server | concurrency | req/s | p50 ms | p90 ms | p99 ms | non-2xx | of which 429 | errors/timeouts |');
-  lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+  const gpu = servers.some((s) => levels(s).some((l) => l.gpu));
+  lines.push(`| server | concurrency | req/s | p50 ms | p90 ms | p99 ms | non-2xx | of which 429 | errors/timeouts |${gpu ? ' GPU util mean/max % |' : ''}`);
+  lines.push(`|---|---:|---:|---:|---:|---:|---:|---:|---:|${gpu ? '---:|' : ''}`);
   for (const s of servers) {
     for (const l of levels(s)) {
-      lines.push(`| ${SERVER_LABELS[s.name]} | ${l.concurrency} | ${fmt(l.rps)} | ${fmt(l.p50Ms)} | ${fmt(l.p90Ms)} | ${fmt(l.p99Ms)} | ${l.non2xx} | ${l.status429} | ${l.errors}/${l.timeouts} |`);
+      lines.push(
+        `| ${SERVER_LABELS[s.name]} | ${l.concurrency} | ${fmt(l.rps)} | ${fmt(l.p50Ms)} | ${fmt(l.p90Ms)} | ${fmt(l.p99Ms)} | ${l.non2xx} | ${l.status429} | ${l.errors}/${l.timeouts} |` +
+          (gpu ? ` ${gpuCell(l.gpu)} |` : ''),
+      );
     }
   }
   lines.push('');
@@ -276,12 +285,15 @@ function markdown(report: Report): string {
     const ip = report.inprocess;
     lines.push('## In-process pipeline (ModelRegistry / Model.analyze, micro-batcher, no HTTP)', '');
     lines.push(`Batching: max batch ${ip.batching.maxBatchSize}, max delay ${ip.batching.maxQueueDelayUs} µs, in flight ${ip.batching.maxInFlight}, queue ${ip.batching.maxQueue}; pool threads ${ip.poolThreads}, intra-op threads ${ip.intraOpThreads}; base64 strings of the ${ip.photos} photos.`, '');
-    lines.push('| concurrency | req/s | p50 ms | p90 ms | p99 ms | failed | batch sizes (size:count) |');
-    lines.push('|---:|---:|---:|---:|---:|---:|---|');
+    const gpu = ip.levels.some((l) => l.gpu);
+    lines.push(`| concurrency | req/s | p50 ms | p90 ms | p99 ms | failed | batch sizes (size:count) | decode / detect / classify ms (mean) |${gpu ? ' GPU util mean/max % |' : ''}`);
+    lines.push(`|---:|---:|---:|---:|---:|---:|---|---:|${gpu ? '---:|' : ''}`);
     for (const l of ip.levels) {
       const sizes = l.batchSizes.map((n, i) => (i > 0 && n > 0 ? `${i}:${n}` : '')).filter(Boolean).join(' ');
-      lines.push(`| ${l.concurrency} | ${fmt(l.rps)} | ${fmt(l.p50Ms)} | ${fmt(l.p90Ms)} | ${fmt(l.p99Ms)} | ${l.failed} | ${sizes} |`);
+      const stages = `${fmt(l.stagesMs.decode, 2)} / ${fmt(l.stagesMs.detect, 2)} / ${fmt(l.stagesMs.classify, 2)}`;
+      lines.push(`| ${l.concurrency} | ${fmt(l.rps)} | ${fmt(l.p50Ms)} | ${fmt(l.p90Ms)} | ${fmt(l.p99Ms)} | ${l.failed} | ${sizes} | ${stages} |${gpu ? ` ${gpuCell(l.gpu)} |` : ''}`);
     }
+    lines.push('', 'Stage times are what the pipeline reports per request; a batch\'s shared detector and classifier stages count fully for every request in it.');
     lines.push('');
     const us = report.servers.find((s) => s.name === 'us' && s.levels.length > 0);
     if (us) {
@@ -297,11 +309,13 @@ function markdown(report: Report): string {
     }
     lines.push('### In-process with 12 MP phone photos: before/after shrink-on-load', '');
     lines.push(`The ${ip.phone.photos} fixture photos scaled to about 12 MP (\`bench/phone-photos.ts\`) as base64 strings; "before": a second registry whose pipelines decode every JPEG at full size (\`jpegShrinkOnLoad: false\`), measured in the same run.`, '');
-    lines.push('| concurrency | before: req/s | p50 ms | after: req/s | p50 ms | throughput after/before |');
-    lines.push('|---:|---:|---:|---:|---:|---:|');
+    lines.push('| concurrency | before: req/s | p50 ms | decode ms (mean) | after: req/s | p50 ms | decode ms (mean) | throughput after/before |');
+    lines.push('|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const after of ip.phone.shrinkOnLoad) {
       const before = ip.phone.fullSizeDecode.find((l) => l.concurrency === after.concurrency);
-      lines.push(`| ${after.concurrency} | ${fmt(before?.rps)} | ${fmt(before?.p50Ms)} | ${fmt(after.rps)} | ${fmt(after.p50Ms)} | ${ratio(after.rps, before?.rps)} |`);
+      lines.push(
+        `| ${after.concurrency} | ${fmt(before?.rps)} | ${fmt(before?.p50Ms)} | ${fmt(before?.stagesMs.decode)} | ${fmt(after.rps)} | ${fmt(after.p50Ms)} | ${fmt(after.stagesMs.decode)} | ${ratio(after.rps, before?.rps)} |`,
+      );
     }
     lines.push('');
   } else if (report.inprocessError) lines.push(`**In-process benchmark failed:** ${report.inprocessError}`, '');

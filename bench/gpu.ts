@@ -1,0 +1,57 @@
+// GPU utilisation during a measured window, as nvidia-smi samples it in its own loop (-lms): the
+// CPU-side figures cannot tell a busy GPU from an idle one. Without nvidia-smi on PATH (no NVIDIA
+// driver) there is nothing to report.
+import type { ChildProcess } from 'node:child_process';
+import { spawnTracked, stopChild } from './common';
+
+export interface GpuUtilisation {
+  samples: number;
+  meanPct: number;
+  maxPct: number;
+  memoryMiBMax: number;
+}
+
+interface GpuSample {
+  utilPct: number;
+  memoryMiB: number;
+}
+
+/** One line of `--query-gpu=utilization.gpu,memory.used --format=csv,noheader,nounits`, e.g. "37, 1234". */
+export function parseSmiLine(line: string): GpuSample | null {
+  const fields = line.split(',').map((f) => f.trim());
+  if (fields.length !== 2 || fields.some((f) => !/^\d+(\.\d+)?$/.test(f))) return null; // "[N/A]", headers, noise
+  return { utilPct: Number(fields[0]), memoryMiB: Number(fields[1]) };
+}
+
+export function summarise(output: string): GpuUtilisation | null {
+  const samples = output.split('\n').map(parseSmiLine).filter((s): s is GpuSample => s !== null);
+  if (samples.length === 0) return null;
+  return {
+    samples: samples.length,
+    meanPct: samples.reduce((sum, s) => sum + s.utilPct, 0) / samples.length,
+    maxPct: Math.max(...samples.map((s) => s.utilPct)),
+    memoryMiBMax: Math.max(...samples.map((s) => s.memoryMiB)),
+  };
+}
+
+/** Samples GPU `deviceId` every `intervalMs` until stop(), which resolves to the summary (null: no nvidia-smi, or no sample). */
+export function sampleGpu(deviceId: number, intervalMs = 200): { stop(): Promise<GpuUtilisation | null> } {
+  let output = '';
+  let failed = false;
+  let child: ChildProcess | null = null;
+  try {
+    child = spawnTracked('nvidia-smi', ['-i', String(deviceId), '--query-gpu=utilization.gpu,memory.used', '--format=csv,noheader,nounits', '-lms', String(intervalMs)], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    child.once('error', () => (failed = true)); // ENOENT: not installed
+    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  } catch {
+    failed = true;
+  }
+  return {
+    async stop() {
+      if (child && !failed && child.pid !== undefined) await stopChild(child, 1000);
+      return failed ? null : summarise(output);
+    },
+  };
+}
