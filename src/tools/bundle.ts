@@ -1,8 +1,9 @@
-// `npm run bundle [-- --cuda [--cuda-arch sm_90 ...]] [-- --bench] [-- --out FILE] [-- --fast] [-- --dir DIR]`: one self-contained archive
-// that runs the service on a Linux x64 machine without npm or internet (README "Offline bundle"):
+// `npm run bundle [-- --cuda [--cuda-arch sm_90 ...]] [-- --bench] [-- --out FILE] [-- --fast] [-- --dir DIR]`:
+// one self-contained archive that runs the service on a Linux x64 machine without npm or internet
+// (README "Offline bundle"):
 //   catcomfort/run                 the one command: starts the service with the Node binary below
 //   catcomfort/catcomfort          the command line (src/cli/main.ts) with the same Node binary
-//   catcomfort/node/bin/node       this Node.js (process.execPath)
+//   catcomfort/node/bin/node       this Node.js (process.execPath), stripped
 //   catcomfort/app/dist/src/       the compiled service (no tests, benchmarks or source maps)
 //   catcomfort/app/build/Release/  catcomfort.node, ONNX Runtime, libvips (+ the CUDA provider with --cuda;
 //                                  --cuda-arch keeps its GPU code for those architectures only: cuda-fatbin.ts)
@@ -11,10 +12,10 @@
 // --bench adds our side of the benchmark suite for machines without npm (a GPU server):
 //   catcomfort/bench               runs app/dist/bench/run.js (BENCH_* settings as with npm run bench)
 //   catcomfort/app/dist/bench/     the compiled suite, with catcomfort_bench.node, tinybench and autocannon
-// Built from what `npm ci` installed and built here. Compressed with xz -9 and its x86 filter (--fast: xz -0, for
-// tests): the smallest of the common formats (README "Offline bundle" has the measured sizes), and
-// GNU tar unpacks it anywhere with xz-utils. --dir DIR writes the catcomfort/ folder into DIR
-// instead of an archive (the container image's build stage, Dockerfile).
+// Built from what `npm ci` installed and built here. Compressed with xz -9 and its x86 filter
+// (--fast: xz -0, for tests): the smallest of the common formats (README "Offline bundle" has the
+// measured sizes), and GNU tar unpacks it anywhere with xz-utils. --dir DIR writes the catcomfort/
+// folder into DIR instead of an archive (the container image's build stage, Dockerfile).
 import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, cpSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -65,9 +66,9 @@ function copyInto(source: string, target: string, filter?: (file: string) => boo
 }
 
 /**
- * Native libraries beside the addon: all but the GPU provider libraries unless `cuda` and the
- * benchmark binding unless `bench`; `cudaLibrary`
- * (the CUDA provider cut to chosen architectures) is written instead of the installed one.
+ * Native libraries beside the addon: all but the GPU provider libraries unless `cuda`, and the
+ * benchmark binding only with `bench`; `cudaLibrary` (the CUDA provider cut to chosen architectures)
+ * is written instead of the installed one.
  */
 function copyNative(app: string, cuda: boolean, cudaLibrary: Buffer | null, bench: boolean): void {
   const files = readdirSync(release).filter((f) => (f.endsWith('.node') && (bench || f !== BENCH_BINDING)) || /\.so(\.\d+)*$/.test(f));
