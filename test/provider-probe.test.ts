@@ -33,6 +33,8 @@ async function startWithCuda(env: Record<string, string>): Promise<LogLine[]> {
   return logLines(server.output());
 }
 
+const PINNED_RETRY = 'execution provider failed with pinned memory; probing again without it';
+
 function activeProviders(lines: LogLine[]): Array<string | undefined> {
   return lines.filter((l) => l.msg === 'execution provider active').map((l) => l.provider);
 }
@@ -56,7 +58,9 @@ test('a probe that crashes with SIGSEGV disables the provider; the service answe
   } finally {
     await server.stop();
   }
-  assert.match(disabledCause(logLines(server.output())), /^probe process crashed with SIGSEGV \(at: .+\)$/);
+  const lines = logLines(server.output());
+  assert.match(disabledCause(lines), /^probe process crashed with SIGSEGV \(at: .+\)$/);
+  assert.equal(lines.filter((l) => l.msg === PINNED_RETRY).length, 1, 'a crash is tried again without pinned memory first');
 });
 
 test('a probe that exits non-zero disables the provider', async () => {
@@ -68,9 +72,20 @@ test('a probe that fails with an error disables the provider, naming the error',
   assert.match(cause, /^probe failed: fault injected by CATCOMFORT_TEST_PROBE_FAULT \(at: building the sessions\)$/);
 });
 
+test('a probe that fails only with pinned memory is run again without it; the provider is not disabled', async () => {
+  const lines = await startWithCuda({ CATCOMFORT_TEST_PROBE_FAULT: 'pinned' });
+  const retry = lines.filter((l) => l.msg === PINNED_RETRY);
+  assert.equal(retry.length, 1, JSON.stringify(lines));
+  assert.match(retry[0]!.cause!, /^probe failed: fault injected by CATCOMFORT_TEST_PROBE_FAULT with pinned memory /);
+  assert.equal(lines.filter((l) => l.msg === 'execution provider disabled').length, 0, 'the second probe passed');
+  // CPU-only machines: the passing probe reports CUDA skipped (its libraries do not load).
+  assert.ok(lines.some((l) => l.provider === 'cuda' && (l.msg === 'execution provider skipped' || l.msg === 'execution provider proven')));
+});
+
 test('a probe that hangs past CATCOMFORT_PROVIDER_PROBE_TIMEOUT_MS disables the provider', async () => {
   const lines = await startWithCuda({ CATCOMFORT_TEST_PROBE_FAULT: 'hang', CATCOMFORT_PROVIDER_PROBE_TIMEOUT_MS: '2000' });
   assert.match(disabledCause(lines), /^probe gave no answer within 2000 ms /);
+  assert.equal(lines.filter((l) => l.msg === PINNED_RETRY).length, 0, 'a timeout is not tried again');
 });
 
 test('a probe that passes without the provider loading reports it skipped, with its reason', async () => {

@@ -22,7 +22,7 @@ export async function loadOneModel(config: Config, id: string): Promise<Model> {
   if (!packs.enabled.includes(id)) {
     throw new ModelChoiceError(`no model pack "${id}" in ${config.modelsDir} (packs: ${packs.enabled.join(', ') || 'none'})`);
   }
-  const { addon, info } = configureAddon({ ...config, providers: await provenProviders(config) });
+  const { addon, info } = configureAddon({ ...config, ...(await provenProviders(config)) });
   const dir = path.join(config.modelsDir, id);
   const pack = await loadPack(dir, registryOptions(config, info));
   const pipeline = await addon.createPipeline(pack.spec);

@@ -7,6 +7,9 @@
 //
 // Providers are proven in order, each together with those already proven (tensorrt, then
 // tensorrt + cuda), so the last probe that passed ran exactly the combination the service uses.
+// A probe that crashes or fails with pinned staging memory on (native/host_memory.h) is run again
+// without it (not one that timed out: that would double the longest wait); when that passes, the
+// service runs without pinned memory rather than without the provider.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import type { ProviderName } from '../config';
@@ -20,7 +23,7 @@ export type ProbeLine =
   | { probe: 'done'; providers: ProviderStatus[] }
   | { probe: 'failed'; error: string };
 
-type ProbeOutcome = { ok: true; providers: ProviderStatus[] } | { ok: false; cause: string; stderr: string };
+type ProbeOutcome = { ok: true; providers: ProviderStatus[] } | { ok: false; cause: string; stderr: string; timedOut: boolean };
 
 const probeScript = path.join(__dirname, '../tools/probe-providers.js');
 const STDERR_KEPT = 2000;
@@ -61,28 +64,37 @@ function probe(config: RuntimeConfig): Promise<ProbeOutcome> {
     });
     child.on('error', (error) => {
       clearTimeout(timer);
-      resolve({ ok: false, cause: `probe process could not start: ${error.message}`, stderr });
+      resolve({ ok: false, cause: `probe process could not start: ${error.message}`, stderr, timedOut });
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
       const during = ` (at: ${step})`;
-      if (timedOut) resolve({ ok: false, cause: `probe gave no answer within ${config.providerProbeTimeoutMs} ms${during}`, stderr });
-      else if (signal) resolve({ ok: false, cause: `probe process crashed with ${signal}${during}`, stderr });
-      else if (result?.probe === 'failed') resolve({ ok: false, cause: `probe failed: ${result.error}${during}`, stderr });
-      else if (code !== 0) resolve({ ok: false, cause: `probe process exited with code ${code}${during}`, stderr });
+      const failed = (cause: string) => resolve({ ok: false, cause: `${cause}${during}`, stderr, timedOut });
+      if (timedOut) failed(`probe gave no answer within ${config.providerProbeTimeoutMs} ms`);
+      else if (signal) failed(`probe process crashed with ${signal}`);
+      else if (result?.probe === 'failed') failed(`probe failed: ${result.error}`);
+      else if (code !== 0) failed(`probe process exited with code ${code}`);
       else if (result?.probe === 'done') resolve({ ok: true, providers: result.providers });
-      else resolve({ ok: false, cause: `probe process ended without a result${during}`, stderr });
+      else failed('probe process ended without a result');
     });
   });
 }
 
-/** The configured providers that passed their probe, in order, then 'cpu'. */
-export async function provenProviders(config: RuntimeConfig): Promise<ProviderName[]> {
+/** The configured providers that passed their probe, in order, then 'cpu'; and whether pinned memory stays on. */
+export async function provenProviders(config: RuntimeConfig): Promise<Pick<RuntimeConfig, 'providers' | 'pinnedMemory'>> {
   const proven: ProviderName[] = [];
+  let pinnedMemory = config.pinnedMemory;
   for (const provider of config.providers.filter((p) => p !== 'cpu')) {
     const started = performance.now();
     log.info('probing execution provider', { provider, with: proven });
-    const outcome = await probe({ ...config, providers: [...proven, provider, 'cpu'] });
+    const providers: ProviderName[] = [...proven, provider, 'cpu'];
+    let outcome = await probe({ ...config, providers, pinnedMemory });
+    let withoutPinned = false;
+    if (!outcome.ok && !outcome.timedOut && pinnedMemory) {
+      log.warn('execution provider failed with pinned memory; probing again without it', { provider, cause: outcome.cause });
+      outcome = await probe({ ...config, providers, pinnedMemory: false });
+      withoutPinned = true;
+    }
     if (!outcome.ok) {
       log.warn('execution provider disabled', { provider, cause: outcome.cause, ...(outcome.stderr ? { stderr_tail: outcome.stderr } : {}) });
       continue;
@@ -90,10 +102,11 @@ export async function provenProviders(config: RuntimeConfig): Promise<ProviderNa
     const status = outcome.providers.find((p) => p.name === provider);
     if (status?.active) {
       proven.push(provider);
-      log.info('execution provider proven', { provider, ms: Math.round(performance.now() - started) });
+      if (withoutPinned) pinnedMemory = false;
+      log.info('execution provider proven', { provider, ms: Math.round(performance.now() - started), ...(withoutPinned ? { pinned_memory: false } : {}) });
     } else {
       log.warn('execution provider skipped', { provider, reason: status?.reason ?? 'the probe did not report it' });
     }
   }
-  return [...proven, 'cpu'];
+  return { providers: [...proven, 'cpu'], pinnedMemory };
 }

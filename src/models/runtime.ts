@@ -59,8 +59,7 @@ export function registryOptions(config: RuntimeConfig, info: NativeInfo): Regist
 
 /** Configures the addon with the providers that passed their probe (src/models/provider-probe.ts) and loads the packs. */
 export async function loadModels(config: RuntimeConfig): Promise<{ addon: NativeAddon; info: NativeInfo; registry: ModelRegistry }> {
-  const providers = await provenProviders(config);
-  const { addon, info } = configureAddon({ ...config, providers });
+  const { addon, info } = configureAddon({ ...config, ...(await provenProviders(config)) });
   const registry = await ModelRegistry.load(addon, registryOptions(config, info));
   return { addon, info, registry };
 }

@@ -10,9 +10,15 @@ function report(line: ProbeLine): void {
   process.stdout.write(`${JSON.stringify(line)}\n`);
 }
 
-/** Tests only: CATCOMFORT_TEST_PROBE_FAULT=segv|exit|error|hang makes this probe fail on purpose. */
-async function testFault(): Promise<void> {
+/**
+ * Tests only: CATCOMFORT_TEST_PROBE_FAULT=segv|exit|error|hang makes this probe fail on purpose;
+ * `pinned` fails it only while pinned memory is on.
+ */
+async function testFault(config: RuntimeConfig): Promise<void> {
   switch (process.env.CATCOMFORT_TEST_PROBE_FAULT) {
+    case 'pinned':
+      if (config.pinnedMemory) throw new Error('fault injected by CATCOMFORT_TEST_PROBE_FAULT with pinned memory');
+      break;
     case 'segv':
       process.kill(process.pid, 'SIGSEGV');
       break;
@@ -32,7 +38,7 @@ async function main(): Promise<void> {
   const { addon, info } = configureAddon(config);
   report({ probe: 'step', step: 'building the sessions' });
   const registry = await ModelRegistry.load(addon, registryOptions(config, info));
-  await testFault();
+  await testFault(config);
   await warmUpAll(registry, (step) => report({ probe: 'step', step }));
   report({ probe: 'done', providers: info.providers });
 }
