@@ -100,7 +100,7 @@ std::vector<int64_t> InputShape(const PreprocessSpec& spec, size_t batch) {
 
 // A zero-filled input tensor of `shape` in the session's host memory.
 Ort::Value NewInput(const ModelSession& model, const std::vector<int64_t>& shape) {
-  Ort::Value input = Ort::Value::CreateTensor<float>(model.host->Allocator(), shape.data(), shape.size());
+  Ort::Value input = Ort::Value::CreateTensor<float>(model.host.Allocator(), shape.data(), shape.size());
   float* data = input.GetTensorMutableData<float>();
   std::fill(data, data + input.GetTensorTypeAndShapeInfo().GetElementCount(), 0.0f);
   return input;
@@ -111,7 +111,7 @@ Ort::Value NewInput(const ModelSession& model, const std::vector<int64_t>& shape
 BatchOutput RunBound(const ModelSession& model, const Ort::Value& input, size_t batch) {
   Ort::IoBinding binding(*model.session);
   binding.BindInput(model.inputName.c_str(), input);
-  for (const std::string& name : model.outputNames) binding.BindOutput(name.c_str(), model.host->Info());
+  for (const std::string& name : model.outputNames) binding.BindOutput(name.c_str(), model.host.Info());
   model.session->Run(Ort::RunOptions{nullptr}, binding);
   BatchOutput out;
   out.values = binding.GetOutputValues();
@@ -568,7 +568,7 @@ double Pipeline::BenchSession(SessionStage stage, int64_t batch) const {
 SessionBatchCounts Pipeline::SessionBatches() const { return {Counts(detector_), Counts(classifier_)}; }
 
 bool Pipeline::PinnedHostMemory(SessionStage stage) const {
-  return (stage == SessionStage::Detector ? detector_ : classifier_).host->Pinned();
+  return (stage == SessionStage::Detector ? detector_ : classifier_).host.Pinned();
 }
 
 }  // namespace catcomfort

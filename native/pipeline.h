@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,7 +31,7 @@ struct SessionBatch {
 // Members are destroyed in reverse order: the kept inputs before their allocator, that before the session.
 struct ModelSession {
   std::unique_ptr<Ort::Session> session;
-  std::optional<HostMemory> host;  // where inputs are staged and outputs land
+  HostMemory host;  // where inputs are staged and outputs land (set by OpenSession)
   std::string inputName;
   std::vector<std::string> outputNames;  // the first N outputs, in the model's order
   int64_t fixedBatch = 0;  // > 0: the model's input batch dimension is fixed at this size
