@@ -7,7 +7,7 @@
 // later still get the answer instead of a reset; past MAX_DISCARD_BYTES it is sent at once
 // and the connection closed.
 import { STATUS_CODES } from 'node:http';
-import { PEER_ADDRESS_HEADER } from './front-head';
+import { PEER_ADDRESS_HEADER } from './front/head';
 import type { HttpRequest, HttpResponse } from './uws';
 
 export const MAX_DISCARD_BYTES = 64 * 1024 * 1024;

@@ -1,10 +1,10 @@
 // The uWS application: one catch-all route feeding our router, with 404/405/503 and handler
 // failures answered by the error renderer of the interface the path belongs to (Router.mount).
-// uWS listens on a private unix socket; the public port belongs to the HTTP front (front.ts).
+// uWS listens on a private unix socket; the public port belongs to the HTTP front (front/front.ts).
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { Exchange } from './exchange';
-import { HttpFront } from './front';
+import { HttpFront } from './front/front';
 import { requestIdFrom } from './request-id';
 import { Router } from './router';
 import { createSocketDir, SOCKET_NAME } from './socket-dir';

@@ -9,11 +9,11 @@
 // The port is opened without SO_REUSEPORT, so a second instance on the same port fails to start
 // (ListenError) instead of silently sharing it.
 import net, { type AddressInfo } from 'node:net';
-import { FrontConnection, type FrontSettings } from './front-connection';
-import { ListenError } from './listen-error';
-import { log } from '../log';
+import { FrontConnection, type FrontSettings } from './connection';
+import { ListenError } from '../listen-error';
+import { log } from '../../log';
 
-export type { FrontSettings } from './front-connection';
+export type { FrontSettings } from './connection';
 
 export class HttpFront {
   private readonly server: net.Server;

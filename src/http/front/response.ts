@@ -2,7 +2,7 @@
 // (interim 1xx heads, then a final head with Content-Length, a chunked body, or a body that runs to
 // the close), which bytes the client gets (a HEAD request's body bytes, which uWS writes anyway, are
 // dropped), and whether the service closes the connection after it.
-import { ChunkedReader } from './front-chunked';
+import { ChunkedReader } from './chunked';
 
 const CRLFCRLF = Buffer.from('\r\n\r\n', 'latin1');
 const MAX_RESPONSE_HEAD = 64 * 1024;

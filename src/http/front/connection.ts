@@ -7,10 +7,10 @@
 // doubt is sent with `Connection: close`, and the connection closes after it.
 import { STATUS_CODES } from 'node:http';
 import net from 'node:net';
-import { errorAnswer, methodNotAllowedAnswer } from './error-answers';
-import type { Answer, ErrorRenderer } from './error-render';
-import { MAX_DISCARD_BYTES } from './exchange';
-import { ChunkedError, ChunkedReader } from './front-chunked';
+import { errorAnswer, methodNotAllowedAnswer } from '../error-answers';
+import type { Answer, ErrorRenderer } from '../error-render';
+import { MAX_DISCARD_BYTES } from '../exchange';
+import { ChunkedError, ChunkedReader } from './chunked';
 import {
   MAX_HEAD_BYTES,
   STANDARD_METHODS,
@@ -21,9 +21,9 @@ import {
   peerTrailer,
   type HeadRefusal,
   type RequestHead,
-} from './front-head';
-import { ResponseError, ResponseReader } from './front-response';
-import { log } from '../log';
+} from './head';
+import { ResponseError, ResponseReader } from './response';
+import { log } from '../../log';
 
 const CRLFCRLF = Buffer.from('\r\n\r\n', 'latin1');
 const CONTINUE = Buffer.from('HTTP/1.1 100 Continue\r\n\r\n', 'latin1');
