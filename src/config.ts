@@ -2,6 +2,7 @@
 // documented in README.md; invalid values stop start-up with a message naming the variable.
 import os from 'node:os';
 import path from 'node:path';
+import { trustedProxyEntryError } from './http/front/client-address';
 import type { CudnnConvAlgoSearch } from './native/addon';
 import { defaultFfmpegPath } from './v1/frames';
 
@@ -29,6 +30,7 @@ export interface Config {
   sessionBatch: number | null;
   maxBodyBytes: number;
   maxPixels: number;
+  front: FrontConfig;
   batching: BatchingConfig;
   requestTimeoutMs: number;
   video: VideoConfig;
@@ -44,6 +46,15 @@ export interface MetricsConfig {
   access: 'key' | 'open' | 'off';
   /** A second listener (same host) serving only GET /metrics, unauthenticated; null = none. */
   port: number | null;
+}
+
+export interface FrontConfig {
+  /** Connections from the HTTP front to uWS at most; requests beyond them wait for one. */
+  upstreamConnections: number;
+  /** Requests waiting for a connection to uWS at most; more get 429. */
+  upstreamQueue: number;
+  /** Peers (addresses, CIDRs) whose Forwarded / X-Forwarded-For name the client. */
+  trustedProxies: string[];
 }
 
 export interface BatchingConfig {
@@ -99,6 +110,9 @@ export const KNOWN_VARIABLES = [
   'CATCOMFORT_SESSION_BATCH',
   'CATCOMFORT_MAX_BODY_BYTES',
   'CATCOMFORT_MAX_PIXELS',
+  'CATCOMFORT_UPSTREAM_CONNECTIONS',
+  'CATCOMFORT_UPSTREAM_QUEUE',
+  'CATCOMFORT_TRUSTED_PROXIES',
   'CATCOMFORT_BATCH_MAX_SIZE',
   'CATCOMFORT_BATCH_MAX_DELAY_US',
   'CATCOMFORT_QUEUE_MAX',
@@ -180,6 +194,15 @@ function readDate(env: Env, name: string, fallback: string | null): Date | null 
   return date;
 }
 
+function readTrustedProxies(env: Env): string[] {
+  const entries = (env.CATCOMFORT_TRUSTED_PROXIES ?? '').split(',').map((e) => e.trim()).filter((e) => e !== '');
+  for (const entry of entries) {
+    const error = trustedProxyEntryError(entry);
+    if (error) throw new ConfigError(`CATCOMFORT_TRUSTED_PROXIES: ${error}`);
+  }
+  return entries;
+}
+
 function readKeys(env: Env): string[] {
   const raw = env.CATCOMFORT_API_KEYS;
   if (raw === undefined) return [];
@@ -218,6 +241,11 @@ export function loadConfig(env: Env = process.env): Config {
     sessionBatch: env.CATCOMFORT_SESSION_BATCH ? readInt(env, 'CATCOMFORT_SESSION_BATCH', 1, 1, 1024) : null,
     maxBodyBytes: readInt(env, 'CATCOMFORT_MAX_BODY_BYTES', 8 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxPixels: readInt(env, 'CATCOMFORT_MAX_PIXELS', 40_000_000, 1, 1_000_000_000),
+    front: {
+      upstreamConnections: readInt(env, 'CATCOMFORT_UPSTREAM_CONNECTIONS', 256, 1, 4096),
+      upstreamQueue: readInt(env, 'CATCOMFORT_UPSTREAM_QUEUE', 1024, 0, 1_000_000),
+      trustedProxies: readTrustedProxies(env),
+    },
     batching: {
       maxBatchSize: readInt(env, 'CATCOMFORT_BATCH_MAX_SIZE', 4, 1, 64),
       maxQueueDelayUs: readInt(env, 'CATCOMFORT_BATCH_MAX_DELAY_US', 500, 0, 10_000_000),

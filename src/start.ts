@@ -12,7 +12,7 @@ import { HttpServer } from './http/server';
 import { log } from './log';
 import { loadModels, warmUpAll } from './models/runtime';
 import { ModelRegistry } from './models/registry';
-import { OPS_PATHS, recordRequest } from './ops/access-log';
+import { OPS_PATHS, recordFrontAnswer, recordRequest } from './ops/access-log';
 import { metrics } from './ops/metrics';
 import { startMetricsServer } from './ops/metrics-server';
 import { Readiness } from './ops/readiness';
@@ -87,9 +87,14 @@ export async function startService(config: Config): Promise<RunningService> {
   registerOps(router, { readiness, keys, access: config.metrics.access });
   const server = new HttpServer(router, {
     maxBodyBytes: config.maxBodyBytes,
+    upstreamConnections: config.front.upstreamConnections,
+    upstreamQueue: config.front.upstreamQueue,
+    upstreamWaitMs: config.requestTimeoutMs,
+    trustedProxies: config.front.trustedProxies,
     isReady: () => readiness.ready,
     alwaysOpen: (p) => OPS_PATHS.has(p) && router.match('GET', p).kind === 'found',
     onRequestEnd: recordRequest,
+    onFrontAnswer: recordFrontAnswer,
   });
   const port = await server.listen(config.host, config.port);
   metrics.setSources({ requestsInFlight: () => server.requestsInFlight });

@@ -1,4 +1,4 @@
-// The HTTP front (src/http/front*.ts) in front of uWS: requests uWS 20.30 drops or misreads get a
+// The HTTP front (src/http/front/) in front of uWS: requests uWS 20.30 drops or misreads get a
 // proper answer, valid ones are served, answers stay in order, and a busy port stops start-up with
 // exit code 2. Raw sockets against the real service on 127.0.0.1; every wait ends on a socket event
 // (data, close) or a process exit, with a generous upper bound.
@@ -16,83 +16,9 @@ import { Router } from '../src/http/router';
 import { HttpServer } from '../src/http/server';
 import { renderV1Error } from '../src/v1/errors';
 import { photo, repoRoot } from './helpers/paths';
+import { atLeast, responses, talk } from './helpers/raw-http';
 import { startServer, TEST_KEY, type TestServer } from './helpers/server';
 
-interface Reply {
-  text: string;
-  /** The server closed the connection. */
-  closed: boolean;
-}
-
-/**
- * Sends `pieces` on a new connection, each once the previous one has been handed to the kernel and
- * the event loop has turned (so they leave as separate segments), and collects the answer until
- * `enough(text)` holds or the server closes the connection. Rejects after `limitMs`.
- */
-function talk(port: number, pieces: Array<string | Buffer>, enough: (text: string) => boolean = () => false, limitMs = 10_000): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.setNoDelay(true);
-    let text = '';
-    let settled = false;
-    const finish = (closed: boolean) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      socket.destroy();
-      resolve({ text, closed });
-    };
-    const timer = setTimeout(() => {
-      settled = true;
-      socket.destroy();
-      reject(new Error(`no complete answer within ${limitMs} ms; received ${JSON.stringify(text.slice(0, 400))}`));
-    }, limitMs);
-    socket.on('data', (chunk: Buffer) => {
-      text += chunk.toString('latin1');
-      if (enough(text)) finish(false);
-    });
-    socket.on('close', () => finish(true));
-    socket.on('error', () => undefined);
-    socket.once('connect', async () => {
-      for (const piece of pieces) {
-        if (socket.destroyed) return;
-        await new Promise<void>((resolve) => socket.write(piece, () => resolve()));
-        await new Promise((resolve) => setImmediate(resolve));
-      }
-    });
-  });
-}
-
-interface Response {
-  status: number;
-  headers: Map<string, string>;
-  body: string;
-  /** The bytes of the whole response as received. */
-  raw: string;
-}
-
-/** The complete responses at the start of `text`; `bodiless[i]`: the i-th answers a HEAD request. */
-function responses(text: string, bodiless: boolean[] = []): Response[] {
-  const out: Response[] = [];
-  let at = 0;
-  while (at < text.length) {
-    const end = text.indexOf('\r\n\r\n', at);
-    if (end === -1) break;
-    const lines = text.slice(at, end).split('\r\n');
-    const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(lines[0]!)?.[1]);
-    const headers = new Map<string, string>();
-    for (const line of lines.slice(1)) headers.set(line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim());
-    const interim = status < 200;
-    const length = interim || bodiless[out.length] ? 0 : Number(headers.get('content-length') ?? 0);
-    if (end + 4 + length > text.length) break;
-    const response = { status, headers, body: text.slice(end + 4, end + 4 + length), raw: text.slice(at, end + 4 + length) };
-    at = end + 4 + length;
-    if (!interim) out.push(response);
-  }
-  return out;
-}
-
-const atLeast = (n: number, bodiless: boolean[] = []) => (text: string) => responses(text, bodiless).length >= n;
 const K = `api-key: ${TEST_KEY}\r\n`;
 
 let server: TestServer;
@@ -199,14 +125,6 @@ describe('request heads', () => {
     assert.deepEqual(JSON.parse(lower!.body), { detail: 'Method Not Allowed' });
     assert.equal(unrouted!.status, 501);
     assert.equal(ping!.status, 200);
-  });
-
-  test('HTTP/1.0 and HTTP/2.0 request lines: 505', async () => {
-    for (const version of ['HTTP/1.0', 'HTTP/2.0']) {
-      const reply = await talk(server.port, [`GET /ping ${version}\r\nHost: x\r\n${K}\r\n`]);
-      assert.equal(reply.closed, true);
-      assert.deepEqual(responses(reply.text).map((r) => r.status), [505], version);
-    }
   });
 
   test('HTTP/1.1 without Host, or with two: 400', async () => {

@@ -4,7 +4,8 @@
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { Exchange } from './exchange';
-import { HttpFront } from './front/front';
+import { TrustedProxies } from './front/client-address';
+import { HttpFront, type FrontAnswer } from './front/front';
 import { requestIdFrom } from './request-id';
 import { Router } from './router';
 import { createSocketDir, SOCKET_NAME } from './socket-dir';
@@ -49,9 +50,21 @@ function dispatch(router: Router, ex: Exchange): void {
   else reply(ex, notFoundAnswer(render, requestId));
 }
 
+/** An answer the HTTP front gave itself, with the route pattern its path and method match ('' for none). */
+export interface FrontAnswerRecord extends FrontAnswer {
+  route: string;
+}
+
 export interface HttpServerOptions {
   /** The body limit, for the front's early 413 to `Expect: 100-continue`. */
   maxBodyBytes: number;
+  /** Connections from the front to uWS, and requests waiting for one, at most (default 256 and 1024). */
+  upstreamConnections?: number;
+  upstreamQueue?: number;
+  /** Longest a request waits for a connection to uWS, then 429 (default 10 s). */
+  upstreamWaitMs?: number;
+  /** Peers whose Forwarded / X-Forwarded-For fields name the client (default none). */
+  trustedProxies?: readonly string[];
   /** Idle limit of client connections (uWS closes idle connections after about 10 s too). */
   idleTimeoutMs?: number;
   /** Until this returns true, requests get 503 unless `alwaysOpen` (default: ready at once). */
@@ -60,6 +73,8 @@ export interface HttpServerOptions {
   alwaysOpen?: (path: string) => boolean;
   /** Hears every request once it ends: answered, or its client gone. */
   onRequestEnd?: (ex: Exchange) => void;
+  /** Hears every answer the front gives itself. */
+  onFrontAnswer?: (record: FrontAnswerRecord) => void;
 }
 
 export class HttpServer {
@@ -131,8 +146,14 @@ export class HttpServer {
           else reject(new Error(`uWS cannot listen on its private socket ${socketPath}`));
         }, socketPath);
       });
+      const onFrontAnswer = this.options.onFrontAnswer;
       this.front = new HttpFront({
         upstreamPath: socketPath,
+        upstreamConnections: this.options.upstreamConnections ?? 256,
+        upstreamQueue: this.options.upstreamQueue ?? 1024,
+        upstreamWaitMs: this.options.upstreamWaitMs ?? 10_000,
+        trustedProxies: new TrustedProxies(this.options.trustedProxies ?? []),
+        onAnswer: onFrontAnswer && ((a) => onFrontAnswer({ ...a, route: this.routeOf(a.method, a.path) })),
         maxBodyBytes: this.options.maxBodyBytes,
         idleTimeoutMs: this.options.idleTimeoutMs ?? 10_000,
         allowedMethods: (p) => this.router.allowedMethods(p),
@@ -143,6 +164,11 @@ export class HttpServer {
       this.close();
       throw error;
     }
+  }
+
+  private routeOf(method: string, path: string): string {
+    const match = this.router.match(method, path);
+    return match.kind === 'found' ? match.pattern : '';
   }
 
   /** Stops accepting connections; requests in progress finish, new ones on open connections get 503. */

@@ -1,6 +1,8 @@
 // One access-log line and the request metrics per request, written when it ends (answered or
-// the client gone). The line names what was done, never the image, the body or the key.
+// the client gone), whether the service or the HTTP front answered it. The line names what was
+// done and for which client address, never the image, the body or the key.
 import type { Exchange } from '../http/exchange';
+import type { FrontAnswerRecord } from '../http/server';
 import { requestIdFrom } from '../http/request-id';
 import { log } from '../log';
 import { metrics } from './metrics';
@@ -17,23 +19,61 @@ export function interfaceOf(path: string): Interface {
   return 'v1';
 }
 
-export function recordRequest(ex: Exchange): void {
-  const iface = interfaceOf(ex.path);
-  const route = ex.route || 'unmatched';
-  const seconds = (performance.now() - ex.startedAt) / 1000;
-  const status = ex.status ?? 'client_closed';
-  metrics.requests.inc({ interface: iface, route, model: ex.notes.model ?? '', status });
+interface RequestRecord {
+  requestId: string;
+  path: string;
+  method: string;
+  route: string;
+  client: string;
+  model: string | undefined;
+  status: number | 'client_closed';
+  startedAt: number;
+  bytesIn: number;
+  bytesOut: number;
+  detection: string | undefined;
+  /** The HTTP front answered it without passing it on. */
+  front: boolean;
+}
+
+function record(r: RequestRecord): void {
+  const iface = interfaceOf(r.path);
+  const route = r.route || 'unmatched';
+  const seconds = (performance.now() - r.startedAt) / 1000;
+  metrics.requests.inc({ interface: iface, route, model: r.model ?? '', status: r.status });
   metrics.requestDuration.observe({ interface: iface, route }, seconds);
   log.info('request', {
-    request_id: ex.answeredRequestId ?? requestIdFrom(ex.header('x-request-id')),
+    request_id: r.requestId,
     interface: iface,
-    method: ex.method,
+    method: r.method,
     route,
-    model: ex.notes.model ?? null,
-    status,
+    client: r.client,
+    model: r.model ?? null,
+    status: r.status,
     latency_ms: Math.round(seconds * 1e6) / 1e3,
-    bytes_in: ex.bytesIn,
-    bytes_out: ex.bytesOut,
-    detection: ex.notes.detection ?? null,
+    bytes_in: r.bytesIn,
+    bytes_out: r.bytesOut,
+    detection: r.detection ?? null,
+    ...(r.front ? { answered_by: 'front' } : {}),
   });
+}
+
+export function recordRequest(ex: Exchange): void {
+  record({
+    requestId: ex.answeredRequestId ?? requestIdFrom(ex.header('x-request-id')),
+    path: ex.path,
+    method: ex.method,
+    route: ex.route,
+    client: ex.peerAddress,
+    model: ex.notes.model,
+    status: ex.status ?? 'client_closed',
+    startedAt: ex.startedAt,
+    bytesIn: ex.bytesIn,
+    bytesOut: ex.bytesOut,
+    detection: ex.notes.detection,
+    front: false,
+  });
+}
+
+export function recordFrontAnswer(a: FrontAnswerRecord): void {
+  record({ ...a, requestId: requestIdFrom(a.requestId), model: undefined, detection: undefined, front: true });
 }

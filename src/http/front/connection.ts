@@ -1,14 +1,15 @@
 // One client connection of the HTTP front (see front.ts): reads request heads, refuses what uWS
-// would mishandle, forwards valid requests one at a time over its own connection to uWS, and passes
-// the answers back. Bodies are forwarded as the Buffers that arrive; no per-byte work in JS.
+// would mishandle, forwards valid requests one at a time over a connection to uWS leased from the
+// pool for that request, and passes the answers back. Bodies are forwarded as the Buffers that
+// arrive; no per-byte work in JS.
 //
 // Order: the next request is read only once the previous answer has been passed on completely, so
 // the front's own answers are always in order. A refusal that leaves the connection's framing in
 // doubt is sent with `Connection: close`, and the connection closes after it.
-import { STATUS_CODES } from 'node:http';
 import net from 'node:net';
 import { errorAnswer, methodNotAllowedAnswer } from '../error-answers';
 import type { Answer, ErrorRenderer } from '../error-render';
+import type { ErrorKind } from '../errors';
 import { MAX_DISCARD_BYTES } from '../exchange';
 import { ChunkedError, ChunkedReader } from './chunked';
 import {
@@ -22,10 +23,15 @@ import {
   type HeadRefusal,
   type RequestHead,
 } from './head';
+import { answerBytes } from './answer-bytes';
+import { plainAddress, type TrustedProxies } from './client-address';
 import { ResponseError, ResponseReader } from './response';
+import type { Upstream, UpstreamPool, UpstreamUser } from './upstream-pool';
 import { log } from '../../log';
 
 const CRLFCRLF = Buffer.from('\r\n\r\n', 'latin1');
+/** Retry-After of the front's 429 when no connection to uWS is free in time. */
+const OVERLOADED_RETRY_AFTER_S = '1';
 const CONTINUE = Buffer.from('HTTP/1.1 100 Continue\r\n\r\n', 'latin1');
 /** Bytes of pipelined requests held while an answer is awaited, before reading from the client pauses. */
 const HOLD_LIMIT = 64 * 1024;
@@ -35,6 +41,12 @@ const LINGER_MS = 5_000;
 export interface FrontSettings {
   /** uWS's private unix socket. */
   upstreamPath: string;
+  /** Connections to uWS at most, and requests waiting for one at most (the rest get 429). */
+  upstreamConnections: number;
+  upstreamQueue: number;
+  /** Longest a request waits for a connection to uWS before it gets 429. */
+  upstreamWaitMs: number;
+  trustedProxies: TrustedProxies;
   maxBodyBytes: number;
   /** Idle limit of a client connection between requests and while a head or chunked body arrives. */
   idleTimeoutMs: number;
@@ -42,12 +54,30 @@ export interface FrontSettings {
   allowedMethods(path: string): string[];
   /** How the interface a path belongs to writes errors. */
   rendererFor(path: string): ErrorRenderer;
+  /** Hears every answer the front gives itself (refusals, 429 and 503), for the access log and metrics. */
+  onAnswer?(record: FrontAnswer): void;
+}
+
+/** One answer of the front's own. */
+export interface FrontAnswer {
+  /** Empty when the request line could not be read. */
+  method: string;
+  path: string;
+  requestId: string | undefined;
+  client: string;
+  status: number;
+  /** When the head arrived whole (performance.now()), or when the refusal was decided. */
+  startedAt: number;
+  bytesIn: number;
+  bytesOut: number;
 }
 
 export interface ConnectionEvents {
   /** The connection has no request in progress any more (answered, refused or closed). */
   idle(connection: FrontConnection): void;
   closed(connection: FrontConnection): void;
+  /** False once the front stops accepting connections (shutdown). */
+  accepting(): boolean;
 }
 
 const enum In {
@@ -59,17 +89,20 @@ const enum In {
   Chunked,
   /** Dropping the body of a request the front answered itself. */
   Discard,
+  /** The head is read; a connection to uWS is awaited. */
+  Queued,
   /** The request is forwarded; its answer is awaited. */
   Wait,
   /** The connection is ending; nothing more is read. */
   Closing,
 }
 
-export class FrontConnection {
+export class FrontConnection implements UpstreamUser {
   private state = In.Head;
-  private upstream: net.Socket | null = null;
-  private upstreamConnected = false;
+  private upstream: Upstream | null = null;
   private upstreamBlocked = false;
+  /** Leaves the pool's queue (the client went away while waiting). */
+  private cancelWait: (() => void) | null = null;
   private corked: net.Socket | null = null;
   private clientPaused = false;
   /** Client bytes not read yet (pipelined requests while an answer is awaited). */
@@ -88,19 +121,27 @@ export class FrontConnection {
   /** A request has been forwarded and its final answer has not been passed on completely. */
   private awaiting = false;
   private readonly response = new ResponseReader();
-  private readonly trailer: Buffer;
+  private readonly peer: string;
+  /** The peer-address field for every request; null from a trusted proxy (built per request). */
+  private readonly trailer: Buffer | null;
+  /** The current request's client address and when its head arrived. */
+  private clientAddress: string;
+  private startedAt = 0;
   private lingerTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly client: net.Socket,
     private readonly settings: FrontSettings,
+    private readonly pool: UpstreamPool,
     private readonly events: ConnectionEvents,
   ) {
-    this.trailer = peerTrailer(clientAddress(client.remoteAddress));
+    this.peer = plainAddress(client.remoteAddress);
+    this.clientAddress = this.peer;
+    this.trailer = settings.trustedProxies.has(this.peer) ? null : peerTrailer(this.peer);
     client.setNoDelay(true);
     client.setTimeout(settings.idleTimeoutMs);
     client.on('data', (chunk: Buffer) => this.onClientData(chunk));
-    client.on('drain', () => this.upstream?.resume());
+    client.on('drain', () => this.upstream?.socket.resume());
     client.on('timeout', () => this.onTimeout());
     client.on('error', () => undefined); // 'close' follows
     client.on('close', () => this.onClientClose());
@@ -136,7 +177,7 @@ export class FrontConnection {
 
   /** Works through the held client bytes as far as the state allows. */
   private pump(): void {
-    while (this.held.length > 0 && this.state !== In.Wait && this.state !== In.Closing) {
+    while (this.held.length > 0 && this.state !== In.Wait && this.state !== In.Queued && this.state !== In.Closing) {
       const chunk = this.held[0]!;
       const at = this.step(chunk, this.heldOffset);
       this.heldBytes -= at - this.heldOffset;
@@ -165,7 +206,10 @@ export class FrontConnection {
         const n = Math.min(this.left, chunk.length - at);
         if (this.state === In.Body) this.toUpstream(n === chunk.length ? chunk : chunk.subarray(at, at + n));
         this.left -= n;
-        if (this.left === 0) this.state = this.state === In.Body && this.awaiting ? In.Wait : In.Head;
+        if (this.left === 0) {
+          this.state = this.state === In.Body && this.awaiting ? In.Wait : In.Head;
+          this.releaseIfDone();
+        }
         return at + n;
       }
       case In.Chunked:
@@ -242,6 +286,8 @@ export class FrontConnection {
     if (!parsed.ok) return this.refuse(parsed.refusal);
     const head = parsed.head;
     this.request = head;
+    this.startedAt = performance.now();
+    this.clientAddress = this.trailer ? this.peer : this.settings.trustedProxies.clientOf(this.peer, head.forwarded, head.xForwardedFor);
     if (!STANDARD_METHODS.has(head.method)) return this.unknownMethod(head);
     if (head.expectContinue && head.contentLength > this.settings.maxBodyBytes) {
       return this.refuse(tooLarge(head, this.settings.maxBodyBytes), head);
@@ -254,9 +300,12 @@ export class FrontConnection {
       this.state = In.Chunked;
       return;
     }
-    this.forward(forwardedHead(raw, head, this.trailer), head);
     this.left = head.contentLength;
-    this.state = this.left > 0 ? In.Body : In.Wait;
+    this.forward(forwardedHead(raw, head, this.trailerFor()), null, head, this.left > 0 ? In.Body : In.Wait);
+  }
+
+  private trailerFor(): Buffer {
+    return this.trailer ?? peerTrailer(this.clientAddress);
   }
 
   /** A method outside the nine standard ones: 405 with Allow where the path is routed, else 501. */
@@ -266,10 +315,17 @@ export class FrontConnection {
       allow.length > 0
         ? methodNotAllowedAnswer(this.settings.rendererFor(head.path), head.requestId, head.method, allow)
         : errorAnswer(this.settings.rendererFor(head.path), head.requestId, 'not_implemented', { message: 'Request method is not implemented.' });
-    // The body is dropped and the connection kept, unless the client may be waiting for a 100
-    // Continue before sending it (then nobody knows whether it will come).
-    if (head.close || head.chunked || (head.expectContinue && head.contentLength > 0)) return this.close(answer, head);
-    this.client.write(answerBytes(answer, false, false));
+    this.answerAndSkipBody(answer, head, head.chunked);
+  }
+
+  /**
+   * Answers `head` itself. Its Content-Length body is dropped and the connection kept, unless the
+   * client may be waiting for a 100 Continue before sending it (then nobody knows whether it will
+   * come), the body's framing is unknown (`unframed`), or the connection is to close anyway.
+   */
+  private answerAndSkipBody(answer: Answer, head: RequestHead, unframed: boolean): void {
+    if (head.close || unframed || (head.expectContinue && head.contentLength > 0)) return this.close(answer, head);
+    this.send(answer, head, false);
     this.left = head.contentLength;
     this.state = this.left > 0 ? In.Discard : In.Head;
   }
@@ -298,15 +354,14 @@ export class FrontConnection {
       const answer = errorAnswer(this.settings.rendererFor(refusal.path), refusal.requestId, refusal.kind, { message: refusal.message });
       if (head.close) this.close(answer, head);
       else {
-        this.client.write(answerBytes(answer, false, head.method === 'HEAD'));
+        this.send(answer, head, false);
         this.state = In.Head;
         this.events.idle(this);
       }
       return end;
     }
-    this.forward(dechunkedHead(head, this.trailer, this.chunkBytes), head);
-    if (this.chunkBytes > 0) this.toUpstream(parts.length === 1 ? parts[0]! : Buffer.concat(parts, this.chunkBytes));
-    this.state = In.Wait;
+    const body = this.chunkBytes === 0 ? null : parts.length === 1 ? parts[0]! : Buffer.concat(parts, this.chunkBytes);
+    this.forward(dechunkedHead(head, this.trailerFor(), this.chunkBytes), body, head, In.Wait);
     return end;
   }
 
@@ -316,54 +371,76 @@ export class FrontConnection {
     else this.chunkParts = [];
   };
 
-  /** Sends a request head to uWS (connecting first when needed) and expects its answer. */
-  private forward(headBytes: Buffer, head: RequestHead): void {
+  /**
+   * Sends a request head (and a body read whole) to uWS over a leased connection, then goes on in
+   * state `next`. Without a free connection the request waits in the pool's queue (reading from the
+   * client stops meanwhile); a full queue or a wait past the limit gets 429.
+   */
+  private forward(headBytes: Buffer, body: Buffer | null, head: RequestHead, next: In): void {
     this.awaiting = true;
-    this.response.begin(head.method === 'HEAD');
-    this.upstream ??= this.connect();
-    this.toUpstream(headBytes);
+    this.response.begin(head.method === 'HEAD', head.http10 ? { keepAlive: !head.close } : null);
+    this.state = In.Queued;
+    let granted = false;
+    let pumping = true;
+    const grant = (upstream: Upstream): void => {
+      granted = true;
+      this.cancelWait = null;
+      if (this.state !== In.Queued) return this.pool.release(upstream); // the client left meanwhile
+      this.upstream = upstream;
+      upstream.user = this;
+      this.toUpstream(headBytes);
+      if (body) this.toUpstream(body);
+      this.state = next;
+      if (!pumping) this.pump();
+    };
+    const refuse = (): void => {
+      this.cancelWait = null;
+      this.overloaded(head);
+      if (!pumping) this.pump();
+    };
+    const cancel = this.pool.acquire(grant, refuse);
+    if (cancel === null) this.overloaded(head);
+    else if (!granted) this.cancelWait = cancel;
+    pumping = false;
+  }
+
+  /** No connection to uWS in time: 429 in the path's format, the body (if any) dropped. */
+  private overloaded(head: RequestHead): void {
+    this.awaiting = false;
+    this.state = In.Head;
+    const answer = errorAnswer(this.settings.rendererFor(head.path), head.requestId, 'overloaded', {
+      headers: { 'Retry-After': OVERLOADED_RETRY_AFTER_S },
+    });
+    this.answerAndSkipBody(answer, head, false);
+    this.events.idle(this);
   }
 
   /** Body bytes go only to the connection that got their head; if it is gone, so is the request. */
   private toUpstream(bytes: Buffer): void {
-    const upstream = this.upstream;
-    if (!upstream) {
+    const socket = this.upstream?.socket;
+    if (!socket) {
       this.state = In.Closing;
       this.client.destroy();
       return;
     }
-    if (this.corked !== upstream) {
+    if (this.corked !== socket) {
       this.corked?.uncork();
-      upstream.cork();
-      this.corked = upstream;
+      socket.cork();
+      this.corked = socket;
     }
-    if (!upstream.write(bytes)) this.upstreamBlocked = true;
+    if (!socket.write(bytes)) this.upstreamBlocked = true;
   }
 
-  private connect(): net.Socket {
-    const upstream = net.createConnection(this.settings.upstreamPath);
-    this.upstreamConnected = false;
+  onDrain(): void {
     this.upstreamBlocked = false;
-    upstream.on('connect', () => {
-      if (this.upstream === upstream) this.upstreamConnected = true;
-    });
-    upstream.on('data', (chunk: Buffer) => this.onUpstreamData(upstream, chunk));
-    upstream.on('drain', () => {
-      if (this.upstream !== upstream) return;
-      this.upstreamBlocked = false;
-      this.flow();
-    });
-    upstream.on('error', () => undefined); // 'close' follows
-    upstream.on('close', () => this.onUpstreamClose(upstream));
-    return upstream;
+    this.flow();
   }
 
   private readonly toClient = (bytes: Buffer): void => {
-    if (!this.client.write(bytes)) this.upstream?.pause();
+    if (!this.client.write(bytes)) this.upstream?.socket.pause();
   };
 
-  private onUpstreamData(upstream: net.Socket, chunk: Buffer): void {
-    if (upstream !== this.upstream) return;
+  onData(chunk: Buffer): void {
     let ended: boolean;
     try {
       ended = this.response.read(chunk, this.toClient);
@@ -386,19 +463,31 @@ export class FrontConnection {
       this.client.end();
       return;
     }
-    if (this.state === In.Wait) {
-      this.state = In.Head;
-      this.pump();
-    }
+    if (this.state === In.Wait) this.state = In.Head;
+    this.releaseIfDone();
+    if (this.state === In.Head) this.pump();
   }
 
-  private onUpstreamClose(upstream: net.Socket): void {
-    if (upstream !== this.upstream) return;
+  /** Once the answer is passed on and the request body forwarded, the connection to uWS goes back to the pool. */
+  private releaseIfDone(): void {
+    const upstream = this.upstream;
+    if (!upstream || this.awaiting || this.state === In.Body) return;
+    if (this.corked === upstream.socket) {
+      upstream.socket.uncork();
+      this.corked = null;
+    }
+    this.upstream = null;
+    this.upstreamBlocked = false;
+    upstream.socket.resume();
+    if (this.response.serviceCloses) this.pool.discard(upstream);
+    else this.pool.release(upstream);
+  }
+
+  onClose(connected: boolean): void {
     this.upstream = null;
     this.upstreamBlocked = false;
     if (this.state === In.Closing) return;
     if (!this.awaiting && this.state !== In.Body) {
-      // Closed while idle (uWS's keep-alive timeout): the next request opens a new connection.
       this.flow();
       return;
     }
@@ -411,9 +500,11 @@ export class FrontConnection {
       this.events.idle(this);
       this.state = In.Closing;
       this.client.end();
-    } else if (!this.upstreamConnected && this.response.passed === 0) {
+    } else if (!connected && this.response.passed === 0) {
+      // uWS could not be reached: over capacity while running, gone while shutting down.
       const head = this.request!;
-      this.close(errorAnswer(this.settings.rendererFor(head.path), head.requestId, 'unavailable', { headers: { 'Retry-After': '1' } }), head);
+      const kind: ErrorKind = this.events.accepting() ? 'overloaded' : 'unavailable';
+      this.close(errorAnswer(this.settings.rendererFor(head.path), head.requestId, kind, { headers: { 'Retry-After': '1' } }), head);
     } else {
       // The service dropped the request mid-way; the client sees the connection close, as it would from uWS.
       this.state = In.Closing;
@@ -433,6 +524,8 @@ export class FrontConnection {
 
   private onClientClose(): void {
     this.state = In.Closing;
+    this.cancelWait?.();
+    this.cancelWait = null;
     if (this.lingerTimer) clearTimeout(this.lingerTimer);
     this.held.length = 0;
     this.heldBytes = 0;
@@ -444,29 +537,49 @@ export class FrontConnection {
   }
 
   private refuse(refusal: HeadRefusal, head?: RequestHead): void {
-    this.close(errorAnswer(this.settings.rendererFor(refusal.path), refusal.requestId, refusal.kind, { message: refusal.message }), head);
+    this.close(errorAnswer(this.settings.rendererFor(refusal.path), refusal.requestId, refusal.kind, { message: refusal.message }), head, refusal.path);
   }
 
   /** Sends a last answer with `Connection: close`, then reads and drops what the client still sends for a while. */
-  private close(answer: Answer, head?: RequestHead): void {
+  private close(answer: Answer, head?: RequestHead, path = head?.path ?? '/'): void {
     this.state = In.Closing;
     this.held.length = 0;
     this.heldBytes = 0;
     this.headBuf = null;
     this.headLen = 0;
     this.awaiting = false;
+    this.cancelWait?.();
+    this.cancelWait = null;
     this.dropUpstream();
-    this.client.end(answerBytes(answer, true, head?.method === 'HEAD'));
+    this.send(answer, head, true, path);
     this.events.idle(this);
     this.flow();
     this.lingerTimer = setTimeout(() => this.client.destroy(), LINGER_MS);
   }
 
+  /** Writes an answer of the front's own and reports it (access log, metrics). */
+  private send(answer: Answer, head: RequestHead | undefined, close: boolean, path = head?.path ?? '/'): void {
+    const bytes = answerBytes(answer, close, head?.http10 ?? false, head?.method === 'HEAD');
+    if (close) this.client.end(bytes);
+    else this.client.write(bytes);
+    this.settings.onAnswer?.({
+      method: head?.method ?? '',
+      path,
+      requestId: answer.headers['X-Request-ID'] ?? head?.requestId,
+      client: this.clientAddress,
+      status: answer.status,
+      startedAt: head ? this.startedAt : performance.now(),
+      bytesIn: head?.contentLength ?? 0,
+      bytesOut: Buffer.byteLength(answer.body),
+    });
+  }
+
+  /** Closes the held connection to uWS, so a request in progress there is aborted. */
   private dropUpstream(): void {
     const upstream = this.upstream;
     this.upstream = null;
     this.upstreamBlocked = false;
-    upstream?.destroy();
+    if (upstream) this.pool.discard(upstream);
   }
 
   /** Pauses reading from the client while uWS is not taking bytes or pipelined requests pile up. */
@@ -481,31 +594,4 @@ export class FrontConnection {
 
 function tooLarge(head: RequestHead, limit: number): HeadRefusal {
   return { kind: 'payload_too_large', message: `Request body exceeds the limit of ${limit} bytes.`, path: head.path, requestId: head.requestId };
-}
-
-/** The client's address as the service sees it: IPv4 clients of a dual-stack socket without the ::ffff: prefix. */
-export function clientAddress(address: string | undefined): string {
-  if (address === undefined) return '';
-  return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
-}
-
-let dateSecond = 0;
-let dateText = '';
-function httpDate(): string {
-  const now = Date.now();
-  if (now - dateSecond >= 1000) {
-    dateSecond = now - (now % 1000);
-    dateText = new Date(dateSecond).toUTCString();
-  }
-  return dateText;
-}
-
-/** An answer of the front's own on the wire. */
-export function answerBytes(answer: Answer, close: boolean, omitBody: boolean): Buffer {
-  const body = Buffer.from(answer.body, 'utf8');
-  let head = `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? ''}\r\nDate: ${httpDate()}\r\n`;
-  for (const name in answer.headers) head += `${name}: ${answer.headers[name]}\r\n`;
-  head += `Content-Length: ${body.length}\r\n`;
-  if (close) head += 'Connection: close\r\n';
-  return Buffer.concat([Buffer.from(head + '\r\n', 'latin1'), omitBody ? Buffer.alloc(0) : body]);
 }

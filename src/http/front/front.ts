@@ -4,24 +4,33 @@
 // than 48 header fields, unknown methods, HTTP/1.0, a missing Host, duplicate Content-Length
 // (request smuggling), Content-Length with Transfer-Encoding, chunked bodies with extensions or
 // trailers split across reads; and it sends 100 Continue to bodies it will refuse, and body bytes
-// after HEAD answers. What the front checks and answers is listed in README.md ("HTTP front").
+// after HEAD answers, and it answers HTTP/1.0 with 505. What the front checks and answers is listed
+// in README.md ("HTTP front").
 //
 // The port is opened without SO_REUSEPORT, so a second instance on the same port fails to start
 // (ListenError) instead of silently sharing it.
 import net, { type AddressInfo } from 'node:net';
 import { FrontConnection, type FrontSettings } from './connection';
+import { UpstreamPool } from './upstream-pool';
 import { ListenError } from '../listen-error';
 import { log } from '../../log';
 
-export type { FrontSettings } from './connection';
+export type { FrontAnswer, FrontSettings } from './connection';
 
 export class HttpFront {
   private readonly server: net.Server;
   private readonly connections = new Set<FrontConnection>();
+  private readonly pool: UpstreamPool;
   private idleWaiters: Array<() => void> = [];
 
   constructor(settings: FrontSettings) {
+    this.pool = new UpstreamPool(settings.upstreamPath, {
+      connections: settings.upstreamConnections,
+      queue: settings.upstreamQueue,
+      waitMs: settings.upstreamWaitMs,
+    });
     const events = {
+      accepting: () => this.server.listening,
       idle: () => this.checkIdle(),
       closed: (connection: FrontConnection) => {
         this.connections.delete(connection);
@@ -29,7 +38,7 @@ export class HttpFront {
       },
     };
     this.server = net.createServer({ noDelay: true }, (socket) => {
-      this.connections.add(new FrontConnection(socket, settings, events));
+      this.connections.add(new FrontConnection(socket, settings, this.pool, events));
     });
   }
 
@@ -65,6 +74,7 @@ export class HttpFront {
     await Promise.race([work, timeout]);
     clearTimeout(timer);
     for (const resolve of this.idleWaiters.splice(0)) resolve();
+    this.pool.closeIdle();
   }
 
   private busy(): boolean {

@@ -21,12 +21,18 @@ export interface RequestHead {
   /** The declared body length; 0 without Content-Length (and for chunked bodies). */
   contentLength: number;
   chunked: boolean;
+  /** `Expect: 100-continue` from an HTTP/1.1 client (HTTP/1.0 clients' expectations are ignored). */
   expectContinue: boolean;
-  /** `Connection: close`: the connection ends after this request's answer. */
+  /** The client speaks HTTP/1.0: its answer has no chunked coding and no interim answers. */
+  http10: boolean;
+  /** The connection ends after this request's answer: `Connection: close`, or HTTP/1.0 without `keep-alive`. */
   close: boolean;
+  /** The `Forwarded` and `X-Forwarded-For` fields (each field's lines joined), for trusted proxies. */
+  forwarded: string | undefined;
+  xForwardedFor: string | undefined;
   /** The request line followed by the field lines, as received (latin1). */
   lines: string[];
-  /** Whether the forwarded head must be rebuilt (a client-sent peer-address field to remove). */
+  /** Whether the forwarded head must be rebuilt (HTTP/1.0, or a client-sent peer-address field to remove). */
   rewrite: boolean;
 }
 
@@ -62,13 +68,19 @@ export function pathHint(start: string): string {
   return target.startsWith('/') ? pathOf(target) : '/';
 }
 
+/** `value` joined to what an earlier field line of the same name gave (RFC 9110 §5.3). */
+function joined(earlier: string | undefined, value: string): string {
+  return earlier === undefined ? value : `${earlier}, ${value}`;
+}
+
 /**
  * Parses one head, `text` being its bytes as latin1 from the request line up to and including the
- * final CRLF CRLF. Checks, in this order: request-line syntax (400), version HTTP/1.1 (505),
- * origin-form target (400), field count (431), field syntax (400, obs-fold included), exactly one
- * valid Host (400), framing: Content-Length once and decimal, not with Transfer-Encoding, and a
- * Transfer-Encoding that is exactly `chunked` (400; 501 for other codings before `chunked`).
- * The method is not judged here (see STANDARD_METHODS).
+ * final CRLF CRLF. Checks, in this order: request-line syntax (400), version HTTP/1.1 or HTTP/1.0
+ * (505), origin-form target (400), field count (431), field syntax (400, obs-fold included), one
+ * valid Host (400; HTTP/1.0 may send none), framing: Content-Length once and decimal, not with
+ * Transfer-Encoding, and a Transfer-Encoding that is exactly `chunked` (400; 501 for other codings
+ * before `chunked`; 400 for any from HTTP/1.0, RFC 9112 §6.1). The method is not judged here (see
+ * STANDARD_METHODS).
  */
 export function parseHead(text: string): ParsedHead {
   const lines = text.split('\r\n');
@@ -81,7 +93,8 @@ export function parseHead(text: string): ParsedHead {
   const parts = requestLine.split(' ');
   if (parts.length !== 3 || !TOKEN.test(parts[0]!) || !VERSION.test(parts[2]!)) return refuse('bad_request', 'Malformed request line.');
   const [method, target, version] = parts as [string, string, string];
-  if (version !== 'HTTP/1.1') return refuse('http_version_not_supported', `Only HTTP/1.1 is supported, not ${version}.`);
+  if (version !== 'HTTP/1.1' && version !== 'HTTP/1.0') return refuse('http_version_not_supported', `Only HTTP/1.1 and HTTP/1.0 are supported, not ${version}.`);
+  const http10 = version === 'HTTP/1.0';
   if (!TARGET.test(target)) return refuse('bad_request', 'The request target must be a path starting with "/".');
   path = pathOf(target);
   if (lines.length - 1 > MAX_HEADER_FIELDS) return refuse('header_too_large', `More than ${MAX_HEADER_FIELDS} header fields.`);
@@ -93,7 +106,10 @@ export function parseHead(text: string): ParsedHead {
   const codings: string[] = [];
   let expect: string | undefined;
   let close = false;
-  let rewrite = false;
+  let keepAlive = false;
+  let forwarded: string | undefined;
+  let xForwardedFor: string | undefined;
+  let rewrite = http10;
   let malformed = false;
   for (let i = 1; i < lines.length; i++) {
     const match = FIELD.exec(lines[i]!);
@@ -118,7 +134,17 @@ export function parseHead(text: string): ParsedHead {
         expect = value.toLowerCase();
         break;
       case 'connection':
-        if (value.split(',').some((t) => t.trim().toLowerCase() === 'close')) close = true;
+        for (const option of value.split(',')) {
+          const token = option.trim().toLowerCase();
+          if (token === 'close') close = true;
+          else if (token === 'keep-alive') keepAlive = true;
+        }
+        break;
+      case 'forwarded':
+        forwarded = joined(forwarded, value);
+        break;
+      case 'x-forwarded-for':
+        xForwardedFor = joined(xForwardedFor, value);
         break;
       case 'x-request-id':
         requestId = value;
@@ -129,12 +155,13 @@ export function parseHead(text: string): ParsedHead {
     }
   }
   if (malformed) return refuse('bad_request', 'Malformed header field.');
-  if (hosts !== 1) return refuse('bad_request', 'Exactly one Host header is required.');
+  if (hosts > 1 || (hosts === 0 && !http10)) return refuse('bad_request', 'Exactly one Host header is required.');
   if (!HOST.test(host)) return refuse('bad_request', 'Invalid Host header.');
   if (lengths > 0 && codings.length > 0) return refuse('bad_request', 'Content-Length and Transfer-Encoding must not be sent together.');
   if (lengths > 1) return refuse('bad_request', 'More than one Content-Length header.');
   if (lengths === 1 && !DECIMAL.test(length)) return refuse('bad_request', 'Invalid Content-Length header.');
   let chunked = false;
+  if (codings.length > 0 && http10) return refuse('bad_request', 'HTTP/1.0 requests cannot use Transfer-Encoding.');
   if (codings.length > 0) {
     const chunkedCount = codings.filter((c) => c === 'chunked').length;
     if (codings.at(-1) !== 'chunked' || chunkedCount !== 1 || codings.includes('')) {
@@ -151,8 +178,11 @@ export function parseHead(text: string): ParsedHead {
       requestId,
       contentLength: lengths === 1 ? Number(length) : 0,
       chunked,
-      expectContinue: expect === '100-continue',
-      close,
+      expectContinue: expect === '100-continue' && !http10,
+      http10,
+      close: close || (http10 && !keepAlive),
+      forwarded,
+      xForwardedFor,
       lines,
       rewrite,
     },
@@ -164,10 +194,21 @@ export function peerTrailer(address: string): Buffer {
   return Buffer.from(`${PEER_ADDRESS_HEADER}: ${address}\r\n\r\n`, 'latin1');
 }
 
-/** The head written to uWS: the client's head (`raw`) with the peer-address field appended, any the client sent removed. */
+/**
+ * The head written to uWS: the client's head (`raw`) with the peer-address field appended, any the
+ * client sent removed. An HTTP/1.0 head goes as HTTP/1.1 (uWS refuses 1.0), without `Expect` and
+ * `Connection` (the front keeps its connection to uWS open) and with an empty `Host` if it had none.
+ */
 export function forwardedHead(raw: Buffer, head: RequestHead, trailer: Buffer): Buffer {
   if (!head.rewrite) return Buffer.concat([raw.subarray(0, raw.length - 2), trailer]);
-  return rebuilt(head, new Set([PEER_ADDRESS_HEADER]), [], trailer);
+  if (!head.http10) return rebuilt(head, new Set([PEER_ADDRESS_HEADER]), [], trailer);
+  return rebuilt(head, HTTP10_DROPPED, head.lines.some(isHostLine) ? [] : ['Host: '], trailer);
+}
+
+const HTTP10_DROPPED: ReadonlySet<string> = new Set([PEER_ADDRESS_HEADER, 'expect', 'connection', 'keep-alive']);
+
+function isHostLine(line: string, i: number): boolean {
+  return i > 0 && line.slice(0, line.indexOf(':')).toLowerCase() === 'host';
 }
 
 /**
@@ -178,7 +219,8 @@ export function dechunkedHead(head: RequestHead, trailer: Buffer, bodyLength: nu
   return rebuilt(head, new Set([PEER_ADDRESS_HEADER, 'transfer-encoding', 'expect']), [`Content-Length: ${bodyLength}`], trailer);
 }
 
-function rebuilt(head: RequestHead, drop: Set<string>, extra: string[], trailer: Buffer): Buffer {
+function rebuilt(head: RequestHead, drop: ReadonlySet<string>, extra: string[], trailer: Buffer): Buffer {
   const kept = head.lines.filter((line, i) => i === 0 || !drop.has(line.slice(0, line.indexOf(':')).toLowerCase()));
+  if (head.http10) kept[0] = `${kept[0]!.slice(0, -'HTTP/1.0'.length)}HTTP/1.1`;
   return Buffer.concat([Buffer.from([...kept, ...extra].join('\r\n') + '\r\n', 'latin1'), trailer]);
 }
