@@ -1,11 +1,14 @@
-// Scan credential checks as a denial-of-service target: unknown key ids cost no hashing, and
-// failed attempts are limited per client address.
+// Scan credential checks as a denial-of-service target: unknown key ids cost no hashing, failed
+// attempts are limited per client address, and partners with valid credentials are never throttled
+// by the checks they share or have passed.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { mock, test } from 'node:test';
+import type { ApiError } from '../src/http/errors';
+import { CredentialVerifier } from '../src/scan/auth';
 import { FailureThrottle } from '../src/scan/failure-throttle';
 import { openStore } from '../src/scan/store';
 import { request } from './helpers/http';
@@ -50,22 +53,60 @@ test('the failure throttle: a bucket per address, refilled over a minute, succes
   for (let i = 0; i < 3; i++) assert.equal(throttle.take('a'), 0, 'full again after a minute');
 });
 
-test('past the limit of failed checks, an address gets 429 with Retry-After, even with a valid credential', async (t) => {
+test('past the limit of failed checks, an address gets 429 with Retry-After for pairs it has not passed recently', async (t) => {
   const env = storeEnv(mkdtempSync(path.join(os.tmpdir(), 'cc-auth-')), null);
   const server = await startServer({ ...env, CATCOMFORT_SCAN_AUTH_FAILURES_PER_MINUTE: '3' });
   t.after(() => server.stop());
   const good = createCredential(env, 'good');
+  const fresh = createCredential(env, 'fresh');
   assert.equal((await request(`${server.url}/scan`, { headers: scanHeaders(good), key: null })).status, 200);
   const wrong = { keyId: good.keyId, secret: `ss_${'A'.repeat(43)}` };
   const unknown = { keyId: 'sk_000000000000000000000000', secret: good.secret };
   for (const credential of [wrong, unknown, wrong]) {
     assert.equal((await request(`${server.url}/scan`, { headers: scanHeaders(credential), key: null })).status, 401);
   }
-  for (const credential of [unknown, good]) {
+  for (const credential of [unknown, fresh]) {
     const refused = await request(`${server.url}/scan`, { headers: scanHeaders(credential), key: null });
     assert.equal(refused.status, 429);
     assert.equal(refused.body.error.code, 'too_many_failed_attempts');
     assert.ok(Number(refused.headers.get('retry-after')) >= 1);
   }
+  assert.equal((await request(`${server.url}/scan`, { headers: scanHeaders(good), key: null })).status, 200, 'the pair verified a moment ago still works');
   assert.equal((await request(`${server.url}/v2/models`)).status, 200, 'v2 keys are not affected');
+});
+
+test('the verifier limits guessers, not partners: cached and shared checks cost no token and pass a lockout', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cc-auth-'));
+  const store = await openStore({ dataDir: dir });
+  t.after(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const partner = await store.credentials.create('partner');
+  const later = await store.credentials.create('later');
+  const scrypt = mock.method(crypto, 'scrypt');
+  t.after(() => scrypt.mock.restore());
+  const verifier = new CredentialVerifier(store, new FailureThrottle(3));
+
+  const burst = await Promise.all(Array.from({ length: 64 }, () => verifier.verify(partner.keyId, partner.secret, 'a')));
+  assert.deepEqual(new Set(burst), new Set([partner.id]), '64 parallel checks of a valid pair all pass');
+  assert.equal(scrypt.mock.callCount(), 1, 'they share one scrypt');
+
+  const wrong = `ss_${'A'.repeat(43)}`;
+  const shared = await Promise.all(Array.from({ length: 10 }, () => verifier.verify(partner.keyId, wrong, 'a')));
+  assert.deepEqual(new Set(shared), new Set([null]));
+  assert.equal(await verifier.verify(later.keyId, wrong, 'a'), null);
+  assert.equal(await verifier.verify(partner.keyId, `ss_${'B'.repeat(43)}`, 'a'), null, 'ten identical wrong checks cost one token: two more run');
+  await assert.rejects(verifier.verify(later.keyId, later.secret, 'a'), (e: ApiError) => e.kind === 'auth_throttled', 'a pair never verified is refused from the locked-out address');
+  assert.equal(await verifier.verify(partner.keyId, partner.secret, 'a'), partner.id, 'a pair verified within the TTL keeps working there');
+  assert.equal(await verifier.verify(later.keyId, later.secret, 'b'), later.id, 'other addresses are not affected');
+});
+
+test('64 parallel scan requests with valid credentials from one address: all 200', async (t) => {
+  const env = storeEnv(mkdtempSync(path.join(os.tmpdir(), 'cc-auth-')), null);
+  const server = await startServer({ ...env, CATCOMFORT_SCAN_AUTH_FAILURES_PER_MINUTE: '3' });
+  t.after(() => server.stop());
+  const good = createCredential(env, 'good');
+  const statuses = await Promise.all(Array.from({ length: 64 }, () => request(`${server.url}/scan`, { headers: scanHeaders(good), key: null }).then((r) => r.status)));
+  assert.deepEqual(new Set(statuses), new Set([200]));
 });

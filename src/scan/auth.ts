@@ -1,7 +1,10 @@
 // Scan credentials: an API key id (`api-key`) plus a secret (`api-secret`). The store checks
 // them with scrypt in constant time; successful checks are cached briefly (by a SHA-256 of the
 // pair) so a busy client does not pay scrypt on every request. Revocation applies within the TTL.
-// Failed checks are limited per client address (FailureThrottle).
+// Guessing is limited per client address (FailureThrottle), partners are not: a pair answered from
+// the cache, or joining an identical check under way, costs no token and is never refused; only a
+// check that goes to the store takes one (given back when it succeeds), and only such checks are
+// refused while the address is locked out.
 import { createHash } from 'node:crypto';
 import { ApiError } from '../http/errors';
 import { Semaphore } from '../pipeline/semaphore';
@@ -29,33 +32,33 @@ export class CredentialVerifier {
 
   /** The owner of the credential, or null when it is not valid; throws ApiError auth_throttled (429, Retry-After). */
   async verify(keyId: string | undefined, secret: string | undefined, address: string): Promise<string | null> {
-    const wait = this.throttle.take(address);
-    if (wait > 0) throw new ApiError('auth_throttled', undefined, {}, { 'Retry-After': String(wait) });
-    const ownerId = await this.check(keyId, secret).catch((error: unknown) => {
-      this.throttle.giveBack(address); // not a failed check (the service is busy)
-      throw error;
-    });
-    if (ownerId !== null) this.throttle.giveBack(address);
-    return ownerId;
-  }
-
-  private async check(keyId: string | undefined, secret: string | undefined): Promise<string | null> {
     if (!keyId || !secret || !KEY_ID.test(keyId) || !SECRET.test(secret)) return null;
     const cacheKey = createHash('sha256').update(keyId).update('\0').update(secret).digest('hex');
     const hit = this.cache.get(cacheKey);
-    const now = Date.now();
-    if (hit && hit.expires > now) return hit.ownerId;
-    let pending = this.inFlight.get(cacheKey);
-    if (!pending) {
-      pending = this.slots.run(() => this.store.credentials.verify(keyId, secret));
-      this.inFlight.set(cacheKey, pending);
-      void pending.finally(() => this.inFlight.delete(cacheKey)).catch(() => undefined);
+    if (hit && hit.expires > Date.now()) return hit.ownerId;
+    const pending = this.inFlight.get(cacheKey);
+    if (pending) return pending;
+    const wait = this.throttle.take(address);
+    if (wait > 0) throw new ApiError('auth_throttled', undefined, {}, { 'Retry-After': String(wait) });
+    const check = this.check(keyId, secret, cacheKey, address);
+    this.inFlight.set(cacheKey, check);
+    void check.finally(() => this.inFlight.delete(cacheKey)).catch(() => undefined);
+    return check;
+  }
+
+  /** One check in the store; its token goes back unless the pair was wrong. */
+  private async check(keyId: string, secret: string, cacheKey: string, address: string): Promise<string | null> {
+    let ownerId: string | null;
+    try {
+      ownerId = await this.slots.run(() => this.store.credentials.verify(keyId, secret));
+    } catch (error) {
+      this.throttle.giveBack(address); // not a failed check (the service is busy)
+      throw error;
     }
-    const ownerId = await pending;
-    if (ownerId !== null) {
-      if (this.cache.size >= this.maxEntries) this.cache.clear();
-      this.cache.set(cacheKey, { ownerId, expires: now + this.ttlMs });
-    }
+    if (ownerId === null) return null;
+    this.throttle.giveBack(address);
+    if (this.cache.size >= this.maxEntries) this.cache.clear();
+    this.cache.set(cacheKey, { ownerId, expires: Date.now() + this.ttlMs });
     return ownerId;
   }
 }

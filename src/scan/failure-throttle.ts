@@ -1,7 +1,8 @@
 // Failed scan credential checks, limited per client address: a token bucket per address that
-// holds `perMinute` tokens and refills at that rate. Every check takes a token before it runs
-// (so a burst of parallel guesses is limited too) and a successful check gives it back. With no
-// token left, every attempt from that address, right or wrong, is refused until one is back.
+// holds `perMinute` tokens and refills at that rate. Every check that goes to the store takes a
+// token before it runs (so a burst of parallel guesses is limited too) and a successful check gives
+// it back. With no token left, such checks from that address are refused until one is back
+// (CredentialVerifier still answers pairs it verified recently from its cache).
 
 /** Addresses remembered at most; past it, addresses with a full bucket are forgotten first. */
 const MAX_ADDRESSES = 10_000;

@@ -537,11 +537,11 @@ export class FrontConnection implements UpstreamUser {
   }
 
   private refuse(refusal: HeadRefusal, head?: RequestHead): void {
-    this.close(errorAnswer(this.settings.rendererFor(refusal.path), refusal.requestId, refusal.kind, { message: refusal.message }), head, refusal.path);
+    this.close(errorAnswer(this.settings.rendererFor(refusal.path), refusal.requestId, refusal.kind, { message: refusal.message }), head, refusal.path, refusal.method);
   }
 
   /** Sends a last answer with `Connection: close`, then reads and drops what the client still sends for a while. */
-  private close(answer: Answer, head?: RequestHead, path = head?.path ?? '/'): void {
+  private close(answer: Answer, head?: RequestHead, path = head?.path ?? '/', method = head?.method ?? ''): void {
     this.state = In.Closing;
     this.held.length = 0;
     this.heldBytes = 0;
@@ -551,19 +551,19 @@ export class FrontConnection implements UpstreamUser {
     this.cancelWait?.();
     this.cancelWait = null;
     this.dropUpstream();
-    this.send(answer, head, true, path);
+    this.send(answer, head, true, path, method);
     this.events.idle(this);
     this.flow();
     this.lingerTimer = setTimeout(() => this.client.destroy(), LINGER_MS);
   }
 
   /** Writes an answer of the front's own and reports it (access log, metrics). */
-  private send(answer: Answer, head: RequestHead | undefined, close: boolean, path = head?.path ?? '/'): void {
+  private send(answer: Answer, head: RequestHead | undefined, close: boolean, path = head?.path ?? '/', method = head?.method ?? ''): void {
     const bytes = answerBytes(answer, close, head?.http10 ?? false, head?.method === 'HEAD');
     if (close) this.client.end(bytes);
     else this.client.write(bytes);
     this.settings.onAnswer?.({
-      method: head?.method ?? '',
+      method,
       path,
       requestId: answer.headers['X-Request-ID'] ?? head?.requestId,
       client: this.clientAddress,

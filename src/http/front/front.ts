@@ -17,6 +17,9 @@ import { log } from '../../log';
 
 export type { FrontAnswer, FrontSettings } from './connection';
 
+/** Connections the kernel may hold for accepting (capped by net.core.somaxconn), for bursts of clients. */
+const LISTEN_BACKLOG = 4096;
+
 export class HttpFront {
   private readonly server: net.Server;
   private readonly connections = new Set<FrontConnection>();
@@ -47,7 +50,7 @@ export class HttpFront {
     return new Promise((resolve, reject) => {
       const failed = (error: NodeJS.ErrnoException) => reject(ListenError.from(host, port, error));
       this.server.once('error', failed);
-      this.server.listen({ host, port, exclusive: true }, () => {
+      this.server.listen({ host, port, exclusive: true, backlog: LISTEN_BACKLOG }, () => {
         this.server.off('error', failed);
         this.server.on('error', (error) => log.error('http front: server error', { error: String(error) }));
         resolve((this.server.address() as AddressInfo).port);

@@ -41,6 +41,8 @@ export interface HeadRefusal {
   message: string;
   /** The request path when it could be read, else `/` (it picks the error format). */
   path: string;
+  /** The request method when the request line could be read (access log, route label). */
+  method?: string;
   requestId: string | undefined;
 }
 
@@ -88,11 +90,12 @@ export function parseHead(text: string): ParsedHead {
   const requestLine = lines[0] ?? '';
   let path = pathHint(requestLine);
   let requestId: string | undefined;
-  const refuse = (kind: ErrorKind, message: string): ParsedHead => ({ ok: false, refusal: { kind, message, path, requestId } });
-
   const parts = requestLine.split(' ');
+  const method = TOKEN.test(parts[0] ?? '') ? parts[0] : undefined;
+  const refuse = (kind: ErrorKind, message: string): ParsedHead => ({ ok: false, refusal: { kind, message, path, method, requestId } });
+
   if (parts.length !== 3 || !TOKEN.test(parts[0]!) || !VERSION.test(parts[2]!)) return refuse('bad_request', 'Malformed request line.');
-  const [method, target, version] = parts as [string, string, string];
+  const [, target, version] = parts as [string, string, string];
   if (version !== 'HTTP/1.1' && version !== 'HTTP/1.0') return refuse('http_version_not_supported', `Only HTTP/1.1 and HTTP/1.0 are supported, not ${version}.`);
   const http10 = version === 'HTTP/1.0';
   if (!TARGET.test(target)) return refuse('bad_request', 'The request target must be a path starting with "/".');
@@ -173,7 +176,7 @@ export function parseHead(text: string): ParsedHead {
   return {
     ok: true,
     head: {
-      method,
+      method: method!,
       path,
       requestId,
       contentLength: lengths === 1 ? Number(length) : 0,
