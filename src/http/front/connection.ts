@@ -5,7 +5,8 @@
 //
 // Order: the next request is read only once the previous answer has been passed on completely, so
 // the front's own answers are always in order. A refusal that leaves the connection's framing in
-// doubt is sent with `Connection: close`, and the connection closes after it.
+// doubt is sent with `Connection: close`, and the connection closes after it. A client that
+// half-closes after sending still gets the answers to every complete request it sent.
 import net from 'node:net';
 import { errorAnswer, methodNotAllowedAnswer } from '../error-answers';
 import type { Answer, ErrorRenderer } from '../error-render';
@@ -128,6 +129,8 @@ export class FrontConnection implements UpstreamUser {
   private clientAddress: string;
   private startedAt = 0;
   private lingerTimer: NodeJS.Timeout | null = null;
+  /** The client half-closed: nothing more will arrive. */
+  private clientEnded = false;
 
   constructor(
     private readonly client: net.Socket,
@@ -143,6 +146,10 @@ export class FrontConnection implements UpstreamUser {
     client.on('data', (chunk: Buffer) => this.onClientData(chunk));
     client.on('drain', () => this.upstream?.socket.resume());
     client.on('timeout', () => this.onTimeout());
+    client.on('end', () => {
+      this.clientEnded = true;
+      this.pump();
+    });
     client.on('error', () => undefined); // 'close' follows
     client.on('close', () => this.onClientClose());
   }
@@ -193,7 +200,22 @@ export class FrontConnection implements UpstreamUser {
       this.corked.uncork();
       this.corked = null;
     }
+    if (this.clientEnded && this.held.length === 0 && !this.answerPending()) return this.finishEnded();
     this.flow();
+  }
+
+  /** A request is complete and its answer (or a wait for a connection to uWS) is under way. */
+  private answerPending(): boolean {
+    return this.state === In.Wait || this.state === In.Queued || this.state === In.Closing;
+  }
+
+  /** The client half-closed and every complete request is answered: an incomplete one is abandoned, the connection ends. */
+  private finishEnded(): void {
+    this.state = In.Closing;
+    this.awaiting = false;
+    this.dropUpstream();
+    this.client.end();
+    this.events.idle(this);
   }
 
   /** Reads from `chunk` at `at` in the current state; returns where it stopped. */

@@ -40,7 +40,7 @@ export class HttpFront {
         this.checkIdle();
       },
     };
-    this.server = net.createServer({ noDelay: true }, (socket) => {
+    this.server = net.createServer({ noDelay: true, allowHalfOpen: true }, (socket) => {
       this.connections.add(new FrontConnection(socket, settings, this.pool, events));
     });
   }
