@@ -1,6 +1,6 @@
 // ApacheBench (an HTTP/1.0 client, one connection per request) against the service directly and
 // through nginx with a bare proxy_pass: GET /healthz (1000 requests, 32 at a time) and POST
-// /v2/predict with a small cat photo (200 requests, 16 at a time). Every request must complete
+// /v2/predict with a small cat photo (1000 requests, 32 at a time). Every request must complete
 // with a 2xx answer and none may fail.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,7 +15,7 @@ import { findNginx, startNginx, type TestNginx } from './helpers/nginx';
 
 const SMALL_CAT = '018_oxford_Abyssinian_13.jpg'; // 16 KB
 const HEALTH = { n: 1000, c: 32 };
-const PREDICT = { n: 200, c: 16 };
+const PREDICT = { n: 1000, c: 32 };
 
 /** ab's counts are all clean; otherwise the message has ab's report and one answer to the same request, sent by hand. */
 async function assertClean(report: AbReport, n: number, sample: () => Promise<string>): Promise<void> {

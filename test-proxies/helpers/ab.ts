@@ -1,23 +1,13 @@
 // ApacheBench (ab, an HTTP/1.0 client without -k) for the proxy tests: finds the binary, runs it
 // without blocking the event loop (bounded), and reads the counts from its report.
 import { execFile } from 'node:child_process';
-import fs from 'node:fs';
-import path from 'node:path';
+import { findExecutable } from './executable';
 
 export type AbProbe = { ab: string } | { ab: null; reason: string };
 
 export function findAb(): AbProbe {
-  const candidates = ['/usr/bin/ab', ...(process.env.PATH ?? '').split(path.delimiter).filter(Boolean).map((d) => path.join(d, 'ab'))];
-  const found = candidates.find((file) => {
-    try {
-      fs.accessSync(file, fs.constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
-  if (found === undefined) return { ab: null, reason: 'no ab at /usr/bin/ab or on PATH; install it (Debian: apt-get install -y apache2-utils)' };
-  return { ab: found };
+  const found = findExecutable('ab', '/usr/bin/ab', 'apache2-utils');
+  return found.path === null ? { ab: null, reason: found.reason } : { ab: found.path };
 }
 
 export interface AbReport {

@@ -10,6 +10,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
+import { findExecutable } from './executable';
 import path from 'node:path';
 import { freePort } from '../../bench/common';
 import { waitFor } from '../../test/helpers/wait';
@@ -29,19 +30,8 @@ export type NginxProbe = { nginx: string } | { nginx: null; reason: string };
 
 /** The nginx binary, or why the proxy tests are skipped. */
 export function findNginx(): NginxProbe {
-  const candidates = ['/usr/sbin/nginx', ...(process.env.PATH ?? '').split(path.delimiter).filter(Boolean).map((d) => path.join(d, 'nginx'))];
-  const found = candidates.find((file) => {
-    try {
-      fs.accessSync(file, fs.constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
-  if (found === undefined) {
-    return { nginx: null, reason: 'no nginx at /usr/sbin/nginx or on PATH; install it (Debian: apt-get install -y nginx-light) to run the proxy tests' };
-  }
-  return { nginx: found };
+  const found = findExecutable('nginx', '/usr/sbin/nginx', 'nginx-light');
+  return found.path === null ? { nginx: null, reason: found.reason } : { nginx: found.path };
 }
 
 /** Temp-path directives for the modules this build has (a module left out has no directive). */
