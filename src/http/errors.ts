@@ -21,7 +21,7 @@ export const errorTable = {
   internal_error: { code: 'internal_error', status: 500, message: 'Internal server error.' },
   not_implemented: { code: 'not_implemented', status: 501, message: 'Request method is not implemented.' },
   unavailable: { code: 'unavailable', status: 503, message: 'The service is not ready or is shutting down.' },
-  http_version_not_supported: { code: 'http_version_not_supported', status: 505, message: 'Only HTTP/1.1 is supported.' },
+  http_version_not_supported: { code: 'http_version_not_supported', status: 505, message: 'Only HTTP/1.1 and HTTP/1.0 are supported.' },
 } as const;
 
 export type ErrorKind = keyof typeof errorTable;
