@@ -26,7 +26,7 @@ import { openStore, type Store } from './scan/store';
 import { ScanWorkers } from './scan/worker';
 import { registerV1 } from './v1/routes';
 import { registerV2 } from './v2/routes';
-import { errorResponse } from './http/error-render';
+import { errorResponse } from './http/errors';
 import { renderV1Error } from './v1/errors';
 
 export function serviceVersion(): string {

@@ -1,7 +1,7 @@
 // The router: matching, 405 lists, error renderers by path prefix, and OpenAPI paths from routes.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Answer } from '../src/http/error-render';
+import type { Answer } from '../src/http/errors';
 import { ApiError } from '../src/http/errors';
 import { Router } from '../src/http/router';
 

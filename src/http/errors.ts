@@ -1,7 +1,11 @@
-// The one table of coded errors: kind -> (stable v2 code, HTTP status, default v2 message).
-// Handlers throw ApiError; each interface renders it in its own format (error-render.ts): the v2
-// ErrorResponse (spec 2.3, 7.1) for v2 and scans, v1's {"detail": ...} with v1's own texts.
+// The one table of coded errors: kind -> (stable v2 code, HTTP status, default v2 message), and how
+// they are written. Handlers throw ApiError; each interface registers its renderer with the router
+// for its path prefix (Router.mount): the v2 ErrorResponse (spec 2.3, 7.1) for v2 and scans, v1's
+// {"detail": ...} with v1's own texts. Protocol-level refusals (404, 405, 503, and the HTTP front's
+// 400/408/413/414/429/431/501/505) are rendered by the renderer of the path they were for.
 // Protocol-level 4xx without a code of their own share `http_error`, as 7.1 says.
+import { requestIdFrom } from './request-id';
+
 export const errorTable = {
   invalid_image: { code: 'invalid_image', status: 400, message: 'Image could not be decoded.' },
   unauthorized: { code: 'unauthorized', status: 401, message: 'Missing or invalid API key.' },
@@ -50,4 +54,45 @@ export interface FieldError {
 
 export function validationError(errors: FieldError[]): ApiError {
   return new ApiError('invalid_request', errorTable.invalid_request.message, { errors });
+}
+
+export interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** `requestId`: the request's id (requestIdFrom of the client's X-Request-ID), for renderers that echo it. */
+export type ErrorRenderer = (requestId: string, error: ApiError) => Answer;
+
+/** The v2 ErrorResponse (spec 2.3): code, message and details, with the request id in body and header. */
+export function errorResponse(requestId: string, error: ApiError): Answer {
+  return {
+    status: error.status,
+    headers: { 'Content-Type': 'application/json', 'X-Request-ID': requestId, ...error.headers },
+    body: JSON.stringify({ request_id: requestId, error: { code: error.code, message: error.message, details: error.details } }),
+  };
+}
+
+/** `kind` rendered by `render`, with the request id from `rawRequestId` when acceptable. */
+export function errorAnswer(
+  render: ErrorRenderer,
+  rawRequestId: string | undefined,
+  kind: ErrorKind,
+  options: { message?: string; headers?: Record<string, string> } = {},
+): Answer {
+  return render(requestIdFrom(rawRequestId), new ApiError(kind, options.message, {}, options.headers ?? {}));
+}
+
+export function notFoundAnswer(render: ErrorRenderer, rawRequestId: string | undefined): Answer {
+  return errorAnswer(render, rawRequestId, 'not_found');
+}
+
+/** 405 with `Allow`; the v2 message names the method and the allowed ones. */
+export function methodNotAllowedAnswer(render: ErrorRenderer, rawRequestId: string | undefined, method: string, allow: string[]): Answer {
+  const list = allow.join(', ');
+  return errorAnswer(render, rawRequestId, 'method_not_allowed', {
+    message: `Method ${method} is not allowed here; use ${list}.`,
+    headers: { Allow: list },
+  });
 }

@@ -1,6 +1,6 @@
 // Writing answers on an exchange: JSON bodies with the request id in body and header (v2, scans),
 // and any failure through the coded-error mapping and the interface's renderer.
-import type { ErrorRenderer } from './error-render';
+import type { ErrorRenderer } from './errors';
 import { toApiError } from './error-mapping';
 import type { Exchange } from './exchange';
 

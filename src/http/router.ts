@@ -3,7 +3,7 @@
 // Interfaces mount their error renderer on their path prefix; the longest prefix wins.
 // A route may carry its OpenAPI operation: each interface's document is built from the routes of
 // its document (paths()), so routes and documents cannot drift apart.
-import type { ErrorRenderer } from './error-render';
+import type { ErrorRenderer } from './errors';
 import type { Exchange } from './exchange';
 
 export type Handler = (ex: Exchange) => void;

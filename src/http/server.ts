@@ -10,9 +10,7 @@ import { requestIdFrom } from './request-id';
 import { Router } from './router';
 import { createSocketDir, SOCKET_NAME } from './socket-dir';
 import { uws, type ListenSocket, type TemplatedApp } from './uws';
-import { errorAnswer, methodNotAllowedAnswer, notFoundAnswer } from './error-answers';
-import type { Answer } from './error-render';
-import { ApiError } from './errors';
+import { ApiError, errorAnswer, methodNotAllowedAnswer, notFoundAnswer, type Answer } from './errors';
 import { log } from '../log';
 
 function reply(ex: Exchange, answer: Answer, closeAfter = false): void {

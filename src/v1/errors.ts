@@ -1,5 +1,5 @@
 // v1's error format (spec 7.2): `{"detail": ...}` with v1's own texts, and a plain-text 500.
-import type { ErrorRenderer } from '../http/error-render';
+import type { ErrorRenderer } from '../http/errors';
 import type { ApiError, ErrorKind } from '../http/errors';
 
 const DETAIL: Partial<Record<ErrorKind, (e: ApiError) => string>> = {

@@ -8,7 +8,7 @@ import { requestIdFrom } from '../http/request-id';
 import type { Router } from '../http/router';
 import type { Service } from '../service';
 import { ApiError } from '../http/errors';
-import { errorResponse } from '../http/error-render';
+import { errorResponse } from '../http/errors';
 import { parseJsonObject } from '../http/json-body';
 import { sendError, sendJson } from '../http/respond';
 import { classifierSummary } from './model-summary';

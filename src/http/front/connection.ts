@@ -8,9 +8,7 @@
 // doubt is sent with `Connection: close`, and the connection closes after it. A client that
 // half-closes after sending still gets the answers to every complete request it sent.
 import net from 'node:net';
-import { errorAnswer, methodNotAllowedAnswer } from '../error-answers';
-import type { Answer, ErrorRenderer } from '../error-render';
-import type { ErrorKind } from '../errors';
+import { errorAnswer, methodNotAllowedAnswer, type Answer, type ErrorKind, type ErrorRenderer } from '../errors';
 import { MAX_DISCARD_BYTES } from '../exchange';
 import { ChunkedError, ChunkedReader } from './chunked';
 import {
