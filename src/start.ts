@@ -97,7 +97,7 @@ export async function startService(config: Config): Promise<RunningService> {
     onFrontAnswer: recordFrontAnswer,
   });
   const port = await server.listen(config.host, config.port);
-  metrics.setSources({ requestsInFlight: () => server.requestsInFlight });
+  metrics.setSources({ requestsInFlight: () => server.requestsInFlight, upstream: () => server.upstream });
   let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | null = null;
   try {
     if (config.metrics.port !== null) metricsServer = await startMetricsServer(config.host, config.metrics.port);

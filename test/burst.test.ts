@@ -1,7 +1,7 @@
 // Over capacity, a ready service answers 429, never 503: 10,000 client connections opened at once
 // against POST /v2/predict, from a child process (bench/burst.ts) with `ulimit -n` raised, as is the
-// service's. Every connection gets 200 or 429 (with Retry-After), and every answer, the front's own
-// included, is counted in the request metrics.
+// service's. Every connection gets 200 or 429 (with Retry-After), every answer, the front's own
+// included, is counted in the request metrics, and the front's pool of connections to uWS stays bounded.
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -50,7 +50,10 @@ test(`${CONNECTIONS} connections at once against /v2/predict: only 200 and 429, 
     const scrape = await (await fetch(`${server.url}/metrics`, { headers: { 'api-key': TEST_KEY } })).text();
     const samples = parseMetrics(scrape);
     const byStatus = (status: string) => total(samples, 'catcomfort_http_requests_total', { route: '/v2/predict', status });
-    return byStatus('200') + byStatus('429') === CONNECTIONS && { ok: byStatus('200'), overloaded: byStatus('429') };
+    const upstream = (state: string) => total(samples, 'catcomfort_front_upstream', { state });
+    return byStatus('200') + byStatus('429') === CONNECTIONS && { ok: byStatus('200'), overloaded: byStatus('429'), open: upstream('open'), waiting: upstream('waiting') };
   });
-  assert.deepEqual(counted, { ok: result.statuses['200'], overloaded: result.statuses['429'] });
+  assert.deepEqual({ ok: counted.ok, overloaded: counted.overloaded }, { ok: result.statuses['200'], overloaded: result.statuses['429'] });
+  assert.equal(counted.waiting, 0, 'nothing waits for a connection to uWS afterwards');
+  assert.ok(counted.open >= 1 && counted.open <= 256, `connections to uWS stay within the pool: ${counted.open}`);
 });

@@ -100,6 +100,11 @@ export class HttpServer {
     });
   }
 
+  /** The front's connections to uWS (open, idle) and requests waiting for one. */
+  get upstream(): { open: number; idle: number; waiting: number } {
+    return this.front?.upstream ?? { open: 0, idle: 0, waiting: 0 };
+  }
+
   /** Requests received and not yet answered (nor abandoned by their client). */
   get requestsInFlight(): number {
     return this.inFlight;

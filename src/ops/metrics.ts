@@ -9,6 +9,8 @@ export interface MetricSources {
   requestsInFlight?(): number;
   /** Requests waiting in each model's micro-batch queue. */
   queueDepths?(): Array<{ model: string; queued: number }>;
+  /** The HTTP front's connections to uWS (open, of which idle) and requests waiting for one. */
+  upstream?(): { open: number; idle: number; waiting: number };
   /** Scans waiting (PENDING) and being worked on (PROCESSING), from the store all instances share. */
   scanQueue?(): Promise<{ pending: number; processing: number }>;
 }
@@ -68,6 +70,17 @@ export class ServiceMetrics {
       registers: [this.registry],
       collect() {
         for (const { model, queued } of metrics.sources.queueDepths?.() ?? []) this.set({ model }, queued);
+      },
+    });
+    new Gauge({
+      name: 'catcomfort_front_upstream',
+      help: "The HTTP front's connections to the service behind it: open, idle (of the open ones), and requests waiting for one",
+      labelNames: ['state'] as const,
+      registers: [this.registry],
+      collect() {
+        const counts = metrics.sources.upstream?.();
+        if (!counts) return;
+        for (const state of ['open', 'idle', 'waiting'] as const) this.set({ state }, counts[state]);
       },
     });
     new Gauge({

@@ -11,7 +11,7 @@
 // (ListenError) instead of silently sharing it.
 import net, { type AddressInfo } from 'node:net';
 import { FrontConnection, type FrontSettings } from './connection';
-import { UpstreamPool } from './upstream-pool';
+import { UpstreamPool, type PoolCounts } from './upstream-pool';
 import { ListenError } from '../listen-error';
 import { log } from '../../log';
 
@@ -56,6 +56,11 @@ export class HttpFront {
         resolve((this.server.address() as AddressInfo).port);
       });
     });
+  }
+
+  /** The pool of connections to uWS: open, idle, and requests waiting for one. */
+  get upstream(): PoolCounts {
+    return this.pool.counts;
   }
 
   /** Stops accepting connections; open connections go on. */
