@@ -63,7 +63,7 @@ export class UpstreamPool {
    * came within the wait limit. Returns a cancel function, or null when the queue is full.
    */
   acquire(grant: (upstream: Upstream) => void, expire: () => void): (() => void) | null {
-    const ready = this.idle.pop() ?? (this.open < this.limits.connections ? this.connect() : null);
+    const ready = this.takeIdle() ?? (this.open < this.limits.connections ? this.connect() : null);
     if (ready) {
       ready.socket.setTimeout(0);
       grant(ready);
@@ -101,9 +101,22 @@ export class UpstreamPool {
     upstream.socket.destroy();
   }
 
+  /** The most recently used idle connection that is still open. */
+  private takeIdle(): Upstream | null {
+    for (let upstream = this.idle.pop(); upstream; upstream = this.idle.pop()) if (upstream.socket.writable) return upstream;
+    return null;
+  }
+
   /** Shutdown: closes the idle connections. */
   closeIdle(): void {
     for (const upstream of this.idle.splice(0)) upstream.socket.destroy();
+  }
+
+  /** An idle connection that timed out or was ended by uWS leaves the idle list at once ('close' comes a turn later). */
+  private closeIdleOne(upstream: Upstream): void {
+    const at = this.idle.indexOf(upstream);
+    if (at !== -1) this.idle.splice(at, 1);
+    upstream.socket.destroy();
   }
 
   private nextWaiter(): Waiter | null {
@@ -126,7 +139,10 @@ export class UpstreamPool {
       else socket.destroy(); // bytes nobody asked for
     });
     socket.on('drain', () => upstream.user?.onDrain());
-    socket.on('timeout', () => socket.destroy());
+    socket.on('timeout', () => this.closeIdleOne(upstream));
+    socket.on('end', () => {
+      if (!upstream.user) this.closeIdleOne(upstream); // uWS closed an idle connection
+    });
     socket.on('error', () => undefined); // 'close' follows
     socket.on('close', () => {
       this.open--;
