@@ -29,6 +29,8 @@ import type { Upstream, UpstreamPool, UpstreamUser } from './upstream-pool';
 import { log } from '../../log';
 
 const CRLFCRLF = Buffer.from('\r\n\r\n', 'latin1');
+/** Requests the front may send to uWS a second time when a connection closes before reading them. */
+const REPLAYABLE: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
 /** Retry-After of the front's 429 when no connection to uWS is free in time. */
 const OVERLOADED_RETRY_AFTER_S = '1';
 const CONTINUE = Buffer.from('HTTP/1.1 100 Continue\r\n\r\n', 'latin1');
@@ -102,6 +104,8 @@ export class FrontConnection implements UpstreamUser {
   private upstreamBlocked = false;
   /** Leaves the pool's queue (the client went away while waiting). */
   private cancelWait: (() => void) | null = null;
+  /** The current request, while it may be sent again (see onClose). */
+  private replay: { headBytes: Buffer; head: RequestHead } | null = null;
   private corked: net.Socket | null = null;
   private clientPaused = false;
   /** Client bytes not read yet (pipelined requests while an answer is awaited). */
@@ -398,6 +402,7 @@ export class FrontConnection implements UpstreamUser {
    */
   private forward(headBytes: Buffer, body: Buffer | null, head: RequestHead, next: In): void {
     this.awaiting = true;
+    this.replay = body === null && head.contentLength === 0 && !head.chunked && REPLAYABLE.has(head.method) ? { headBytes, head } : null;
     this.response.begin(head.method === 'HEAD', head.http10 ? { keepAlive: !head.close } : null);
     this.state = In.Queued;
     let granted = false;
@@ -520,6 +525,12 @@ export class FrontConnection implements UpstreamUser {
       this.events.idle(this);
       this.state = In.Closing;
       this.client.end();
+    } else if (connected && this.response.passed === 0 && this.replay && this.state === In.Wait) {
+      // Closed by uWS before it read the request (an idle connection's close racing it): sent
+      // again, once, over another connection; only bodiless GET, HEAD and OPTIONS requests.
+      this.forward(this.replay.headBytes, null, this.replay.head, In.Wait);
+      this.replay = null;
+      this.pump(); // uncorks what forward() wrote
     } else if (!connected && this.response.passed === 0) {
       // uWS could not be reached: over capacity while running, gone while shutting down.
       const head = this.request!;
