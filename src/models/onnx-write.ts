@@ -1,6 +1,7 @@
 // Serialises an ONNX model (ModelProto) from plain objects, with the wire format of protobuf.ts.
-// Only what the TFLite converter emits: float32 and int64 tensors stored as raw_data, nodes with
-// int, ints and float attributes, graph inputs/outputs with fixed or symbolic dims. The output
+// Only what the TFLite converter and the int8 quantizer emit: float32, int64, int32, int8 and uint8
+// tensors stored as raw_data, nodes with int, ints and float attributes, float graph inputs/outputs
+// with fixed or symbolic dims or no shape at all. onnx-read.ts reads the same subset back. The output
 // depends on nothing but the arguments (fields in field-number order, no timestamps), so the same
 // model gives the same bytes every time.
 //
@@ -10,7 +11,7 @@
 //   GraphProto: node 1, name 2, initializer 5, input 11, output 12
 //   NodeProto: input 1, output 2, name 3, op_type 4, attribute 5
 //   AttributeProto: name 1, f 2, i 3, ints 8, type 20 (FLOAT 1, INT 2, INTS 7)
-//   TensorProto: dims 1, data_type 2 (FLOAT 1, INT64 7), name 8, raw_data 9
+//   TensorProto: dims 1, data_type 2 (FLOAT 1, UINT8 2, INT8 3, INT32 6, INT64 7), name 8, raw_data 9
 //   ValueInfoProto: name 1, type 2; TypeProto: tensor_type 1; TypeProto.Tensor: elem_type 1, shape 2
 //   TensorShapeProto: dim 1; Dimension: dim_value 1, dim_param 2
 import {
@@ -22,6 +23,9 @@ import {
 } from './protobuf';
 
 export const ONNX_FLOAT = 1;
+export const ONNX_UINT8 = 2;
+export const ONNX_INT8 = 3;
+export const ONNX_INT32 = 6;
 export const ONNX_INT64 = 7;
 
 export type OnnxAttribute =
@@ -39,12 +43,27 @@ export interface OnnxNode {
 
 export type OnnxTensor =
   | { name: string; dims: number[]; type: 'float32'; data: Float32Array }
-  | { name: string; dims: number[]; type: 'int64'; data: BigInt64Array };
+  | { name: string; dims: number[]; type: 'int64'; data: BigInt64Array }
+  | { name: string; dims: number[]; type: 'int32'; data: Int32Array }
+  | { name: string; dims: number[]; type: 'int8'; data: Int8Array }
+  | { name: string; dims: number[]; type: 'uint8'; data: Uint8Array };
+
+/** The ONNX data_type of each tensor type. */
+export const ONNX_DATA_TYPES: Readonly<Record<OnnxTensor['type'], number>> = {
+  float32: ONNX_FLOAT,
+  int64: ONNX_INT64,
+  int32: ONNX_INT32,
+  int8: ONNX_INT8,
+  uint8: ONNX_UINT8,
+};
 
 export interface OnnxValueInfo {
   name: string;
-  /** A number for a fixed dim, a string for a symbolic one (e.g. "batch"). */
-  dims: Array<number | string>;
+  /**
+   * A number for a fixed dim, a string for a symbolic one (e.g. "batch"). Absent: a tensor of
+   * unknown shape (written with no shape field), e.g. an intermediate exposed for calibration.
+   */
+  dims?: Array<number | string>;
 }
 
 export interface OnnxGraph {
@@ -93,10 +112,22 @@ export function encodeNode(n: OnnxNode): Buffer {
 
 /** Little-endian bytes of the tensor's values, whatever the host's byte order. */
 function rawData(t: OnnxTensor): Buffer {
-  const size = t.type === 'float32' ? 4 : 8;
-  const out = Buffer.alloc(t.data.length * size);
-  if (t.type === 'float32') t.data.forEach((v, i) => out.writeFloatLE(v, i * 4));
-  else t.data.forEach((v, i) => out.writeBigInt64LE(v, i * 8));
+  const out = Buffer.alloc(t.data.byteLength);
+  switch (t.type) {
+    case 'float32':
+      t.data.forEach((v, i) => out.writeFloatLE(v, i * 4));
+      break;
+    case 'int64':
+      t.data.forEach((v, i) => out.writeBigInt64LE(v, i * 8));
+      break;
+    case 'int32':
+      t.data.forEach((v, i) => out.writeInt32LE(v, i * 4));
+      break;
+    case 'int8':
+    case 'uint8':
+      out.set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength));
+      break;
+  }
   return out;
 }
 
@@ -105,17 +136,21 @@ export function encodeTensor(t: OnnxTensor): Buffer {
   if (count !== t.data.length) throw new Error(`ONNX tensor ${t.name}: ${t.data.length} values for dims [${t.dims.join(', ')}]`);
   return Buffer.concat([
     encodeRepeatedInt64Field(1, t.dims),
-    encodeVarintField(2, BigInt(t.type === 'float32' ? ONNX_FLOAT : ONNX_INT64)),
+    encodeVarintField(2, BigInt(ONNX_DATA_TYPES[t.type])),
     encodeStringField(8, t.name),
     encodeLenField(9, rawData(t)),
   ]);
 }
 
-function encodeValueInfo(v: OnnxValueInfo): Buffer {
-  const shape = Buffer.concat(
-    v.dims.map((d) => encodeLenField(1, typeof d === 'number' ? encodeVarintField(1, BigInt(d)) : encodeStringField(2, d))),
+function encodeShape(dims: Array<number | string>): Buffer {
+  return Buffer.concat(
+    dims.map((d) => encodeLenField(1, typeof d === 'number' ? encodeVarintField(1, BigInt(d)) : encodeStringField(2, d))),
   );
-  const tensorType = Buffer.concat([encodeVarintField(1, BigInt(ONNX_FLOAT)), encodeLenField(2, shape)]);
+}
+
+function encodeValueInfo(v: OnnxValueInfo): Buffer {
+  const elemType = encodeVarintField(1, BigInt(ONNX_FLOAT));
+  const tensorType = v.dims === undefined ? elemType : Buffer.concat([elemType, encodeLenField(2, encodeShape(v.dims))]);
   return Buffer.concat([encodeStringField(1, v.name), encodeLenField(2, encodeLenField(1, tensorType))]);
 }
 

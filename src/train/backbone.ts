@@ -42,7 +42,7 @@ export function buildBackbone(base: Manifest, stage: StageName, inputSize: numbe
   }
   const graph = convertTfliteBackbone(readNpmSource(source, repoRoot), { tensor: STAGES[stage], inputSize, output: EMBEDDING_OUTPUT });
   const onnx = encodeOnnx(graph, `Backbone of ${base.id} (${source.npm} ${source.version}) cut at ${STAGES[stage]}, ${inputSize} px`);
-  const dims = graph.outputs[0]!.dims;
+  const dims = graph.outputs[0]!.dims!;
   return {
     stage,
     inputSize,

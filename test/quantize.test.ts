@@ -1,0 +1,95 @@
+// Static int8 quantization (src/models/quantize): a quantized Conv, run by the real ONNX Runtime,
+// matches its float reference within the error its quantization steps allow; calibration finds
+// the ranges the float model produces; the same ranges give the same bytes.
+import assert from 'node:assert/strict';
+import os from 'node:os';
+import { before, test } from 'node:test';
+import { loadAddon, type FloatTensor, type NativeAddon } from '../src/native/addon';
+import { encodeModel, type OnnxModel } from '../src/models/onnx-write';
+import { calibrate } from '../src/models/quantize/calibrate';
+import { activationParams, activationTensors, quantizeModel, quantizeWeights } from '../src/models/quantize/qdq';
+import { seededRandom } from '../src/train/evaluate';
+
+const [C, O, H, K] = [3, 4, 6, 3];
+const random = seededRandom(7);
+const weights = Float32Array.from({ length: O * C * K * K }, () => random() * 2 - 1);
+const bias = Float32Array.from({ length: O }, () => random() - 0.5);
+
+/** x [1, C, H, H] -> Conv (pads 1) -> y_conv -> Identity -> y. */
+const model: OnnxModel = {
+  irVersion: 8,
+  opsetVersion: 17,
+  producerName: 'test',
+  producerVersion: '1',
+  docString: '',
+  graph: {
+    name: 'conv',
+    nodes: [
+      {
+        name: 'conv',
+        opType: 'Conv',
+        inputs: ['x', 'w', 'b'],
+        outputs: ['y_conv'],
+        attributes: [
+          { name: 'kernel_shape', type: 'ints', value: [K, K] },
+          { name: 'pads', type: 'ints', value: [1, 1, 1, 1] },
+        ],
+      },
+      { name: 'identity', opType: 'Identity', inputs: ['y_conv'], outputs: ['y'], attributes: [] },
+    ],
+    initializers: [
+      { name: 'w', dims: [O, C, K, K], type: 'float32', data: weights },
+      { name: 'b', dims: [O], type: 'float32', data: bias },
+    ],
+    inputs: [{ name: 'x', dims: [1, C, H, H] }],
+    outputs: [{ name: 'y', dims: [1, O, H, H] }],
+  },
+};
+
+const input = (): FloatTensor[] => [{ name: 'x', dims: [1, C, H, H], data: Float32Array.from({ length: C * H * H }, () => random() * 4 - 1) }];
+
+let addon: NativeAddon;
+before(() => {
+  addon = loadAddon();
+  addon.configure({ providers: ['cpu'], deviceId: 0, trtCacheDir: os.tmpdir(), trtFp16: false, poolThreads: 2, intraOpThreads: 1 });
+});
+
+test('weights: per-channel symmetric int8, each within half a step of the float value', () => {
+  const { q, scales } = quantizeWeights(weights, O);
+  const per = weights.length / O;
+  for (let i = 0; i < weights.length; i++) {
+    const scale = scales[Math.floor(i / per)]!;
+    assert.ok(Math.abs(q[i]! * scale - weights[i]!) <= scale / 2 + 1e-7);
+    assert.ok(Math.abs(q[i]!) <= 127);
+  }
+  assert.deepEqual(activationParams([-1, 3]), { scale: Math.fround(4 / 255), zeroPoint: 64 });
+  assert.equal(activationParams([0.5, 6]).zeroPoint, 0, 'a range above zero is widened to hold zero exactly');
+});
+
+test('a quantized Conv matches its float reference within its quantization steps', async () => {
+  const calibrationInputs = [input(), input(), input()];
+  const tensors = activationTensors(model);
+  assert.deepEqual(tensors, ['x', 'y_conv']);
+  const ranges = await calibrate(model, tensors, calibrationInputs, { kind: 'minmax' }, (m, i) => addon.runModel(m, i));
+  const qdq = encodeModel(quantizeModel(model, { ranges, floatConvs: new Set(), activationType: 'uint8' }));
+  assert.deepEqual(encodeModel(quantizeModel(model, { ranges, floatConvs: new Set(), activationType: 'uint8' })), qdq, 'the same ranges give the same bytes');
+  const { scales } = quantizeWeights(weights, O);
+  const sx = activationParams(ranges.x!).scale;
+  const sy = activationParams(ranges.y_conv!).scale;
+  for (const x of calibrationInputs) {
+    const [reference] = await addon.runModel(encodeModel(model), x);
+    const [quantized] = await addon.runModel(qdq, x);
+    const per = C * K * K;
+    const absX = x[0]!.data.reduce((s, v) => s + Math.abs(v), 0);
+    for (let i = 0; i < reference!.data.length; i++) {
+      const o = Math.floor(i / (H * H));
+      const absW = weights.subarray(o * per, (o + 1) * per).reduce((s, v) => s + Math.abs(v), 0);
+      // Input rounding through the weights, weight rounding through the inputs (a loose bound:
+      // every input), bias and output rounding.
+      const bound = (sx / 2) * absW + (scales[o]! / 2) * absX + sx * scales[o]! + sy;
+      assert.ok(Math.abs(quantized!.data[i]! - reference!.data[i]!) <= bound, `output ${i}: ${quantized!.data[i]} vs ${reference!.data[i]} (bound ${bound})`);
+    }
+    const meanError = reference!.data.reduce((s, v, i) => s + Math.abs(v - quantized!.data[i]!), 0) / reference!.data.length;
+    assert.ok(meanError < 2 * sy, `mean error ${meanError} is within two output steps (${sy})`);
+  }
+});
