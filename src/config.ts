@@ -22,6 +22,8 @@ export interface Config {
   cudnnConvAlgoSearch: CudnnConvAlgoSearch;
   /** Stage session tensors in the GPU provider's pinned host memory when it offers it. */
   pinnedMemory: boolean;
+  /** Detector precision; null = int8 on CPU where a pack has it, fp32 on GPU providers. */
+  precision: 'int8' | 'fp32' | null;
   /** Longest a provider probe child may take before its provider is disabled. */
   providerProbeTimeoutMs: number;
   poolThreads: number;
@@ -105,6 +107,7 @@ export const KNOWN_VARIABLES = [
   'CATCOMFORT_TRT_CACHE_DIR',
   'CATCOMFORT_TRT_FP16',
   'CATCOMFORT_PINNED_MEMORY',
+  'CATCOMFORT_PRECISION',
   'CATCOMFORT_POOL_THREADS',
   'CATCOMFORT_INTRA_OP_THREADS',
   'CATCOMFORT_SESSION_BATCH',
@@ -194,6 +197,13 @@ function readDate(env: Env, name: string, fallback: string | null): Date | null 
   return date;
 }
 
+function readPrecision(env: Env): Config['precision'] {
+  const raw = env.CATCOMFORT_PRECISION?.trim().toLowerCase();
+  if (raw === undefined || raw === '') return null;
+  if (raw === 'int8' || raw === 'fp32') return raw;
+  throw new ConfigError(`CATCOMFORT_PRECISION must be int8 or fp32, got "${env.CATCOMFORT_PRECISION}"`);
+}
+
 function readTrustedProxies(env: Env): string[] {
   const entries = (env.CATCOMFORT_TRUSTED_PROXIES ?? '').split(',').map((e) => e.trim()).filter((e) => e !== '');
   for (const entry of entries) {
@@ -233,6 +243,7 @@ export function loadConfig(env: Env = process.env): Config {
     trtFp16: readBool(env, 'CATCOMFORT_TRT_FP16', false),
     cudnnConvAlgoSearch: readCudnnConvAlgoSearch(env),
     pinnedMemory: readBool(env, 'CATCOMFORT_PINNED_MEMORY', true),
+    precision: readPrecision(env),
     providerProbeTimeoutMs: readInt(env, 'CATCOMFORT_PROVIDER_PROBE_TIMEOUT_MS', 300_000, 1000, 3_600_000),
     // Pool threads x intra-op threads should not exceed the cores: decode parallelism
     // comes from the pool, model parallelism from ORT.

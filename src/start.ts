@@ -174,6 +174,7 @@ async function startInterfaces(
     log.info('model loaded', {
       model: model.id,
       pack_version: model.manifest.version,
+      detector_precision: model.precision,
       views: model.manifest.detector.views,
       classifier: classifier.reference ? 'reference' : 'trained',
     });

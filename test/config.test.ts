@@ -62,3 +62,10 @@ test('every CATCOMFORT_* variable the service, the benchmarks and the test helpe
   assert.ok(read.size > 30, `${read.size} names found`);
   assert.deepEqual([...read].filter((name) => !known.includes(name)), []);
 });
+
+test('CATCOMFORT_PRECISION: unset (auto) by default, int8 or fp32 in any case, anything else refused', () => {
+  assert.equal(loadConfig({}).precision, null);
+  assert.equal(loadConfig({ CATCOMFORT_PRECISION: 'FP32' }).precision, 'fp32');
+  assert.equal(loadConfig({ CATCOMFORT_PRECISION: 'int8' }).precision, 'int8');
+  assert.throws(() => loadConfig({ CATCOMFORT_PRECISION: 'fp16' }), /CATCOMFORT_PRECISION must be int8 or fp32, got "fp16"/);
+});

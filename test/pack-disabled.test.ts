@@ -9,6 +9,7 @@ import { ModelRegistry } from '../src/models/registry';
 import { repoRoot } from './helpers/paths';
 
 const options = {
+  precision: 'fp32' as const,
   maxPixels: 40_000_000,
   batching: { maxBatchSize: 1, maxQueueDelayUs: 0, maxQueue: 1, maxInFlight: 1 },
   sessionBatch: 1,

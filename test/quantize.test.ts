@@ -1,14 +1,20 @@
 // Static int8 quantization (src/models/quantize): a quantized Conv, run by the real ONNX Runtime,
 // matches its float reference within the error its quantization steps allow; calibration finds
-// the ranges the float model produces; the same ranges give the same bytes.
+// the ranges the float model produces; the same ranges give the same bytes, and the pack's committed
+// table makes exactly the int8 detector its manifest names.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { before, test } from 'node:test';
 import { loadAddon, type FloatTensor, type NativeAddon } from '../src/native/addon';
 import { encodeModel, type OnnxModel } from '../src/models/onnx-write';
 import { calibrate } from '../src/models/quantize/calibrate';
 import { activationParams, activationTensors, quantizeModel, quantizeWeights } from '../src/models/quantize/qdq';
+import { readManifest, sha256 } from '../src/models/pack';
+import { int8FromTable, parseCalibrationTable } from '../src/models/quantize/table';
 import { seededRandom } from '../src/train/evaluate';
+import { repoRoot } from './helpers/paths';
 
 const [C, O, H, K] = [3, 4, 6, 3];
 const random = seededRandom(7);
@@ -92,4 +98,15 @@ test('a quantized Conv matches its float reference within its quantization steps
     const meanError = reference!.data.reduce((s, v, i) => s + Math.abs(v - quantized!.data[i]!), 0) / reference!.data.length;
     assert.ok(meanError < 2 * sy, `mean error ${meanError} is within two output steps (${sy})`);
   }
+});
+
+test('the committed calibration table makes the int8 detector the manifest names, byte for byte', async () => {
+  const packDir = path.join(repoRoot, 'models/bc-v1');
+  const manifest = await readManifest(packDir);
+  const int8 = manifest.detector.int8!;
+  const table = readFileSync(path.join(packDir, int8.calibration.file));
+  assert.equal(sha256(table), int8.calibration.sha256);
+  const made = int8FromTable(readFileSync(path.join(packDir, manifest.detector.file)), parseCalibrationTable(table.toString('utf8')));
+  assert.equal(sha256(made), int8.sha256);
+  assert.throws(() => int8FromTable(readFileSync(path.join(packDir, manifest.detector.file)), { ...parseCalibrationTable(table.toString('utf8')), ranges: {} }), /no range for/);
 });

@@ -90,6 +90,22 @@ const SsdOutput = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * The int8 (QDQ) detector made at install from the float one and a calibration table kept in the
+ * pack (src/models/quantize/): u8 activations, per-channel s8 weights, the Convs named in floatConvs
+ * left in float.
+ */
+const Int8Detector = Type.Object(
+  {
+    file: FileName,
+    sha256: Sha256,
+    calibration: Type.Object({ file: FileName, sha256: Sha256 }, { additionalProperties: false }),
+    activations: Type.Literal('uint8'),
+    floatConvs: Type.Array(Type.String({ minLength: 1 }), { uniqueItems: true }),
+  },
+  { additionalProperties: false },
+);
+
 const View = Type.Union([Type.Literal('plain'), Type.Literal('flip'), Type.Literal('half'), Type.Literal('half_flip')]);
 
 const Detector = Type.Object(
@@ -100,6 +116,7 @@ const Detector = Type.Object(
     mirrorPath: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9._/-]+$' })),
     /** Instead of url/mirrorPath: made at install from a file of an npm dependency. */
     source: Type.Optional(NpmSource),
+    int8: Type.Optional(Int8Detector),
     license: Type.String(),
     dynamicBatch: Type.Optional(
       Type.Object(
@@ -215,6 +232,7 @@ export type Manifest = Static<typeof ManifestSchema>;
 export type TrainingManifest = Static<typeof Training>;
 export type PreprocessManifest = Static<typeof Preprocess>;
 export type NpmSourceManifest = Static<typeof NpmSource>;
+export type Int8DetectorManifest = Static<typeof Int8Detector>;
 export type SsdOutputManifest = Static<typeof SsdOutput>;
 export type YoloxOutputManifest = Static<typeof YoloxOutput>;
 export type DetectorOutputManifest = YoloxOutputManifest | SsdOutputManifest;

@@ -64,10 +64,14 @@ function forEveryProvider(model: Buffer, what: string): Buffer {
   return out;
 }
 
+export type Precision = 'int8' | 'fp32';
+
 export interface LoadedPack {
   dir: string;
   manifest: Manifest;
   spec: PipelineSpec;
+  /** The detector's precision: int8 when asked for and the pack has it, else fp32. */
+  precision: Precision;
 }
 
 export interface PackLimits {
@@ -77,13 +81,17 @@ export interface PackLimits {
   sessionBatch: number | null;
   /** PipelineSpec.jpegShrinkOnLoad; default true (false only to measure the full-size decode). */
   jpegShrinkOnLoad?: boolean;
+  /** The detector precision wanted; int8 is used where the pack has it (default fp32). */
+  precision?: Precision;
 }
 
 export async function loadPack(dir: string, limits: PackLimits): Promise<LoadedPack> {
   const manifest = await readManifest(dir);
   const d = manifest.detector;
   const c = manifest.classifier;
-  let detectorModel = await readModelFile(dir, d.file, d.sha256);
+  const precision: Precision = limits.precision === 'int8' && d.int8 ? 'int8' : 'fp32';
+  const file = precision === 'int8' ? d.int8! : d;
+  let detectorModel = await readModelFile(dir, file.file, file.sha256);
   if (d.dynamicBatch) detectorModel = withDynamicBatch(detectorModel, d.dynamicBatch.reshapeFrom, d.dynamicBatch.reshapeTo);
   detectorModel = forEveryProvider(detectorModel, `${manifest.id} detector`);
   const classifierModel = forEveryProvider(await readModelFile(dir, c.file, c.sha256), `${manifest.id} classifier`);
@@ -107,6 +115,7 @@ export async function loadPack(dir: string, limits: PackLimits): Promise<LoadedP
   return {
     dir,
     manifest,
+    precision,
     spec: {
       detector,
       classifier,

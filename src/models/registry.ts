@@ -9,7 +9,7 @@ import { metrics } from '../ops/metrics';
 import { toAnalysis, type Analysis } from '../pipeline/analysis';
 import { DeadlineError, MicroBatcher, QueueFullError, type SubmitOptions } from '../pipeline/batcher';
 import type { Manifest } from './manifest';
-import { loadPack, PackError, readManifest } from './pack';
+import { loadPack, PackError, readManifest, type Precision } from './pack';
 
 export class Model {
   readonly batcher: MicroBatcher<AnalyzeItem, ItemResult>;
@@ -21,6 +21,8 @@ export class Model {
     private readonly pipeline: NativePipeline,
     private readonly maxPixels: number,
     batching: BatchingConfig,
+    /** The detector's precision (int8 or fp32). */
+    readonly precision: Precision,
   ) {
     const model = manifest.id;
     const onBatch = (queuedMs: number[]) => {
@@ -96,6 +98,8 @@ export interface RegistryOptions {
   maxPixels: number;
   batching: BatchingConfig;
   sessionBatch: number | null;
+  /** The detector precision wanted (PackLimits.precision). */
+  precision: Precision;
   /** PackLimits.jpegShrinkOnLoad (default true). */
   jpegShrinkOnLoad?: boolean;
 }
@@ -134,7 +138,7 @@ export class ModelRegistry {
         throw new PackError(`Model pack folder ${dir} holds manifest id "${pack.manifest.id}"; they must match`);
       }
       const pipeline = await addon.createPipeline(pack.spec);
-      models.set(name, new Model(pack.manifest, dir, addon, pipeline, options.maxPixels, options.batching));
+      models.set(name, new Model(pack.manifest, dir, addon, pipeline, options.maxPixels, options.batching, pack.precision));
     }
     if (models.size === 0) throw new PackError(`No model packs found in ${options.modelsDir}`);
     return new ModelRegistry(models, disabled);

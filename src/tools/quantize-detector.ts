@@ -1,6 +1,7 @@
-// Calibrates and quantizes a pack's float detector (int8 QDQ), for choosing settings by measurement:
+// Calibrates and quantizes a pack's float detector (int8 QDQ), for choosing settings by measurement
+// and for writing the pack's calibration table:
 //   node dist/src/tools/quantize-detector.js [--pack bc-v1] [--method minmax|p99.99] [--float-convs a,b]
-//        [--out dir]
+//        [--activations uint8|int8] [--out dir]
 // Calibration photos: every sixth photo of ../shared/fixtures/photos-dev by file name (kept out of
 // quality reports). Writes <out>/<detector>.int8.onnx and <out>/<detector>.int8-calibration.json.
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -9,10 +10,10 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadAddon } from '../native/addon';
 import { decodeModel } from '../models/onnx-read';
-import { encodeModel } from '../models/onnx-write';
 import { readManifest } from '../models/pack';
 import { calibrate, type RangeMethod } from '../models/quantize/calibrate';
-import { activationTensors, quantizeModel } from '../models/quantize/qdq';
+import { activationTensors } from '../models/quantize/qdq';
+import { int8FromTable, type CalibrationTable } from '../models/quantize/table';
 
 const repoRoot = path.resolve(__dirname, '../../..');
 
@@ -39,7 +40,8 @@ async function main(): Promise<void> {
   const devDir = path.resolve(repoRoot, process.env.CATCOMFORT_SHARED_DIR ?? '../shared', 'fixtures/photos-dev');
   const addon = loadAddon();
   addon.configure({ providers: ['cpu'], deviceId: 0, trtCacheDir: os.tmpdir(), trtFp16: false, poolThreads: os.availableParallelism(), intraOpThreads: 1 });
-  const model = decodeModel(readFileSync(path.join(packDir, manifest.detector.file)));
+  const float = readFileSync(path.join(packDir, manifest.detector.file));
+  const model = decodeModel(float);
   const floatConvs = new Set(values['float-convs']!.split(',').filter(Boolean));
   const tensors = activationTensors(model, floatConvs);
   const photos = calibrationPhotos(devDir);
@@ -53,10 +55,9 @@ async function main(): Promise<void> {
   const rangeMethod = method(values.method!);
   const ranges = await calibrate(model, tensors, inputs, rangeMethod, (m, i) => addon.runModel(m, i));
   const base = manifest.detector.file.replace(/\.onnx$/, '');
-  const table = { method: values.method, photos, floatConvs: [...floatConvs].sort(), ranges };
+  const table: CalibrationTable = { method: values.method!, photos, activations: values.activations === 'int8' ? 'int8' : 'uint8', floatConvs: [...floatConvs].sort(), ranges };
   writeFileSync(path.join(out, `${base}.int8-calibration.json`), `${JSON.stringify(table, null, 1)}\n`);
-  const activationType = values.activations === 'int8' ? 'int8' : 'uint8';
-  const quantized = encodeModel(quantizeModel(model, { ranges, floatConvs, activationType }));
+  const quantized = int8FromTable(float, table);
   writeFileSync(path.join(out, `${base}.int8.onnx`), quantized);
   process.stdout.write(`${tensors.length} activations calibrated on ${photos.length} photos (${values.method}); ${quantized.length} bytes\n`);
 }

@@ -133,6 +133,7 @@ const statsExample = {
       aborted: 0,
       queued: 0,
       inFlight: 0,
+      precision: 'int8',
       sessionBatches: { detector: [{ batch: 1, runs: 28, padRows: 0 }], classifier: [{ batch: 1, runs: 14, padRows: 0 }] },
       hostMemory: { detector: 'cpu', classifier: 'cpu' },
     },
@@ -143,8 +144,8 @@ function modelsExample(version: string) {
   return {
     request_id: EXAMPLE_REQUEST_ID,
     models: [
-      { id: 'bc-legacy', name: 'BC-Legacy', version, pack_version: '1.0.0', default_threshold: 0.5, deprecated: true, classifier: { trained: false, training: null } },
-      { id: 'bc-v1', name: 'BC-V1', version, pack_version: '1.1.0', default_threshold: 0.3, deprecated: false, classifier: { trained: false, training: null } },
+      { id: 'bc-legacy', name: 'BC-Legacy', version, pack_version: '1.0.0', default_threshold: 0.5, deprecated: true, detector: { precision: 'fp32', available_precisions: ['fp32'] }, classifier: { trained: false, training: null } },
+      { id: 'bc-v1', name: 'BC-V1', version, pack_version: '1.1.0', default_threshold: 0.3, deprecated: false, detector: { precision: 'int8', available_precisions: ['fp32', 'int8'] }, classifier: { trained: false, training: null } },
     ],
   };
 }

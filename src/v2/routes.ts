@@ -88,6 +88,7 @@ export function registerV2(router: Router, service: Service): void {
             pack_version: m.manifest.version,
             default_threshold: m.manifest.defaultThreshold,
             deprecated: m.manifest.deprecated ?? false,
+            detector: { precision: m.precision, available_precisions: m.manifest.detector.int8 ? ['fp32', 'int8'] : ['fp32'] },
             classifier: classifierSummary(m.manifest.classifier),
           })),
         },
@@ -99,7 +100,7 @@ export function registerV2(router: Router, service: Service): void {
       '/v2/stats',
       authedGet(service, async (requestId) => ({
         status: 200,
-        body: { request_id: requestId, models: Object.fromEntries(service.registry.list().map((m) => [m.id, { ...m.batcher.stats(), sessionBatches: m.sessionBatches(), hostMemory: m.hostMemory() }])) },
+        body: { request_id: requestId, models: Object.fromEntries(service.registry.list().map((m) => [m.id, { ...m.batcher.stats(), precision: m.precision, sessionBatches: m.sessionBatches(), hostMemory: m.hostMemory() }])) },
       })),
       doc(ops.stats),
     )

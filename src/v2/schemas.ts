@@ -111,6 +111,16 @@ export const ClassifierSummary = Type.Object(
   { $id: 'ClassifierSummary' },
 );
 
+const Precision = Type.Union([Type.Literal('int8'), Type.Literal('fp32')]);
+
+export const DetectorSummary = Type.Object(
+  {
+    precision: Type.Union([Type.Literal('int8'), Type.Literal('fp32')], { description: 'Precision of the detector serving now (CATCOMFORT_PRECISION; default int8 on CPU where the pack has it)' }),
+    available_precisions: Type.Array(Precision, { description: 'Precisions the pack ships' }),
+  },
+  { $id: 'DetectorSummary' },
+);
+
 export const ModelSummary = Type.Object(
   {
     id: Type.String(),
@@ -119,6 +129,7 @@ export const ModelSummary = Type.Object(
     pack_version: Type.String({ description: 'Version of the model pack (manifest)' }),
     default_threshold: Type.Number(),
     deprecated: Type.Boolean(),
+    detector: DetectorSummary,
     classifier: ClassifierSummary,
   },
   { $id: 'ModelSummary' },
@@ -150,6 +161,7 @@ const ModelStats = Type.Object(
     aborted: Type.Integer({ description: 'Dropped because the client went away' }),
     queued: Type.Integer({ description: 'Waiting now' }),
     inFlight: Type.Integer({ description: 'Running now' }),
+    precision: Precision,
     sessionBatches: Type.Object({ detector: Type.Array(SessionBatch), classifier: Type.Array(SessionBatch) }),
     hostMemory: Type.Object(
       { detector: HostMemory, classifier: HostMemory },
