@@ -37,7 +37,9 @@ test('the bundle unpacks and serves /v2/predict without npm, PATH or HOME', asyn
     assert.deepEqual(packageFiles.filter((f) => /(^|\/)(test|docs|examples)$|\.(d\.ts|map|md)$/.test(f) && !/(^|\/)licen[cs]e[^/]*$/i.test(f) && !f.startsWith('@sinclair/typebox/build/cjs/')), [], 'no tests, documents, declarations or maps (licences stay)');
     assert.ok(!existsSync(path.join(modules, '@sinclair/typebox/build/esm')), "TypeBox's CommonJS build only");
     if (onPath('strip')) assert.equal(elfSection(readFileSync(path.join(unpacked, 'catcomfort/node/bin/node')), '.symtab'), null, 'Node.js is stripped');
-    assert.ok(existsSync(path.join(app, 'models/bc-v1/ssd_mobilenetv2_oidv4.onnx')), 'bc-v1 ships its converted detector');
+    assert.ok(existsSync(path.join(app, 'models/bc-v1/ssd_mobilenetv2_oidv4.int8.onnx')), 'bc-v1 ships its int8 detector');
+    assert.ok(existsSync(path.join(app, 'models/bc-v1/ssd_mobilenetv2_oidv4.int8-calibration.json')), 'with the table it was made from');
+    assert.ok(!existsSync(path.join(app, 'models/bc-v1/ssd_mobilenetv2_oidv4.onnx')), 'a CPU bundle leaves the float detector out');
     assert.ok(existsSync(path.join(app, 'models/bc-legacy/yolox_nano.onnx')));
 
     const emptyBin = path.join(work, 'bin');

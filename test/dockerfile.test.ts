@@ -117,7 +117,7 @@ test('the runtime copies only the bundle folder, which holds what its commands r
   const help = execFileSync(inBuilt(`${runtimeRoot}/catcomfort`), ['--help'], { env: { PATH: '/nonexistent' }, encoding: 'utf8' });
   assert.match(help, /^Usage: catcomfort <command>/);
   assert.ok(statSync(inBuilt(health[1]!)).isFile());
-  for (const needed of ['app/build/Release/catcomfort.node', 'app/models/bc-v1/manifest.json', 'app/models/bc-v1/ssd_mobilenetv2_oidv4.onnx', 'app/models/warmup-cat.png', 'app/dist/src/main.js', 'app/dist/src/cli/main.js']) {
+  for (const needed of ['app/build/Release/catcomfort.node', 'app/models/bc-v1/manifest.json', 'app/models/bc-v1/ssd_mobilenetv2_oidv4.int8.onnx', 'app/models/warmup-cat.png', 'app/dist/src/main.js', 'app/dist/src/cli/main.js']) {
     assert.ok(existsSync(inBuilt(`${runtimeRoot}/${needed}`)), needed);
   }
   assert.ok(!readdirSync(path.join(built, 'catcomfort/app')).includes('src'), 'no TypeScript sources in the image');
