@@ -9,9 +9,10 @@ import path from 'node:path';
 /** Repository root (this file runs from dist/bench/). */
 export const repoRoot = path.resolve(__dirname, '../..');
 export const benchDir = path.join(repoRoot, 'bench');
-export const resultsDir = path.join(benchDir, 'results');
+/** Where latest.md, latest.svg and latest.json go (BENCH_RESULTS_DIR, e.g. a temp folder for a short trial run). */
+export const resultsDir = process.env.BENCH_RESULTS_DIR ? path.resolve(process.env.BENCH_RESULTS_DIR) : path.join(benchDir, 'results');
 /** Scratch folder for per-step JSON handed between processes (gitignored). */
-export const tmpDir = path.join(resultsDir, 'tmp');
+export const tmpDir = path.join(benchDir, 'results', 'tmp');
 export const sharedDir = path.resolve(repoRoot, process.env.CATCOMFORT_SHARED_DIR ?? '../shared');
 export const photosDir = path.join(sharedDir, 'fixtures/photos');
 
@@ -49,6 +50,40 @@ export const ALL_TARGETS: Target[] = ['micro', 'inprocess', 'us', 'fastapi', 'fa
 export type ServerName = 'us' | 'fastapi' | 'fastify';
 export const SERVER_NAMES: ServerName[] = ['us', 'fastapi', 'fastify'];
 
+/** Detector precision of a run (PackLimits.precision, CATCOMFORT_PRECISION, the peers' PEER_PRECISION). */
+export type Precision = 'int8' | 'fp32';
+export const PRECISIONS: Precision[] = ['fp32', 'int8'];
+
+export function otherPrecision(p: Precision): Precision {
+  return p === 'int8' ? 'fp32' : 'int8';
+}
+
+/** Whether the pack in `packDir` has an int8 detector (manifest `detector.int8`). */
+export function packHasInt8(packDir: string): boolean {
+  try {
+    return Boolean(JSON.parse(readFileSync(path.join(packDir, 'manifest.json'), 'utf8'))?.detector?.int8?.file);
+  } catch {
+    return false;
+  }
+}
+
+function precisionEnv(name: string): Precision | undefined {
+  const raw = process.env[name]?.trim().toLowerCase();
+  if (!raw) return undefined;
+  if (raw !== 'int8' && raw !== 'fp32') throw new Error(`${name} must be int8 or fp32, got "${process.env[name]}"`);
+  return raw;
+}
+
+/**
+ * The precision of the HTTP runs' main rows, one for us and the peers alike (equal work):
+ * PEER_PRECISION, else CATCOMFORT_PRECISION, else int8 where the pack has it, else fp32.
+ */
+export function mainHttpPrecision(packDir: string): Precision {
+  const wanted = precisionEnv('PEER_PRECISION') ?? precisionEnv('CATCOMFORT_PRECISION');
+  if (wanted) return wanted;
+  return packHasInt8(packDir) ? 'int8' : 'fp32';
+}
+
 export interface BenchOptions {
   durationS: number;
   warmupS: number;
@@ -64,6 +99,8 @@ export interface BenchOptions {
   inprocessConcurrency: number[];
   /** tinybench time per task, ms. */
   microTimeMs: number;
+  /** BENCH_PRECISION_COMPARE: measure the other detector precision too (fp32 next to int8). */
+  precisionCompare: boolean;
 }
 
 function intEnv(name: string, fallback: number, min: number, max: number): number {
@@ -102,6 +139,7 @@ export function benchOptions(): BenchOptions {
     peerWorkers: intEnv('BENCH_PEER_WORKERS', Math.max(1, os.availableParallelism()), 1, 256),
     inprocessConcurrency: listEnv('BENCH_INPROCESS_CONCURRENCY', [1, 32]),
     microTimeMs: intEnv('BENCH_MICRO_TIME_MS', 1500, 50, 600_000),
+    precisionCompare: intEnv('BENCH_PRECISION_COMPARE', 1, 0, 1) === 1,
   };
 }
 

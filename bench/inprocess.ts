@@ -3,12 +3,15 @@
 // each submit the next fixture photo as a base64 string (as v2 does) and wait for the answer.
 // Then the same with 12 MP phone photos (bench/phone-photos.ts), once with JPEGs decoded at full
 // size (a second registry, as before shrink-on-load) and once as the service runs.
+// With BENCH_PRECISION_COMPARE (default on) and a pack with an int8 detector, the fixture photos
+// are measured at both detector precisions: fp32 first (a second registry when the service's
+// precision is int8), then int8; the service's precision's levels are the main ones.
 // Run alone: `node dist/bench/inprocess.js [out.json]`.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { loadConfig } from '../src/config';
 import { ModelRegistry, type Model } from '../src/models/registry';
-import { loadModels, sessionBatchFor } from '../src/models/runtime';
-import { benchOptions, fixturePhotos, fmt, log, percentile } from './common';
+import { loadModels, registryOptions } from '../src/models/runtime';
+import { benchOptions, fixturePhotos, fmt, log, percentile, PRECISIONS, type Precision } from './common';
 import { sampleGpu, type GpuUtilisation } from './gpu';
 import { phonePhotos } from './phone-photos';
 
@@ -34,7 +37,14 @@ export interface InprocessResult {
   poolThreads: number;
   intraOpThreads: number;
   photos: number;
+  /** The detector precision of `levels` and `phone` (the service's: CATCOMFORT_PRECISION or auto). */
+  precision?: Precision;
   levels: InprocessLevel[];
+  /**
+   * The fixture photos at each detector precision (fp32 measured first); the service's precision's
+   * entry is `levels` itself. Absent with BENCH_PRECISION_COMPARE=0; `note` says why it is missing otherwise.
+   */
+  byPrecision?: { fp32: InprocessLevel[]; int8: InprocessLevel[] } | { note: string };
   /** The phone photos, with a full-size JPEG decode (before) and with shrink-on-load (after). */
   phone: { photos: number; fullSizeDecode: InprocessLevel[]; shrinkOnLoad: InprocessLevel[] };
 }
@@ -47,24 +57,48 @@ export async function runInprocess(): Promise<InprocessResult> {
   const model = registry.get(config.defaultModel);
   if (!model) throw new Error(`model ${config.defaultModel} not loaded`);
   const photos = fixturePhotos().map((p) => readFileSync(p.path).toString('base64'));
-  await model.warmUp(readFileSync(fixturePhotos()[0]!.path));
+  const warmUpPhoto = readFileSync(fixturePhotos()[0]!.path);
+  await model.warmUp(warmUpPhoto);
   const phone = (await phonePhotos()).map((p) => readFileSync(p.path).toString('base64'));
+  const base = registryOptions(config, info);
 
   const result: InprocessResult = {
     batching: { ...model.batcher.options },
     poolThreads: config.poolThreads,
     intraOpThreads: config.intraOpThreads,
     photos: photos.length,
-    levels: await measureLevels(model, photos, 'fixture photos', config.deviceId),
+    precision: model.precision,
+    levels: [],
     phone: { photos: phone.length, fullSizeDecode: [], shrinkOnLoad: [] },
   };
-  const before = await ModelRegistry.load(addon, {
-    modelsDir: config.modelsDir,
-    maxPixels: config.maxPixels,
-    batching: config.batching,
-    sessionBatch: sessionBatchFor(config, info),
-    jpegShrinkOnLoad: false,
-  });
+  if (options.precisionCompare) {
+    const byPrecision: Partial<Record<Precision, InprocessLevel[]>> = {};
+    // fp32 first, then int8; the service's registry measures its own precision.
+    for (const precision of PRECISIONS) {
+      if (precision === model.precision) {
+        result.levels = await measureLevels(model, photos, `fixture photos, ${precision}`, config.deviceId);
+        byPrecision[precision] = result.levels;
+        continue;
+      }
+      const second = await ModelRegistry.load(addon, { ...base, precision });
+      try {
+        const m = second.get(config.defaultModel)!;
+        if (m.precision !== precision) {
+          result.byPrecision = { note: `the pack has no ${precision} detector (manifest detector.int8)` };
+          log(`  in-process: no ${precision} detector in ${config.defaultModel}; fp32 vs int8 not measured`);
+          continue;
+        }
+        await m.warmUp(warmUpPhoto);
+        byPrecision[precision] = await measureLevels(m, photos, `fixture photos, ${precision}`, config.deviceId);
+      } finally {
+        await second.closeAll();
+      }
+    }
+    if (byPrecision.fp32 && byPrecision.int8) result.byPrecision = { fp32: byPrecision.fp32, int8: byPrecision.int8 };
+  } else {
+    result.levels = await measureLevels(model, photos, `fixture photos, ${model.precision}`, config.deviceId);
+  }
+  const before = await ModelRegistry.load(addon, { ...base, precision: model.precision, jpegShrinkOnLoad: false });
   try {
     result.phone.fullSizeDecode = await measureLevels(before.get(config.defaultModel)!, phone, 'phone photos, full-size decode', config.deviceId);
   } finally {

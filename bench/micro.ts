@@ -6,7 +6,9 @@
 //     full-size JPEG decode and with shrink-on-load, alternating photo by photo;
 //   - base64: Node's Buffer.from(s, 'base64') next to the addon's strict decoder;
 //   - decode + detector preprocessing per size (addon.benchDecode);
-//   - one detector / classifier session Run at batch 1, 2, 4, 8 (addon.benchSession);
+//   - one detector / classifier session Run at batch 1, 2, 4, 8 (addon.runSession);
+//   - the detector's session Run at batch 1 with the fp32 and the int8 detector (two pipelines),
+//     with the ratio fp32/int8 (BENCH_PRECISION_COMPARE=0 leaves it out);
 //   - JSON.parse of a request body per size (what the HTTP layer does before the addon);
 //   - with BENCH_MICRO_COMPARE=<pack folder> (a name under the models folder, or a path): the
 //     same analyze() calls on that pack and on the default pack, alternating call by call so both
@@ -19,10 +21,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../src/config';
 import { loadPack } from '../src/models/pack';
-import { configureAddon, sessionBatchFor } from '../src/models/runtime';
+import { configureAddon, precisionFor, sessionBatchFor } from '../src/models/runtime';
 import { describeFailure, loadBenchAddon, type AnalyzeItem, type BenchAddon, type NativePipeline } from '../src/native/addon';
 import { defaultFfmpegPath } from '../src/v1/frames';
-import { benchOptions, fmt, log, photosDir, runCommand, SIZE_SOURCE_PHOTO } from './common';
+import { benchOptions, fmt, log, photosDir, PRECISIONS, runCommand, SIZE_SOURCE_PHOTO, type Precision } from './common';
 import { phonePhotos } from './phone-photos';
 
 export interface MicroRow {
@@ -35,10 +37,21 @@ export interface MicroRow {
   samples: number;
   /** Optional extra columns, e.g. the addon's own timing. */
   note?: string;
+  /** fp32-vs-int8 rows: the addon's own session Run p50 per image, ms (what the ratio is made of). */
+  runP50Ms?: number;
 }
 
 export interface MicroResult {
-  config: { poolThreads: number; intraOpThreads: number; providers: string[]; activeProviders: string[]; ort: string; vips: string };
+  config: {
+    poolThreads: number;
+    intraOpThreads: number;
+    providers: string[];
+    activeProviders: string[];
+    ort: string;
+    vips: string;
+    /** The detector precision of every row but the fp32-vs-int8 ones (the service's: CATCOMFORT_PRECISION or auto). */
+    precision?: Precision;
+  };
   rows: MicroRow[];
   missing: string[];
 }
@@ -183,12 +196,41 @@ async function phoneBeforeAfter(addon: BenchAddon, before: NativePipeline, after
   return rows;
 }
 
+const PRECISION_GROUP = 'detector Run per image, fp32 vs int8 (runSession, batch 1, zeroed input)';
+
+/** The detector session Run at batch 1 on each precision's pipeline (fp32, then int8), with the ratio fp32/int8 of the Run p50. */
+async function detectorByPrecision(Bench: BenchCtor, timeMs: number, addon: BenchAddon, pipelines: Map<Precision, NativePipeline>): Promise<MicroRow[]> {
+  const runs = new Map<Precision, number[]>(PRECISIONS.map((p) => [p, []]));
+  for (const [, p] of pipelines) await addon.runSession(p, 'detector', 1); // first Run of a session is slow
+  const rows = await runTasks(
+    Bench,
+    timeMs,
+    PRECISION_GROUP,
+    PRECISIONS.map((precision) => ({
+      name: precision,
+      fn: async () => {
+        runs.get(precision)!.push(await addon.runSession(pipelines.get(precision)!, 'detector', 1));
+      },
+    })),
+  );
+  const p50 = (precision: Precision) => median(runs.get(precision)!);
+  for (const row of rows) {
+    const precision = row.name as Precision;
+    row.runP50Ms = p50(precision);
+    row.note = `Run p50 ${fmt(p50(precision), 2)} ms/image` + (precision === 'int8' ? `; fp32/int8: ${fmt(p50('fp32') / p50('int8'), 2)}x` : '');
+  }
+  log(`  ${PRECISION_GROUP}: fp32 ${fmt(p50('fp32'), 2)} ms, int8 ${fmt(p50('int8'), 2)} ms, fp32/int8 ${fmt(p50('fp32') / p50('int8'), 2)}x`);
+  return rows;
+}
+
 export async function runMicro(): Promise<MicroResult> {
   const options = benchOptions();
   const { Bench } = await import('tinybench');
   const config = loadConfig();
   const { addon, info } = configureAddon(config, loadBenchAddon());
-  const pack = await loadPack(path.join(config.modelsDir, config.defaultModel), { maxPixels: config.maxPixels, batching: config.batching, sessionBatch: sessionBatchFor(config, info) });
+  const limits = { maxPixels: config.maxPixels, batching: config.batching, sessionBatch: sessionBatchFor(config, info) };
+  const packDir = path.join(config.modelsDir, config.defaultModel);
+  const pack = await loadPack(packDir, { ...limits, precision: precisionFor(config, info) });
   const pipeline: NativePipeline = await addon.createPipeline(pack.spec);
   const result: MicroResult = {
     config: {
@@ -198,6 +240,7 @@ export async function runMicro(): Promise<MicroResult> {
       activeProviders: info.providers.filter((p) => p.active).map((p) => p.name),
       ort: info.ortVersion,
       vips: info.vipsVersion,
+      precision: pack.precision,
     },
     rows: [],
     missing: [],
@@ -269,7 +312,7 @@ export async function runMicro(): Promise<MicroResult> {
     const compare = process.env.BENCH_MICRO_COMPARE?.trim();
     if (compare) {
       const dir = path.isAbsolute(compare) ? compare : path.resolve(config.modelsDir, compare);
-      const other = await loadPack(dir, { maxPixels: config.maxPixels, batching: config.batching, sessionBatch: sessionBatchFor(config, info) });
+      const other = await loadPack(dir, { ...limits, precision: pack.precision });
       const otherPipeline = await addon.createPipeline(other.spec);
       const label = (p: typeof pack) => `${p.manifest.id} ${p.manifest.version} (${p.spec.detector.output.format}, ${p.spec.detector.views.join('+')})`;
       try {
@@ -360,7 +403,29 @@ export async function runMicro(): Promise<MicroResult> {
           });
         }
       }
-      result.rows.push(...(await runTasks(Bench, t, 'session Run, zeroed input (runSession)', tasks)));
+      result.rows.push(...(await runTasks(Bench, t, `session Run, zeroed input (runSession), ${pack.precision} detector`, tasks)));
+    }
+
+    // 7. The detector's Run at batch 1 at each precision: one pipeline per precision, fp32 first.
+    if (options.precisionCompare) {
+      const pipelines = new Map<Precision, NativePipeline>([[pack.precision, pipeline]]);
+      const made: NativePipeline[] = [];
+      try {
+        for (const precision of PRECISIONS) {
+          if (pipelines.has(precision)) continue;
+          const other = await loadPack(packDir, { ...limits, precision });
+          if (other.precision !== precision) {
+            result.missing.push(`detector Run at ${precision}: the pack has no ${precision} detector (manifest detector.int8)`);
+            continue;
+          }
+          const p = await addon.createPipeline(other.spec);
+          made.push(p);
+          pipelines.set(precision, p);
+        }
+        if (pipelines.size === PRECISIONS.length) result.rows.push(...(await detectorByPrecision(Bench, t, addon, pipelines)));
+      } finally {
+        for (const p of made) addon.releasePipeline(p);
+      }
     }
   } finally {
     addon.releasePipeline(pipeline);
@@ -373,7 +438,8 @@ export function microMarkdown(result: MicroResult): string {
   const lines: string[] = [];
   const c = result.config;
   lines.push(
-    `Addon: ONNX Runtime ${c.ort}, libvips ${c.vips}; providers ${c.activeProviders.join(',')}; pool threads ${c.poolThreads}, intra-op threads ${c.intraOpThreads}. ` +
+    `Addon: ONNX Runtime ${c.ort}, libvips ${c.vips}; providers ${c.activeProviders.join(',')}; pool threads ${c.poolThreads}, intra-op threads ${c.intraOpThreads}` +
+      `${c.precision ? `; detector ${c.precision} (all rows but "fp32 vs int8")` : ''}. ` +
       'Wall time per call from tinybench (ms); "note" has the addon\'s own stage timings.',
   );
   lines.push('');

@@ -1,9 +1,12 @@
 // `npm run bench`: micro-benchmarks, in-process pipeline throughput, then our HTTP service, the
 // FastAPI peer and the Fastify peer in turn on this machine (127.0.0.1 only), each under the
-// same HTTP load. Writes bench/results/latest.md, latest.svg and latest.json.
+// same HTTP load, each at the main detector precision (int8 where the pack has it), then at the
+// other one for the fp32-vs-int8 comparison (us: every concurrency; peers: one level).
+// Writes bench/results/latest.md, latest.svg and latest.json (or into BENCH_RESULTS_DIR).
 // Options (env): BENCH_ONLY, BENCH_DURATION_S, BENCH_WARMUP_S, BENCH_CONCURRENCY,
 // BENCH_QUEUE_MAX, BENCH_REQUEST_TIMEOUT_MS, BENCH_PEER_WORKERS, BENCH_INPROCESS_CONCURRENCY,
-// BENCH_MICRO_TIME_MS, BENCH_READY_TIMEOUT_S, BENCH_PYTHON; see bench/README.md.
+// BENCH_MICRO_TIME_MS, BENCH_READY_TIMEOUT_S, BENCH_PYTHON, BENCH_PRECISION_COMPARE,
+// BENCH_RESULTS_DIR, PEER_PRECISION; see bench/README.md.
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
@@ -20,6 +23,9 @@ import {
   killAllChildrenSync,
   log,
   machineInfo,
+  mainHttpPrecision,
+  otherPrecision,
+  packHasInt8,
   repoRoot,
   resultsDir,
   runCommand,
@@ -29,6 +35,7 @@ import {
   stopChild,
   tmpDir,
   type BenchOptions,
+  type Precision,
   type ServerName,
 } from './common';
 import type { InprocessResult } from './inprocess';
@@ -44,6 +51,11 @@ const SERVER_LABELS: Record<ServerName, string> = {
   fastify: 'Fastify peer',
 };
 
+/** A server run's name with its detector precision, e.g. "FastAPI peer, int8". */
+function runLabel(run: Pick<ServerRun, 'name' | 'precision'>): string {
+  return `${SERVER_LABELS[run.name]}, ${run.precision}`;
+}
+
 interface Answer {
   detection: string;
   label: string | null;
@@ -52,6 +64,10 @@ interface Answer {
 
 interface ServerRun {
   name: ServerName;
+  /** Detector precision of this run (CATCOMFORT_PRECISION for us, PEER_PRECISION for the peers). */
+  precision: Precision;
+  /** main: the rows compared across servers; precision: the same server at the other precision (fp32 vs int8). */
+  role: 'main' | 'precision';
   description: string;
   levels: LoadLevel[];
   /** The same load with the 12 MP phone photos (bench/phone-photos.ts). */
@@ -66,6 +82,8 @@ interface Report {
   machine: ReturnType<typeof machineInfo> & { python?: string };
   options: Omit<BenchOptions, 'only'> & { only: string[] };
   ourSettings: Record<string, string>;
+  /** HTTP: the main rows' precision, the other precision measured (null: none), and the peers' one level at it. */
+  httpPrecision?: { main: Precision; compare: Precision | null; peerConcurrency: number };
   micro?: MicroResult;
   microError?: string;
   inprocess?: InprocessResult;
@@ -126,7 +144,7 @@ interface Started {
   output: () => string;
 }
 
-async function startServer(name: ServerName, o: BenchOptions, settings: Record<string, string>, python: string | null): Promise<Started> {
+async function startServer(name: ServerName, precision: Precision, o: BenchOptions, settings: Record<string, string>, python: string | null): Promise<Started> {
   const port = await freePort();
   const cores = os.availableParallelism();
   const peerIntraOp = process.env.BENCH_PEER_INTRA_OP_THREADS ?? String(Math.max(1, Math.floor(cores / o.peerWorkers)));
@@ -137,20 +155,20 @@ async function startServer(name: ServerName, o: BenchOptions, settings: Record<s
   if (name === 'us') {
     command = process.execPath;
     args = [path.join(repoRoot, 'dist/src/main.js')];
-    env = { ...process.env, ...settings, CATCOMFORT_HOST: '127.0.0.1', CATCOMFORT_PORT: String(port), CATCOMFORT_API_KEYS: API_KEY };
-    description = `1 process; ${Object.entries(settings).map(([k, v]) => `${k}=${v}`).join(', ')}`;
+    env = { ...process.env, ...settings, CATCOMFORT_PRECISION: precision, CATCOMFORT_HOST: '127.0.0.1', CATCOMFORT_PORT: String(port), CATCOMFORT_API_KEYS: API_KEY };
+    description = `1 process; CATCOMFORT_PRECISION=${precision}, ${Object.entries(settings).map(([k, v]) => `${k}=${v}`).join(', ')}`;
   } else {
-    const peerEnv = { PEER_API_KEYS: API_KEY, PEER_INTRA_OP_THREADS: peerIntraOp, PEER_SERVICE_VERSION: '1.0.0' };
+    const peerEnv = { PEER_API_KEYS: API_KEY, PEER_INTRA_OP_THREADS: peerIntraOp, PEER_SERVICE_VERSION: '1.0.0', PEER_PRECISION: precision };
     if (name === 'fastapi') {
       command = python!;
       args = ['-m', 'uvicorn', 'app:app', '--app-dir', path.join(benchDir, 'peers/fastapi'), '--host', '127.0.0.1', '--port', String(port), '--workers', String(o.peerWorkers), '--log-level', 'warning', '--no-access-log'];
       env = { ...process.env, ...peerEnv };
-      description = `uvicorn --workers ${o.peerWorkers} (uvloop, httptools), sync endpoint, ORT intra-op threads ${peerIntraOp} per worker`;
+      description = `PEER_PRECISION=${precision}; uvicorn --workers ${o.peerWorkers} (uvloop, httptools), sync endpoint, ORT intra-op threads ${peerIntraOp} per worker`;
     } else {
       command = process.execPath;
       args = [path.join(benchDir, 'peers/fastify/server.js')];
       env = { ...process.env, ...peerEnv, PEER_HOST: '127.0.0.1', PEER_PORT: String(port), PEER_WORKERS: String(o.peerWorkers) };
-      description = `node:cluster of ${o.peerWorkers} workers, sharp + onnxruntime-node, ORT intra-op threads ${peerIntraOp} per worker`;
+      description = `PEER_PRECISION=${precision}; node:cluster of ${o.peerWorkers} workers, sharp + onnxruntime-node, ORT intra-op threads ${peerIntraOp} per worker`;
     }
   }
   const child = spawnTracked(command, args, { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -233,17 +251,17 @@ function httpTables(report: Report, levels: LevelsOf): string[] {
   for (const s of servers) {
     for (const l of levels(s)) {
       lines.push(
-        `| ${SERVER_LABELS[s.name]} | ${l.concurrency} | ${fmt(l.rps)} | ${fmt(l.p50Ms)} | ${fmt(l.p90Ms)} | ${fmt(l.p99Ms)} | ${l.non2xx} | ${l.status429} | ${l.errors}/${l.timeouts} |` +
+        `| ${runLabel(s)} | ${l.concurrency} | ${fmt(l.rps)} | ${fmt(l.p50Ms)} | ${fmt(l.p90Ms)} | ${fmt(l.p99Ms)} | ${l.non2xx} | ${l.status429} | ${l.errors}/${l.timeouts} |` +
           (gpu ? ` ${gpuCell(l.gpu)} |` : ''),
       );
     }
   }
   lines.push('');
-  const us = servers.find((s) => s.name === 'us');
-  const peers = servers.filter((s) => s.name !== 'us');
+  const us = servers.find((s) => s.name === 'us' && s.role === 'main');
+  const peers = servers.filter((s) => s.name !== 'us' && s.role === 'main');
   if (us && peers.length > 0) {
     lines.push('### Us versus the peers', '');
-    lines.push('Throughput ratio = our req/s ÷ peer req/s (above 1: we serve more); p50/p99 ratio = peer latency ÷ our latency (above 1: we answer faster).', '');
+    lines.push(`All at the ${us.precision} detector (equal work). Throughput ratio = our req/s ÷ peer req/s (above 1: we serve more); p50/p99 ratio = peer latency ÷ our latency (above 1: we answer faster).`, '');
     lines.push(`| concurrency | ${peers.map((p) => `throughput vs ${p.name} | p50 vs ${p.name} | p99 vs ${p.name}`).join(' | ')} |`);
     lines.push(`|---:|${peers.map(() => '---:|---:|---:').join('|')}|`);
     for (const c of report.options.concurrency) {
@@ -253,6 +271,84 @@ function httpTables(report: Report, levels: LevelsOf): string[] {
     lines.push('');
   }
   return lines;
+}
+
+/** One server's fixture-photo level at a precision (the main or the precision run). */
+function runAt(report: Report, name: ServerName, precision: Precision): ServerRun | undefined {
+  return report.servers.find((s) => s.name === name && s.precision === precision && s.levels.length > 0);
+}
+
+/** The fp32-versus-int8 figures of every part side by side (micro, in-process, HTTP). */
+function precisionSummary(report: Report): string[] {
+  const rows: string[] = [];
+  const speedUp = (fp32: number | undefined, int8: number | undefined, lowerIsBetter: boolean) =>
+    lowerIsBetter ? ratio(fp32, int8) : ratio(int8, fp32);
+  const micro = report.micro?.rows.filter((r) => r.group.startsWith('detector Run per image, fp32 vs int8')) ?? [];
+  const mf = micro.find((r) => r.name === 'fp32');
+  const mi = micro.find((r) => r.name === 'int8');
+  if (mf && mi) {
+    const f = mf.runP50Ms ?? mf.p50Ms;
+    const i = mi.runP50Ms ?? mi.p50Ms;
+    rows.push(`| micro: detector session Run, batch 1 (p50 ms per image) | ${fmt(f, 2)} | ${fmt(i, 2)} | ${speedUp(f, i, true)} | ≥ 2x |`);
+  }
+  const bp = report.inprocess?.byPrecision;
+  if (bp && 'fp32' in bp) {
+    for (const f of bp.fp32) {
+      const i = bp.int8.find((l) => l.concurrency === f.concurrency);
+      rows.push(`| in-process, c=${f.concurrency} (req/s) | ${fmt(f.rps)} | ${fmt(i?.rps)} | ${speedUp(f.rps, i?.rps, false)} | ≥ 1.8x |`);
+    }
+  }
+  const hp = report.httpPrecision;
+  if (hp?.compare) {
+    for (const name of SERVER_NAMES) {
+      const f = runAt(report, name, 'fp32');
+      const i = runAt(report, name, 'int8');
+      if (!f || !i) continue;
+      const levels = name === 'us' ? [8, 32] : [hp.peerConcurrency];
+      for (const c of levels) {
+        const lf = levelOf(f, c);
+        const li = levelOf(i, c);
+        if (!lf || !li) continue;
+        rows.push(`| HTTP, ${SERVER_LABELS[name]}, c=${c} (req/s) | ${fmt(lf.rps)} | ${fmt(li.rps)} | ${speedUp(lf.rps, li.rps, false)} | ${name === 'us' ? '≥ 1.7x' : '–'} |`);
+      }
+    }
+  }
+  if (rows.length === 0) return [];
+  return [
+    '## Detector precision: fp32 versus int8', '',
+    'The same work at each precision (fixture photos; the int8 detector is the pack\'s QDQ model, `detector.int8` in its manifest). Speed-up = int8 throughput ÷ fp32 throughput (micro: fp32 time ÷ int8 time).', '',
+    '| measure | fp32 | int8 | int8 speed-up | target |',
+    '|---|---:|---:|---:|---:|',
+    ...rows,
+    '',
+  ];
+}
+
+/** HTTP throughput and latency per server at both precisions, where both were run. */
+function httpPrecisionTable(report: Report): string[] {
+  if (!report.httpPrecision?.compare) return [];
+  const lines: string[] = [];
+  for (const name of SERVER_NAMES) {
+    const f = runAt(report, name, 'fp32');
+    const i = runAt(report, name, 'int8');
+    if (!f || !i) continue;
+    for (const lf of f.levels) {
+      const li = levelOf(i, lf.concurrency);
+      if (!li) continue;
+      lines.push(
+        `| ${SERVER_LABELS[name]} | ${lf.concurrency} | ${fmt(lf.rps)} | ${fmt(lf.p50Ms)} | ${fmt(lf.p99Ms)} | ${fmt(li.rps)} | ${fmt(li.p50Ms)} | ${fmt(li.p99Ms)} | ${ratio(li.rps, lf.rps)} |`,
+      );
+    }
+  }
+  if (lines.length === 0) return [];
+  return [
+    '### HTTP, fp32 versus int8 detector', '',
+    `Fixture photos, same load at each precision: us at every concurrency, each peer at c=${report.httpPrecision.peerConcurrency} (its fp32 reference run).`, '',
+    '| server | concurrency | fp32 req/s | fp32 p50 ms | fp32 p99 ms | int8 req/s | int8 p50 ms | int8 p99 ms | throughput int8/fp32 |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...lines,
+    '',
+  ];
 }
 
 function markdown(report: Report): string {
@@ -265,8 +361,15 @@ function markdown(report: Report): string {
   lines.push(`- Load: autocannon in a separate process on the same machine, 127.0.0.1; ${fixturePhotos().length} fixture photos (cat and no-cat) rotated across requests; ` +
     `${o.warmupS} s warm-up + ${o.durationS} s measured per concurrency level; latency of 2xx responses.`);
   lines.push(`- Our service: ${Object.entries(report.ourSettings).map(([k, v]) => `\`${k}=${v}\``).join(', ')}`);
-  for (const s of report.servers) lines.push(`- ${SERVER_LABELS[s.name]}: ${s.description}`);
+  for (const s of report.servers) lines.push(`- ${runLabel(s)}: ${s.description}`);
+  const hp = report.httpPrecision;
+  lines.push(
+    `- Detector precision: micro-benchmarks and in-process main rows at the service's (${report.micro?.config.precision ?? report.inprocess?.precision ?? '–'}; \`CATCOMFORT_PRECISION\` or auto)` +
+      (hp ? `; HTTP main rows: us and the peers at ${hp.main}${hp.compare ? `, then each at ${hp.compare} (us at every concurrency, the peers at c=${hp.peerConcurrency} only)` : ''}` : '') +
+      '.',
+  );
   lines.push('');
+  lines.push(...precisionSummary(report));
 
   const servers = report.servers.filter((s) => s.levels.length > 0);
   if (servers.length > 0) {
@@ -279,12 +382,13 @@ function markdown(report: Report): string {
   } else if (report.servers.length === 0) {
     lines.push('_No HTTP load run (BENCH_ONLY)._', '');
   }
-  for (const s of report.servers.filter((x) => x.error)) lines.push(`**${SERVER_LABELS[s.name]} failed:** ${s.error}`, '');
+  lines.push(...httpPrecisionTable(report));
+  for (const s of report.servers.filter((x) => x.error)) lines.push(`**${runLabel(s)} failed:** ${s.error}`, '');
 
   if (report.inprocess) {
     const ip = report.inprocess;
     lines.push('## In-process pipeline (ModelRegistry / Model.analyze, micro-batcher, no HTTP)', '');
-    lines.push(`Batching: max batch ${ip.batching.maxBatchSize}, max delay ${ip.batching.maxQueueDelayUs} µs, in flight ${ip.batching.maxInFlight}, queue ${ip.batching.maxQueue}; pool threads ${ip.poolThreads}, intra-op threads ${ip.intraOpThreads}; base64 strings of the ${ip.photos} photos.`, '');
+    lines.push(`Batching: max batch ${ip.batching.maxBatchSize}, max delay ${ip.batching.maxQueueDelayUs} µs, in flight ${ip.batching.maxInFlight}, queue ${ip.batching.maxQueue}; pool threads ${ip.poolThreads}, intra-op threads ${ip.intraOpThreads}; base64 strings of the ${ip.photos} photos; ${ip.precision ?? 'fp32'} detector.`, '');
     const gpu = ip.levels.some((l) => l.gpu);
     lines.push(`| concurrency | req/s | p50 ms | p90 ms | p99 ms | failed | batch sizes (size:count) | decode / detect / classify ms (mean) |${gpu ? ' GPU util mean/max % |' : ''}`);
     lines.push(`|---:|---:|---:|---:|---:|---:|---|---:|${gpu ? '---:|' : ''}`);
@@ -295,12 +399,25 @@ function markdown(report: Report): string {
     }
     lines.push('', 'Stage times are what the pipeline reports per request; a batch\'s shared detector and classifier stages count fully for every request in it.');
     lines.push('');
-    const us = report.servers.find((s) => s.name === 'us' && s.levels.length > 0);
+    if (ip.byPrecision && 'fp32' in ip.byPrecision) {
+      const bp = ip.byPrecision;
+      lines.push('### In-process, fp32 versus int8 detector', '');
+      lines.push('The same fixture photos and load at each precision, fp32 measured first (a second registry for the precision the service does not run at).', '');
+      lines.push('| concurrency | fp32 req/s | fp32 p50 ms | fp32 detect ms (mean) | int8 req/s | int8 p50 ms | int8 detect ms (mean) | throughput int8/fp32 |');
+      lines.push('|---:|---:|---:|---:|---:|---:|---:|---:|');
+      for (const f of bp.fp32) {
+        const i = bp.int8.find((l) => l.concurrency === f.concurrency);
+        lines.push(`| ${f.concurrency} | ${fmt(f.rps)} | ${fmt(f.p50Ms)} | ${fmt(f.stagesMs.detect, 2)} | ${fmt(i?.rps)} | ${fmt(i?.p50Ms)} | ${fmt(i?.stagesMs.detect, 2)} | ${ratio(i?.rps, f.rps)} |`);
+      }
+      lines.push('');
+    } else if (ip.byPrecision && 'note' in ip.byPrecision) lines.push(`_fp32 versus int8 not measured: ${ip.byPrecision.note}._`, '');
+    const us = report.servers.find((s) => s.name === 'us' && s.levels.length > 0 && s.precision === (ip.precision ?? 'fp32'));
     if (us) {
       const http32 = levelOf(us, 32);
       const ip32 = ip.levels.find((l) => l.concurrency === 32);
       const http1 = levelOf(us, 1);
       const ip1 = ip.levels.find((l) => l.concurrency === 1);
+      lines.push(`At the ${us.precision} detector:`, '');
       lines.push(`- HTTP / in-process throughput at c=32: ${ratio(http32?.rps, ip32?.rps)} (${fmt(http32?.rps)} vs ${fmt(ip32?.rps)} req/s)`);
       lines.push(
         `- Added latency of HTTP at c=1 (our HTTP p50 − in-process p50): ${http1 && ip1 ? `${fmt(http1.p50Ms - ip1.p50Ms, 2)} ms (${fmt(http1.p50Ms, 2)} − ${fmt(ip1.p50Ms, 2)})` : '–'}`,
@@ -321,25 +438,27 @@ function markdown(report: Report): string {
   } else if (report.inprocessError) lines.push(`**In-process benchmark failed:** ${report.inprocessError}`, '');
 
   const withAnswers = report.servers.filter((s) => Object.keys(s.answers).length > 0);
-  const usAnswers = withAnswers.find((s) => s.name === 'us')?.answers;
-  if (usAnswers && withAnswers.length > 1) {
+  const usMain = withAnswers.find((s) => s.name === 'us' && s.role === 'main');
+  if (usMain && withAnswers.length > 1) {
     lines.push('## Same answers?', '');
-    lines.push('Each photo sent once to each server before its load run, compared with our answer (resizing kernels differ slightly, so scores differ in the 3rd decimal).', '');
-    lines.push('| peer | same detection state | same label | max abs score difference |', '|---|---:|---:|---:|');
-    for (const s of withAnswers.filter((x) => x.name !== 'us')) {
+    lines.push('Each photo sent once to each server before its load run, compared with our answer at the same detector precision (resizing kernels differ slightly, so scores differ in the 3rd decimal); our other precision is compared with our main one.', '');
+    lines.push('| server | compared with | same detection state | same label | max abs score difference |', '|---|---|---:|---:|---:|');
+    for (const s of withAnswers.filter((x) => x !== usMain)) {
+      const ref = s.name === 'us' ? usMain : withAnswers.find((x) => x.name === 'us' && x.precision === s.precision);
+      if (!ref) continue;
       let sameDetection = 0;
       let sameLabel = 0;
       let maxDiff = 0;
-      const files = Object.keys(usAnswers);
+      const files = Object.keys(ref.answers);
       for (const f of files) {
-        const a = usAnswers[f]!;
+        const a = ref.answers[f]!;
         const b = s.answers[f];
         if (!b) continue;
         if (a.detection === b.detection) sameDetection++;
         if (a.label === b.label) sameLabel++;
         if (a.score !== null && b.score !== null) maxDiff = Math.max(maxDiff, Math.abs(a.score - b.score));
       }
-      lines.push(`| ${SERVER_LABELS[s.name]} | ${sameDetection}/${files.length} | ${sameLabel}/${files.length} | ${maxDiff.toFixed(4)} |`);
+      lines.push(`| ${runLabel(s)} | ${runLabel(ref)} | ${sameDetection}/${files.length} | ${sameLabel}/${files.length} | ${maxDiff.toFixed(4)} |`);
     }
     lines.push('');
   }
@@ -415,35 +534,57 @@ async function main(): Promise<void> {
   const bodies = photos.map((p) => ({ file: p.file, body: JSON.stringify({ image: readFileSync(p.path).toString('base64') }) }));
   const readyTimeoutS = Number(process.env.BENCH_READY_TIMEOUT_S ?? 600);
   const phone = SERVER_NAMES.some((n) => o.only.has(n)) ? (await phonePhotos()).map((p) => p.path) : [];
+  // The main rows run us and the peers at one precision (equal work); with BENCH_PRECISION_COMPARE,
+  // each server then runs at the other one too: us at every concurrency (fixture photos), each peer
+  // at one level (c=32 when configured, else the highest) as a reference.
+  const packDir = path.join(ourConfig.modelsDir, ourConfig.defaultModel);
+  const hasInt8 = packHasInt8(packDir);
+  let mainPrecision = mainHttpPrecision(packDir);
+  if (mainPrecision === 'int8' && !hasInt8) {
+    log(`${ourConfig.defaultModel} has no int8 detector (manifest detector.int8): HTTP runs at fp32`);
+    mainPrecision = 'fp32';
+  }
+  const comparePrecision = o.precisionCompare && hasInt8 ? otherPrecision(mainPrecision) : null;
+  const peerConcurrency = o.concurrency.includes(32) ? 32 : Math.max(...o.concurrency);
+  if (SERVER_NAMES.some((n) => o.only.has(n))) report.httpPrecision = { main: mainPrecision, compare: comparePrecision, peerConcurrency };
+  const plan: Array<{ name: ServerName; precision: Precision; role: ServerRun['role'] }> = [];
   for (const name of SERVER_NAMES) {
     if (!o.only.has(name)) continue;
-    const run: ServerRun = { name, description: '', levels: [], phoneLevels: [], answers: {} };
+    plan.push({ name, precision: mainPrecision, role: 'main' });
+    if (comparePrecision) plan.push({ name, precision: comparePrecision, role: 'precision' });
+  }
+  let python: string | null = null;
+  for (const { name, precision, role } of plan) {
+    const run: ServerRun = { name, precision, role, description: '', levels: [], phoneLevels: [], answers: {} };
     report.servers.push(run);
+    const label = runLabel(run);
     let server: Started | null = null;
     try {
-      let python: string | null = null;
-      if (name === 'fastapi') {
+      if (name === 'fastapi' && python === null) {
         python = await ensureFastapiVenv({ python: process.env.BENCH_PYTHON ?? 'python3' });
         machine.python = (await runCommand(python, ['--version'])).trim();
       }
-      if (name === 'fastify') await ensureFastifyModules();
-      log(`${SERVER_LABELS[name]}: starting`);
-      server = await startServer(name, o, ourSettings, python);
+      if (name === 'fastify' && role === 'main') await ensureFastifyModules();
+      log(`${label}: starting`);
+      server = await startServer(name, precision, o, ourSettings, python);
       run.description = server.description;
       await waitReady(server, bodies[0]!.body, readyTimeoutS);
-      log(`${SERVER_LABELS[name]}: ready at ${server.url}; one request per photo`);
+      log(`${label}: ready at ${server.url}; one request per photo`);
       run.answers = await answersFor(server.url, bodies);
-      log(`${SERVER_LABELS[name]}: load at concurrency ${o.concurrency.join(', ')}`);
-      run.levels = await runLoad({ url: server.url, apiKey: API_KEY, concurrency: o.concurrency, durationS: o.durationS, warmupS: o.warmupS });
-      log(`${SERVER_LABELS[name]}: load with the 12 MP phone photos`);
-      run.phoneLevels = await runLoad({ url: server.url, apiKey: API_KEY, concurrency: o.concurrency, durationS: o.durationS, warmupS: o.warmupS, photoPaths: phone });
+      const concurrency = role === 'main' || name === 'us' ? o.concurrency : [peerConcurrency];
+      log(`${label}: load at concurrency ${concurrency.join(', ')}`);
+      run.levels = await runLoad({ url: server.url, apiKey: API_KEY, concurrency, durationS: o.durationS, warmupS: o.warmupS });
+      if (role === 'main') {
+        log(`${label}: load with the 12 MP phone photos`);
+        run.phoneLevels = await runLoad({ url: server.url, apiKey: API_KEY, concurrency: o.concurrency, durationS: o.durationS, warmupS: o.warmupS, photoPaths: phone });
+      }
     } catch (error) {
       run.error = (error as Error).message.split('\n').slice(0, 3).join(' ');
-      log(`${SERVER_LABELS[name]} failed: ${(error as Error).message}`);
+      log(`${label} failed: ${(error as Error).message}`);
     } finally {
       if (server) {
         await stopChild(server.child);
-        log(`${SERVER_LABELS[name]}: stopped`);
+        log(`${label}: stopped`);
       }
     }
   }
@@ -454,7 +595,8 @@ async function main(): Promise<void> {
   writeFileSync(
     path.join(resultsDir, 'latest.svg'),
     renderChart(
-      report.servers.filter((s) => s.levels.length > 0).map((s) => ({ name: SERVER_LABELS[s.name], levels: s.levels })),
+      // Peers' one-level fp32 references are no line; they are in latest.md.
+      report.servers.filter((s) => s.levels.length > 1 || (s.levels.length > 0 && s.role === 'main')).map((s) => ({ name: runLabel(s), levels: s.levels })),
       `${machine.cpu}, ${machine.cores} cores · ${report.date.slice(0, 10)}`,
     ),
   );

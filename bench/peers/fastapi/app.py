@@ -9,7 +9,9 @@ pack's manifest.json. Run with uvicorn, one worker process per core:
 
 Environment: PEER_MODEL_DIR (default: <repo>/models/bc-v1), PEER_API_KEYS (comma-separated,
 required), PEER_SERVICE_VERSION (model.version in responses), PEER_INTRA_OP_THREADS (ONNX Runtime
-intra-op threads per worker; default 1, as with 2 workers on 2 cores), PEER_MAX_PIXELS.
+intra-op threads per worker; default 1, as with 2 workers on 2 cores), PEER_MAX_PIXELS,
+PEER_PRECISION (int8: the detector file named by the manifest's detector.int8.file, the pack's QDQ
+model; fp32: detector.file; default int8 when the manifest has it, as the service on CPU).
 """
 
 from __future__ import annotations
@@ -51,6 +53,14 @@ CLS = MANIFEST["classifier"]
 CUTOFFS = MANIFEST["cutoffs"]
 
 
+PRECISION = os.environ.get("PEER_PRECISION", "").strip().lower() or ("int8" if DET.get("int8") else "fp32")
+if PRECISION not in ("int8", "fp32"):
+    raise RuntimeError(f"PEER_PRECISION must be int8 or fp32, not {PRECISION!r}")
+if PRECISION == "int8" and not DET.get("int8"):
+    raise RuntimeError(f"PEER_PRECISION=int8, but {MODEL_DIR / 'manifest.json'} has no detector.int8")
+DET_FILE = DET["int8"]["file"] if PRECISION == "int8" else DET["file"]
+
+
 def make_session(path: Path) -> ort.InferenceSession:
     options = ort.SessionOptions()
     options.intra_op_num_threads = INTRA_OP
@@ -59,7 +69,7 @@ def make_session(path: Path) -> ort.InferenceSession:
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-detector = make_session(MODEL_DIR / DET["file"])
+detector = make_session(MODEL_DIR / DET_FILE)
 classifier = make_session(MODEL_DIR / CLS["file"])
 DET_INPUT = detector.get_inputs()[0].name
 CLS_INPUT = classifier.get_inputs()[0].name

@@ -15,7 +15,9 @@
 //
 // Environment: PEER_HOST, PEER_PORT, PEER_API_KEYS (comma-separated, required), PEER_MODEL_DIR
 // (default <repo>/models/bc-v1), PEER_SERVICE_VERSION, PEER_WORKERS, PEER_INTRA_OP_THREADS,
-// PEER_MAX_PIXELS, PEER_MAX_BODY_BYTES.
+// PEER_MAX_PIXELS, PEER_MAX_BODY_BYTES, PEER_PRECISION (int8: the detector file named by the
+// manifest's detector.int8.file, the pack's QDQ model; fp32: detector.file; default int8 when the
+// manifest has it, as the service on CPU).
 
 const cluster = require('node:cluster');
 const crypto = require('node:crypto');
@@ -68,11 +70,15 @@ async function main() {
   const intraOp = Number(process.env.PEER_INTRA_OP_THREADS || 1);
   const det = manifest.detector;
   const cls = manifest.classifier;
+  const precision = (process.env.PEER_PRECISION || '').trim().toLowerCase() || (det.int8 ? 'int8' : 'fp32');
+  if (precision !== 'int8' && precision !== 'fp32') throw new Error(`PEER_PRECISION must be int8 or fp32, not "${process.env.PEER_PRECISION}"`);
+  if (precision === 'int8' && !det.int8) throw new Error(`PEER_PRECISION=int8, but ${path.join(modelDir, 'manifest.json')} has no detector.int8`);
+  const detectorFile = precision === 'int8' ? det.int8.file : det.file;
 
   sharp.cache(false); // every request is a new image
 
   const sessionOptions = { executionProviders: ['cpu'], intraOpNumThreads: intraOp, interOpNumThreads: 1, graphOptimizationLevel: 'all' };
-  const detector = await ort.InferenceSession.create(path.join(modelDir, det.file), sessionOptions);
+  const detector = await ort.InferenceSession.create(path.join(modelDir, detectorFile), sessionOptions);
   const classifier = await ort.InferenceSession.create(path.join(modelDir, cls.file), sessionOptions);
 
   // Detector output decoding, picked by the manifest's output.format as in the service
