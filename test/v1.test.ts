@@ -19,7 +19,8 @@ const photos = [...readdirSync(photosDir).filter((f) => /\.(jpe?g|png)$/.test(f)
 let server: TestServer;
 let url: string;
 before(async () => {
-  server = await startServer({ CATCOMFORT_LEGACY_SUNSET: '2027-06-30T00:00:00Z' });
+  // fp32: with it the fixture photos cover every outcome (none is low_confidence in int8).
+  server = await startServer({ CATCOMFORT_LEGACY_SUNSET: '2027-06-30T00:00:00Z', CATCOMFORT_PRECISION: 'fp32' });
   url = server.url;
 });
 after(() => server.stop());

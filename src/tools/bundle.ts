@@ -8,7 +8,8 @@
 //   catcomfort/app/build/Release/  catcomfort.node, ONNX Runtime, libvips (+ the CUDA provider with --cuda;
 //                                  --cuda-arch keeps its GPU code for those architectures only: cuda-fatbin.ts)
 //   catcomfort/app/models/         every pack's manifest and documents; enabled packs with their model files
-//                                  (a detector with an int8 file: only that one on CPU bundles, both with --cuda)
+//                                  (a detector with an int8 file: only that one on CPU bundles, both with
+//                                  --cuda or --bench, whose suite compares the two)
 //   catcomfort/app/node_modules/   production modules for this platform only (src/tools/bundle-modules.ts)
 // --bench adds our side of the benchmark suite for machines without npm (a GPU server):
 //   catcomfort/bench               runs app/dist/bench/run.js (BENCH_* settings as with npm run bench)
@@ -116,20 +117,21 @@ function cudaLibraryFor(archs: number[]): Buffer {
 /**
  * The model files of a pack a bundle carries: the classifier and the detector; where the pack has
  * an int8 detector, only that one on CPU (the default there; the bundle stays under 64 MiB), and
- * both on GPU bundles (fp32 is the GPU default), with the calibration table it was made from.
+ * both with `withFloat` (GPU bundles, where fp32 is the default, and --bench bundles, whose suite
+ * compares the two), with the calibration table it was made from.
  */
-function bundledFiles(manifest: Manifest, cuda: boolean): Array<{ file: string; sha256: string }> {
+function bundledFiles(manifest: Manifest, withFloat: boolean): Array<{ file: string; sha256: string }> {
   const { int8, ...detector } = manifest.detector;
   if (!int8) return [detector, manifest.classifier];
   const made = [int8, { file: int8.calibration.file, sha256: int8.calibration.sha256 }];
-  return [...(cuda ? [detector] : []), ...made, manifest.classifier];
+  return [...(withFloat ? [detector] : []), ...made, manifest.classifier];
 }
 
 /**
  * models/: its own files (the warm-up photo); per pack the manifest and documents, and the model
  * files (sha256-checked) of enabled packs, identical files hard-linked. Not the tools folder.
  */
-async function copyModels(app: string, cuda: boolean): Promise<void> {
+async function copyModels(app: string, withFloat: boolean): Promise<void> {
   const modelsDir = path.join(repoRoot, 'models');
   const bySha = new Map<string, string>();
   for (const entry of readdirSync(modelsDir, { withFileTypes: true }).filter((e) => e.isFile())) {
@@ -146,7 +148,7 @@ async function copyModels(app: string, cuda: boolean): Promise<void> {
       process.stdout.write(`bundle: models/${pack} is disabled: manifest only\n`);
       continue;
     }
-    for (const { file, sha256: expected } of bundledFiles(manifest, cuda)) {
+    for (const { file, sha256: expected } of bundledFiles(manifest, withFloat)) {
       await readModelFile(dir, file, expected); // present and intact
       const destination = path.join(target, file);
       mkdirSync(path.dirname(destination), { recursive: true });
@@ -197,7 +199,7 @@ async function main(): Promise<void> {
     copyInto(path.join(repoRoot, 'package.json'), path.join(app, 'package.json'));
     copyInto(path.join(repoRoot, 'dist/src'), path.join(app, 'dist/src'), (f) => !f.endsWith('.map'));
     copyNative(app, cuda, cudaLibrary, values.bench!);
-    await copyModels(app, cuda);
+    await copyModels(app, cuda || values.bench!);
     if (values.bench) {
       copyInto(path.join(repoRoot, 'dist/bench'), path.join(app, 'dist/bench'), (f) => !f.endsWith('.map'));
       writeFileSync(path.join(top, 'bench'), BENCH_LAUNCHER, { mode: 0o755 });

@@ -64,13 +64,16 @@ export async function writePack(input: PackInput): Promise<Manifest> {
     throw new Error(`${input.outDir} exists and is not empty; pass --force to replace it`);
   }
   const manifest = trainedManifest(input);
-  const detector = await readModelFile(input.baseDir, input.base.detector.file, input.base.detector.sha256);
+  // The base pack's detector files: the float one, and the int8 one with its calibration table.
+  const { int8 } = input.base.detector;
+  const detectorFiles = [input.base.detector, ...(int8 ? [int8, int8.calibration] : [])];
+  const copies = await Promise.all(detectorFiles.map(async (f) => ({ file: f.file, data: await readModelFile(input.baseDir, f.file, f.sha256) })));
   const staging = `${input.outDir}.partial-${process.pid}`;
   await rm(staging, { recursive: true, force: true });
   await mkdir(staging, { recursive: true });
   try {
     await writeFile(path.join(staging, CLASSIFIER_FILE), input.classifier);
-    await writeFile(path.join(staging, manifest.detector.file), detector);
+    for (const { file, data } of copies) await writeFile(path.join(staging, file), data);
     await writeFile(path.join(staging, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
     await writeFile(path.join(staging, 'MODEL_CARD.md'), input.card(manifest));
     await rm(input.outDir, { recursive: true, force: true });
