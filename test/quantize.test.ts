@@ -61,7 +61,7 @@ before(() => {
 });
 
 test('weights: per-channel symmetric int8, each within half a step of the float value', () => {
-  const { q, scales } = quantizeWeights(weights, O);
+  const { q, scales } = quantizeWeights(weights, [O, C, K, K], 0);
   const per = weights.length / O;
   for (let i = 0; i < weights.length; i++) {
     const scale = scales[Math.floor(i / per)]!;
@@ -79,7 +79,7 @@ test('a quantized Conv matches its float reference within its quantization steps
   const ranges = await calibrate(model, tensors, calibrationInputs, { kind: 'minmax' }, (m, i) => addon.runModel(m, i));
   const qdq = encodeModel(quantizeModel(model, { ranges, floatConvs: new Set(), activationType: 'uint8' }));
   assert.deepEqual(encodeModel(quantizeModel(model, { ranges, floatConvs: new Set(), activationType: 'uint8' })), qdq, 'the same ranges give the same bytes');
-  const { scales } = quantizeWeights(weights, O);
+  const { scales } = quantizeWeights(weights, [O, C, K, K], 0);
   const sx = activationParams(ranges.x!).scale;
   const sy = activationParams(ranges.y_conv!).scale;
   for (const x of calibrationInputs) {
@@ -109,4 +109,41 @@ test('the committed calibration table makes the int8 detector the manifest names
   const made = int8FromTable(readFileSync(path.join(packDir, manifest.detector.file)), parseCalibrationTable(table.toString('utf8')));
   assert.equal(sha256(made), int8.sha256);
   assert.throws(() => int8FromTable(readFileSync(path.join(packDir, manifest.detector.file)), { ...parseCalibrationTable(table.toString('utf8')), ranges: {} }), /no range for/);
+});
+
+test('a MatMul by a weight matrix: per-column int8 weights, within its quantization steps of the float one', async () => {
+  const [rows, k, n] = [3, 16, 5];
+  const w = Float32Array.from({ length: k * n }, () => random() * 2 - 1);
+  const matmul: OnnxModel = {
+    ...model,
+    graph: {
+      name: 'matmul',
+      nodes: [
+        { name: 'matmul', opType: 'MatMul', inputs: ['x', 'w'], outputs: ['y_mm'], attributes: [] },
+        { name: 'identity', opType: 'Identity', inputs: ['y_mm'], outputs: ['y'], attributes: [] },
+      ],
+      initializers: [{ name: 'w', dims: [k, n], type: 'float32', data: w }],
+      inputs: [{ name: 'x', dims: [rows, k] }],
+      outputs: [{ name: 'y', dims: [rows, n] }],
+    },
+  };
+  const x: FloatTensor[] = [{ name: 'x', dims: [rows, k], data: Float32Array.from({ length: rows * k }, () => random() * 2 - 1) }];
+  assert.deepEqual(activationTensors(matmul), ['x', 'y_mm']);
+  const ranges = await calibrate(matmul, ['x', 'y_mm'], [x], { kind: 'minmax' }, (m, i) => addon.runModel(m, i));
+  const [reference] = await addon.runModel(encodeModel(matmul), x);
+  const [quantized] = await addon.runModel(encodeModel(quantizeModel(matmul, { ranges, floatConvs: new Set(), activationType: 'uint8' })), x);
+  const { scales } = quantizeWeights(w, [k, n], 1);
+  const sx = activationParams(ranges.x!).scale;
+  const sy = activationParams(ranges.y_mm!).scale;
+  for (let i = 0; i < reference!.data.length; i++) {
+    const [r, c] = [Math.floor(i / n), i % n];
+    let absW = 0;
+    let absX = 0;
+    for (let j = 0; j < k; j++) {
+      absW += Math.abs(w[j * n + c]!);
+      absX += Math.abs(x[0]!.data[r * k + j]!);
+    }
+    const bound = (sx / 2) * absW + (scales[c]! / 2) * absX + sy;
+    assert.ok(Math.abs(quantized!.data[i]! - reference!.data[i]!) <= bound, `output ${i}: ${quantized!.data[i]} vs ${reference!.data[i]} (bound ${bound})`);
+  }
 });

@@ -1,6 +1,7 @@
 // Static QDQ quantization of a float ONNX model (the ONNX Runtime "QDQ" format): Conv weights
-// become per-channel symmetric int8 initializers behind DequantizeLinear (axis 0), biases int32 at
-// the input scale times the weight scale, and the activations Convs read and write get a
+// become per-channel symmetric int8 initializers behind DequantizeLinear (axis 0; a MatMul's 2-D
+// weights per column, axis 1), Conv biases int32 at the input scale times the weight scale, and the
+// activations these nodes read and write get a
 // QuantizeLinear/DequantizeLinear pair with a uint8 scale and zero point from calibrated ranges.
 // ONNX Runtime fuses DQ -> Conv -> Q into integer kernels (and drops a Relu/Clip whose range the Q
 // already clamps to), so what is quantized is chosen here and how it runs is ORT's. Pure function
@@ -16,18 +17,29 @@ export type ActivationType = 'uint8' | 'int8';
 export interface QuantizeOptions {
   ranges: Ranges;
   activationType: ActivationType;
-  /** Conv nodes (by name) kept in float: their weights, input and output are left alone. */
+  /** Conv and MatMul nodes (by name) kept in float: their weights, input and output are left alone. */
   floatConvs: ReadonlySet<string>;
 }
 
 const WEIGHT_QMAX = 127;
 
-/** The activation tensors a QDQ model quantizes: each float Conv's input and its (activated) output. */
+/**
+ * The channel axis of the weights of a node whose weights are quantized: 0 for a Conv ([O, ...]),
+ * 1 for a MatMul by a 2-D float initializer ([K, N]); null for any other node.
+ */
+function weightAxis(node: OnnxNode, initializers: ReadonlyMap<string, OnnxTensor>): 0 | 1 | null {
+  if (node.opType === 'Conv') return 0;
+  const w = node.opType === 'MatMul' ? initializers.get(node.inputs[1]!) : undefined;
+  return w?.type === 'float32' && w.dims.length === 2 ? 1 : null;
+}
+
+/** The activation tensors a QDQ model quantizes: each weighted node's input and its (activated) output. */
 export function activationTensors(model: OnnxModel, floatConvs: ReadonlySet<string> = new Set()): string[] {
   const consumers = consumersOf(model.graph.nodes);
+  const initializers = new Map(model.graph.initializers.map((t) => [t.name, t]));
   const out = new Set<string>();
   for (const node of model.graph.nodes) {
-    if (node.opType !== 'Conv' || floatConvs.has(node.name)) continue;
+    if (weightAxis(node, initializers) === null || floatConvs.has(node.name)) continue;
     out.add(node.inputs[0]!);
     const y = node.outputs[0]!;
     const next = consumers.get(y) ?? [];
@@ -52,18 +64,15 @@ export function activationParams([min, max]: [number, number], type: ActivationT
   return { scale, zeroPoint: type === 'uint8' ? zeroPoint : zeroPoint - 128 };
 }
 
-/** Per-output-channel symmetric int8 weights of a Conv weight [O, ...]: values and scales. */
-export function quantizeWeights(w: Float32Array, channels: number): { q: Int8Array; scales: Float32Array } {
-  const per = w.length / channels;
-  const q = new Int8Array(w.length);
-  const scales = new Float32Array(channels);
-  for (let o = 0; o < channels; o++) {
-    let max = 0;
-    for (let i = o * per; i < (o + 1) * per; i++) max = Math.max(max, Math.abs(w[i]!));
-    const scale = Math.fround(max > 0 ? max / WEIGHT_QMAX : 1);
-    scales[o] = scale;
-    for (let i = o * per; i < (o + 1) * per; i++) q[i] = Math.max(-WEIGHT_QMAX, Math.min(WEIGHT_QMAX, Math.round(w[i]! / scale)));
-  }
+/** Per-channel symmetric int8 weights of a tensor of `dims`, channels on `axis`: values and scales. */
+export function quantizeWeights(w: Float32Array, dims: readonly number[], axis: number): { q: Int8Array; scales: Float32Array } {
+  const channels = dims[axis]!;
+  const inner = dims.slice(axis + 1).reduce((a, b) => a * b, 1);
+  const channelOf = (i: number) => Math.floor(i / inner) % channels;
+  const max = new Float32Array(channels);
+  for (let i = 0; i < w.length; i++) max[channelOf(i)] = Math.max(max[channelOf(i)]!, Math.abs(w[i]!));
+  const scales = max.map((m) => Math.fround(m > 0 ? m / WEIGHT_QMAX : 1));
+  const q = Int8Array.from(w, (v, i) => Math.max(-WEIGHT_QMAX, Math.min(WEIGHT_QMAX, Math.round(v / scales[channelOf(i)]!))));
   return { q, scales };
 }
 
@@ -102,17 +111,17 @@ class Builder {
     return `${name}_dequantized`;
   }
 
-  /** A Conv's weights (and bias) as int8 (int32) behind DequantizeLinear; returns the new inputs. */
-  convWeights(conv: OnnxNode, inputScale: number): string[] {
-    const [, wName, bName] = conv.inputs as [string, string, string | undefined];
+  /** A node's weights (and a Conv's bias) as int8 (int32) behind DequantizeLinear; returns its new weight inputs. */
+  weights(node: OnnxNode, axis: 0 | 1, inputScale: number): string[] {
+    const [, wName, bName] = node.inputs as [string, string, string | undefined];
     const wTensor = this.floats.get(wName)!;
-    const channels = wTensor.dims[0]!;
-    const { q, scales } = quantizeWeights(this.float(wName), channels);
+    const channels = wTensor.dims[axis]!;
+    const { q, scales } = quantizeWeights(this.float(wName), wTensor.dims, axis);
     const ws = this.add({ name: `${wName}_scale`, dims: [channels], type: 'float32', data: scales });
     const wz = this.add({ name: `${wName}_zero_point`, dims: [channels], type: 'int8', data: new Int8Array(channels) });
     this.add({ name: `${wName}_quantized`, dims: wTensor.dims, type: 'int8', data: q });
-    this.node('DequantizeLinear', [`${wName}_quantized`, ws, wz], `${wName}_dequantized`, 0);
-    const inputs = [conv.inputs[0]!, `${wName}_dequantized`];
+    this.node('DequantizeLinear', [`${wName}_quantized`, ws, wz], `${wName}_dequantized`, axis);
+    const inputs = [`${wName}_dequantized`];
     if (bName === undefined) return inputs;
     const bias = this.float(bName);
     const bScales = scales.map((s) => Math.fround(s * inputScale));
@@ -125,7 +134,7 @@ class Builder {
   }
 }
 
-/** The QDQ model: `model`'s graph with the activations of activationTensors() and the weights of its Convs quantized. */
+/** The QDQ model: `model`'s graph with the activations of activationTensors() and the weights of its Convs and MatMuls quantized. */
 export function quantizeModel(model: OnnxModel, options: QuantizeOptions): OnnxModel {
   const graph = model.graph;
   const quantized = activationTensors(model, options.floatConvs);
@@ -141,9 +150,10 @@ export function quantizeModel(model: OnnxModel, options: QuantizeOptions): OnnxM
   quantizeOutputs(graph.inputs.map((v) => v.name));
   for (const node of graph.nodes) {
     let inputs = rewire(node.inputs);
-    if (node.opType === 'Conv' && !options.floatConvs.has(node.name)) {
+    const axis = weightAxis(node, floats);
+    if (axis !== null && !options.floatConvs.has(node.name)) {
       const x = node.inputs[0]!;
-      inputs = [dequantized.get(x)!, ...b.convWeights(node, activationParams(options.ranges[x]!).scale).slice(1)];
+      inputs = [dequantized.get(x)!, ...b.weights(node, axis, activationParams(options.ranges[x]!, options.activationType).scale)];
       for (const name of node.inputs.slice(1)) replaced.add(name);
     }
     b.nodes.push({ ...node, inputs });
