@@ -16,6 +16,11 @@ export interface Analysis {
   timings: { decodeMs: number; detectMs: number; classifyMs: number };
 }
 
+/** The one comfort rule of every interface: discomfort when the score is above the threshold. */
+export function isDiscomfort(score: number, threshold: number): boolean {
+  return score > threshold;
+}
+
 export type ImageErrorCode = Exclude<ItemErrorCode, 'internal'>;
 
 /** v2 and scan texts of image failures (spec 7.1); v1 words base64 failures its own way (v1/respond.ts). */

@@ -1,6 +1,6 @@
 // v1 response bodies (spec 2.5-2.7, 7.2): every field in the documented order, the
 // probability rules, and the fixed response-format version.
-import type { Analysis, ImageError } from '../pipeline/analysis';
+import { isDiscomfort, type Analysis, type ImageError } from '../pipeline/analysis';
 
 export const V1_FORMAT_VERSION = '2023-11-22';
 
@@ -47,7 +47,7 @@ export function v1Base64Message(base64: ImageError['base64'], fallback: string):
 
 /** mood_class 1 when p > threshold; probability is the confidence in the returned class. */
 export function moodOf(p: number, threshold: number): { mood_class: 0 | 1; prediction: 'Unhappy' | 'Happy'; probability: number } {
-  const unhappy = p > threshold;
+  const unhappy = isDiscomfort(p, threshold);
   return {
     mood_class: unhappy ? 1 : 0,
     prediction: unhappy ? 'Unhappy' : 'Happy',

@@ -1,6 +1,6 @@
 // POST /v2/predict and POST /v2/models/{model_id}/predict (spec 2.1, 2.2, 4.1).
 import type { Model } from '../models/registry';
-import type { Analysis } from '../pipeline/analysis';
+import { isDiscomfort, type Analysis } from '../pipeline/analysis';
 import type { SubmitOptions } from '../pipeline/batcher';
 import type { PredictResponse } from './schemas';
 import { validatePredictRequest } from './validate';
@@ -37,7 +37,7 @@ export function toPredictResponse(
     prediction:
       analysis.score === null
         ? null
-        : { label: analysis.score > threshold ? 'discomfort' : 'comfort', score: analysis.score, threshold },
+        : { label: isDiscomfort(analysis.score, threshold) ? 'discomfort' : 'comfort', score: analysis.score, threshold },
     cat: cat
       ? {
           bounding_box: { x_min: cat.box[0], y_min: cat.box[1], x_max: cat.box[2], y_max: cat.box[3] },
