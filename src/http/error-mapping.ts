@@ -4,7 +4,7 @@ import { log } from '../log';
 import { ImageError } from '../pipeline/analysis';
 import { AbortedError, ClosedError, DeadlineError, QueueFullError } from '../pipeline/batcher';
 import { BusyError } from '../pipeline/semaphore';
-import { ApiError, errorTable } from './errors';
+import { ApiError, bodyTooLargeMessage, errorTable } from './errors';
 import { BadContentLengthError, BodyTooLargeError, ClientGoneError } from './exchange';
 
 const retryAfter = (seconds: number) => ({ 'Retry-After': String(seconds) });
@@ -18,7 +18,7 @@ export function toApiError(error: unknown, context: Record<string, unknown> = {}
   if (error instanceof ClientGoneError || error instanceof AbortedError) return null;
   if (error instanceof ImageError) return new ApiError('invalid_image', error.message);
   if (error instanceof BodyTooLargeError) {
-    return new ApiError('payload_too_large', `Request body exceeds the limit of ${error.limit} bytes.`, {}, {}, { limit: error.limit });
+    return new ApiError('payload_too_large', bodyTooLargeMessage(error.limit), {}, {}, { limit: error.limit });
   }
   if (error instanceof BadContentLengthError) return new ApiError('bad_request', 'Invalid Content-Length header.', {}, {}, { header: 'content-length' });
   if (error instanceof QueueFullError || error instanceof BusyError) {

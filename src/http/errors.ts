@@ -30,6 +30,11 @@ export const errorTable = {
 
 export type ErrorKind = keyof typeof errorTable;
 
+/** The v2 message of a 413, wherever the body limit is found exceeded (the front or the service). */
+export function bodyTooLargeMessage(limit: number): string {
+  return `Request body exceeds the limit of ${limit} bytes.`;
+}
+
 export class ApiError extends Error {
   readonly status: number;
   readonly code: string;

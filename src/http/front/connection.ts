@@ -8,7 +8,7 @@
 // doubt is sent with `Connection: close`, and the connection closes after it. A client that
 // half-closes after sending still gets the answers to every complete request it sent.
 import net from 'node:net';
-import { errorAnswer, methodNotAllowedAnswer, type Answer, type ErrorKind, type ErrorRenderer } from '../errors';
+import { bodyTooLargeMessage, errorAnswer, methodNotAllowedAnswer, type Answer, type ErrorKind, type ErrorRenderer } from '../errors';
 import { MAX_DISCARD_BYTES } from '../exchange';
 import { ChunkedError, ChunkedReader } from './chunked';
 import {
@@ -624,5 +624,5 @@ export class FrontConnection implements UpstreamUser {
 }
 
 function tooLarge(head: RequestHead, limit: number): HeadRefusal {
-  return { kind: 'payload_too_large', message: `Request body exceeds the limit of ${limit} bytes.`, path: head.path, requestId: head.requestId };
+  return { kind: 'payload_too_large', message: bodyTooLargeMessage(limit), path: head.path, requestId: head.requestId };
 }
