@@ -2,8 +2,9 @@
 // them with scrypt in constant time; successful checks are cached briefly (by a SHA-256 of the
 // pair) so a busy client does not pay scrypt on every request. Revocation applies within the TTL.
 // Guessing is limited per client address (FailureThrottle), partners are not: a pair answered from
-// the cache, or joining an identical check under way, costs no token and is never refused; only a
-// check that goes to the store takes one (given back when it succeeds), and only such checks are
+// the cache, or joining an identical check under way, costs no token and is never refused, nor does
+// an unknown or revoked key id (refused after one indexed lookup, without scrypt). Only a check
+// that runs scrypt takes a token (given back when the secret matches), and only such checks are
 // refused while the address is locked out.
 import { createHash } from 'node:crypto';
 import { ApiError } from '../http/errors';
@@ -38,27 +39,29 @@ export class CredentialVerifier {
     if (hit && hit.expires > Date.now()) return hit.ownerId;
     const pending = this.inFlight.get(cacheKey);
     if (pending) return pending;
-    const wait = this.throttle.take(address);
-    if (wait > 0) throw new ApiError('auth_throttled', undefined, {}, { 'Retry-After': String(wait) });
     const check = this.check(keyId, secret, cacheKey, address);
     this.inFlight.set(cacheKey, check);
     void check.finally(() => this.inFlight.delete(cacheKey)).catch(() => undefined);
     return check;
   }
 
-  /** One check in the store; its token goes back unless the pair was wrong. */
+  /** One check in the store: scrypt, for a usable key id, takes a token that goes back unless the secret was wrong. */
   private async check(keyId: string, secret: string, cacheKey: string, address: string): Promise<string | null> {
-    let ownerId: string | null;
+    const credential = await this.store.credentials.find(keyId);
+    if (credential === null) return null;
+    const wait = this.throttle.take(address);
+    if (wait > 0) throw new ApiError('auth_throttled', undefined, {}, { 'Retry-After': String(wait) });
+    let matches: boolean;
     try {
-      ownerId = await this.slots.run(() => this.store.credentials.verify(keyId, secret));
+      matches = await this.slots.run(() => credential.matches(secret));
     } catch (error) {
       this.throttle.giveBack(address); // not a failed check (the service is busy)
       throw error;
     }
-    if (ownerId === null) return null;
+    if (!matches) return null;
     this.throttle.giveBack(address);
     if (this.cache.size >= this.maxEntries) this.cache.clear();
-    this.cache.set(cacheKey, { ownerId, expires: Date.now() + this.ttlMs });
-    return ownerId;
+    this.cache.set(cacheKey, { ownerId: credential.id, expires: Date.now() + this.ttlMs });
+    return credential.id;
   }
 }

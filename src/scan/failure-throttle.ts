@@ -1,5 +1,5 @@
 // Failed scan credential checks, limited per client address: a token bucket per address that
-// holds `perMinute` tokens and refills at that rate. Every check that goes to the store takes a
+// holds `perMinute` tokens and refills at that rate. Every check that runs scrypt takes a
 // token before it runs (so a burst of parallel guesses is limited too) and a successful check gives
 // it back. With no token left, such checks from that address are refused until one is back
 // (CredentialVerifier still answers pairs it verified recently from its cache).

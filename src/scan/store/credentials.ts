@@ -44,14 +44,22 @@ export class ScanCredentials {
     });
   }
 
-  /** Credential id when the key id exists, is not revoked and the secret matches; else null. */
-  async verify(keyId: string, secret: string): Promise<string | null> {
+  /**
+   * The usable credential of a key id (it exists and is not revoked), or null: one indexed lookup,
+   * no scrypt. `matches` runs scrypt on a secret.
+   */
+  async find(keyId: string): Promise<{ id: string; matches(secret: string): Promise<boolean> } | null> {
     const [row] = await this.db.query<{ id: string; secret_hash: string; revoked_at: unknown }>(
       'SELECT id, secret_hash, revoked_at FROM scan_credentials WHERE key_id = $1',
       [keyId],
     );
-    const usable = row !== undefined && row.revoked_at === null;
-    const ok = await verifySecret(secret, usable ? row.secret_hash : null);
-    return ok && usable ? row.id : null;
+    if (row === undefined || row.revoked_at !== null) return null;
+    return { id: row.id, matches: (secret) => verifySecret(secret, row.secret_hash) };
+  }
+
+  /** Credential id when the key id exists, is not revoked and the secret matches; else null. */
+  async verify(keyId: string, secret: string): Promise<string | null> {
+    const credential = await this.find(keyId);
+    return credential && (await credential.matches(secret)) ? credential.id : null;
   }
 }
