@@ -3,6 +3,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { trustedProxyEntryError } from './http/front/client-address';
+import { POOL_DEFAULTS } from './http/front/upstream-pool';
 import type { CudnnConvAlgoSearch } from './native/addon';
 import { defaultFfmpegPath } from './v1/frames';
 
@@ -253,8 +254,8 @@ export function loadConfig(env: Env = process.env): Config {
     maxBodyBytes: readInt(env, 'CATCOMFORT_MAX_BODY_BYTES', 8 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxPixels: readInt(env, 'CATCOMFORT_MAX_PIXELS', 40_000_000, 1, 1_000_000_000),
     front: {
-      upstreamConnections: readInt(env, 'CATCOMFORT_UPSTREAM_CONNECTIONS', 256, 1, 4096),
-      upstreamQueue: readInt(env, 'CATCOMFORT_UPSTREAM_QUEUE', 1024, 0, 1_000_000),
+      upstreamConnections: readInt(env, 'CATCOMFORT_UPSTREAM_CONNECTIONS', POOL_DEFAULTS.connections, 1, 4096),
+      upstreamQueue: readInt(env, 'CATCOMFORT_UPSTREAM_QUEUE', POOL_DEFAULTS.queue, 0, 1_000_000),
       trustedProxies: readTrustedProxies(env),
     },
     batching: {

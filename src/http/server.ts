@@ -6,6 +6,7 @@ import path from 'node:path';
 import { Exchange } from './exchange';
 import { TrustedProxies } from './front/client-address';
 import { HttpFront, type FrontAnswer } from './front/front';
+import { POOL_DEFAULTS } from './front/upstream-pool';
 import { requestIdFrom } from './request-id';
 import { Router } from './router';
 import { createSocketDir, SOCKET_NAME } from './socket-dir';
@@ -56,10 +57,10 @@ export interface FrontAnswerRecord extends FrontAnswer {
 export interface HttpServerOptions {
   /** The body limit, for the front's early 413 to `Expect: 100-continue`. */
   maxBodyBytes: number;
-  /** Connections from the front to uWS, and requests waiting for one, at most (default 256 and 1024). */
+  /** Connections from the front to uWS, and requests waiting for one, at most (default POOL_DEFAULTS). */
   upstreamConnections?: number;
   upstreamQueue?: number;
-  /** Longest a request waits for a connection to uWS, then 429 (default 10 s). */
+  /** Longest a request waits for a connection to uWS, then 429 (default POOL_DEFAULTS). */
   upstreamWaitMs?: number;
   /** Peers whose Forwarded / X-Forwarded-For fields name the client (default none). */
   trustedProxies?: readonly string[];
@@ -152,9 +153,9 @@ export class HttpServer {
       const onFrontAnswer = this.options.onFrontAnswer;
       this.front = new HttpFront({
         upstreamPath: socketPath,
-        upstreamConnections: this.options.upstreamConnections ?? 256,
-        upstreamQueue: this.options.upstreamQueue ?? 1024,
-        upstreamWaitMs: this.options.upstreamWaitMs ?? 10_000,
+        upstreamConnections: this.options.upstreamConnections ?? POOL_DEFAULTS.connections,
+        upstreamQueue: this.options.upstreamQueue ?? POOL_DEFAULTS.queue,
+        upstreamWaitMs: this.options.upstreamWaitMs ?? POOL_DEFAULTS.waitMs,
         trustedProxies: new TrustedProxies(this.options.trustedProxies ?? []),
         onAnswer: onFrontAnswer && ((a) => onFrontAnswer({ ...a, route: this.routeOf(a.method, a.path) })),
         maxBodyBytes: this.options.maxBodyBytes,

@@ -38,7 +38,6 @@ function forwardedHops(value: string): Array<string | null> {
 
 export class TrustedProxies {
   private readonly list = new net.BlockList();
-  readonly any: boolean;
 
   /** `entries`: addresses and CIDRs, already validated (config.ts). */
   constructor(entries: readonly string[]) {
@@ -48,11 +47,10 @@ export class TrustedProxies {
       if (prefix === undefined) this.list.addAddress(address, family);
       else this.list.addSubnet(address, Number(prefix), family);
     }
-    this.any = entries.length > 0;
   }
 
   has(address: string): boolean {
-    return this.any && this.list.check(address, net.isIPv6(address) ? 'ipv6' : 'ipv4');
+    return this.list.check(address, net.isIPv6(address) ? 'ipv6' : 'ipv4');
   }
 
   /**

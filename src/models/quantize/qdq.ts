@@ -137,7 +137,7 @@ class Builder {
 /** The QDQ model: `model`'s graph with the activations of activationTensors() and the weights of its Convs and MatMuls quantized. */
 export function quantizeModel(model: OnnxModel, options: QuantizeOptions): OnnxModel {
   const graph = model.graph;
-  const quantized = activationTensors(model, options.floatConvs);
+  const quantized = new Set(activationTensors(model, options.floatConvs));
   for (const name of quantized) if (!options.ranges[name]) throw new Error(`quantize: no calibrated range for ${name}`);
   const floats = new Map(graph.initializers.map((t) => [t.name, t]));
   const b = new Builder(floats, options.activationType);
@@ -145,7 +145,7 @@ export function quantizeModel(model: OnnxModel, options: QuantizeOptions): OnnxM
   const replaced = new Set<string>();
   const rewire = (inputs: string[]) => inputs.map((i) => dequantized.get(i) ?? i);
   const quantizeOutputs = (names: string[]) => {
-    for (const name of names) if (quantized.includes(name)) dequantized.set(name, b.activation(name, options.ranges[name]!));
+    for (const name of names) if (quantized.has(name)) dequantized.set(name, b.activation(name, options.ranges[name]!));
   };
   quantizeOutputs(graph.inputs.map((v) => v.name));
   for (const node of graph.nodes) {
