@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config';
 import { TrustedProxies } from '../src/http/front/client-address';
 import { total, parseMetrics } from './helpers/metrics';
-import { talk } from './helpers/raw-http';
+import { responses, talk } from './helpers/raw-http';
 import { startServer, TEST_KEY, type TestServer } from './helpers/server';
 import { waitFor } from './helpers/wait';
 
@@ -67,6 +67,16 @@ describe('the service', () => {
     assert.equal((await logLine(trusting, 'xff-trusted-1')).client, '198.51.100.23');
     assert.equal((await fetch(`${plain.url}/healthz`, { headers: { ...headers, 'x-request-id': 'xff-plain-1' } })).status, 200);
     assert.equal((await logLine(plain, 'xff-plain-1')).client, '127.0.0.1');
+  });
+
+  test('a refusal without a readable head is logged for the peer, not for the previous request’s forwarded client', async () => {
+    const reply = await talk(trusting.port, ['GET /healthz HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 198.51.100.77\r\n\r\n', 'GET /healthz HTTP/1.1\nHost: x\n\n']);
+    assert.deepEqual(responses(reply.text).map((r) => r.status), [200, 400]);
+    const refusal = await waitFor('the access-log line of the 400', () => {
+      const line = trusting.output().split('\n').find((l) => l.includes('"answered_by":"front"') && l.includes('"status":400'));
+      return line === undefined ? null : (JSON.parse(line) as Record<string, unknown>);
+    }, { timeoutMs: 10_000 });
+    assert.equal(refusal.client, '127.0.0.1');
   });
 
   test('the front’s own answers are logged and counted', async () => {

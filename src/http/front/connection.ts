@@ -597,7 +597,8 @@ export class FrontConnection implements UpstreamUser {
       method,
       path,
       requestId: answer.headers['X-Request-ID'] ?? head?.requestId,
-      client: this.clientAddress,
+      // Without a readable head, no forwarding field names anyone: the peer is the client.
+      client: head ? this.clientAddress : this.peer,
       status: answer.status,
       startedAt: head ? this.startedAt : performance.now(),
       bytesIn: head?.contentLength ?? 0,
