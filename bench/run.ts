@@ -13,6 +13,7 @@ import type { ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../src/config';
+import { cropNetwork, readManifest } from '../src/models/pack';
 import {
   benchDir,
   benchOptions,
@@ -137,6 +138,29 @@ async function ensureFastifyModules(): Promise<void> {
 
 // ---- Servers
 
+/** The pack the peers read (their own default, or PEER_MODEL_DIR passed through to them). */
+const peerModelDir = process.env.PEER_MODEL_DIR ? path.resolve(process.env.PEER_MODEL_DIR) : path.join(repoRoot, 'models/bc-v1');
+const peerCropNetworks = new Map<Precision, string | null>();
+
+/**
+ * For a pack whose classifier is an ImageNet backbone + head: the service's crop network at the
+ * precision given (src/models/pack.ts cropNetwork, composed at load there), written once to the
+ * bench's tmp folder for the peers (PEER_CROP_NETWORK); null for a pack with a plain classifier file.
+ */
+async function peerCropNetwork(precision: Precision): Promise<string | null> {
+  if (peerCropNetworks.has(precision)) return peerCropNetworks.get(precision)!;
+  const manifest = await readManifest(peerModelDir);
+  const c = manifest.classifier;
+  let file: string | null = null;
+  if ('backbone' in c) {
+    file = path.join(tmpDir, `crop-network.${manifest.id}.${precision}.onnx`);
+    writeFileSync(file, await cropNetwork(peerModelDir, manifest, c, precision));
+    log(`peers' crop network (${manifest.id}, ${precision} backbone): ${path.relative(repoRoot, file)}`);
+  }
+  peerCropNetworks.set(precision, file);
+  return file;
+}
+
 interface Started {
   child: ChildProcess;
   url: string;
@@ -158,7 +182,14 @@ async function startServer(name: ServerName, precision: Precision, o: BenchOptio
     env = { ...process.env, ...settings, CATCOMFORT_PRECISION: precision, CATCOMFORT_HOST: '127.0.0.1', CATCOMFORT_PORT: String(port), CATCOMFORT_API_KEYS: API_KEY };
     description = `1 process; CATCOMFORT_PRECISION=${precision}, ${Object.entries(settings).map(([k, v]) => `${k}=${v}`).join(', ')}`;
   } else {
-    const peerEnv = { PEER_API_KEYS: API_KEY, PEER_INTRA_OP_THREADS: peerIntraOp, PEER_SERVICE_VERSION: '1.0.0', PEER_PRECISION: precision };
+    const crop = await peerCropNetwork(precision);
+    const peerEnv = {
+      PEER_API_KEYS: API_KEY,
+      PEER_INTRA_OP_THREADS: peerIntraOp,
+      PEER_SERVICE_VERSION: '1.0.0',
+      PEER_PRECISION: precision,
+      ...(crop && { PEER_CROP_NETWORK: crop }),
+    };
     if (name === 'fastapi') {
       command = python!;
       args = ['-m', 'uvicorn', 'app:app', '--app-dir', path.join(benchDir, 'peers/fastapi'), '--host', '127.0.0.1', '--port', String(port), '--workers', String(o.peerWorkers), '--log-level', 'warning', '--no-access-log'];

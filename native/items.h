@@ -54,6 +54,15 @@ struct CatCandidate {
 // The one decision of what was found (PipelineSpec.cutoffs on the reported, rounded confidence).
 enum class DetectionState { NotDetected, LowConfidence, Detected };
 
+// What the verifier read on the reported candidate's crop.
+struct Verification {
+  double lookalikeMass = 0;
+  double catMass = 0;
+  double dogMass = 0;
+  bool passed = false;
+  int checked = 0;  // candidates the verifier looked at for this item
+};
+
 struct ItemResult {
   bool ok = false;
   DetectionState detection = DetectionState::NotDetected;
@@ -62,7 +71,8 @@ struct ItemResult {
   int height = 0;
   std::optional<CatCandidate> cat;
   std::optional<double> score;
-  std::vector<float> output;  // the classifier's whole output row, only with ClassifierSpec.returnOutput
+  std::optional<Verification> verification;  // with a verifier, for `detected` and vetoed items
+  std::vector<float> output;  // the row of ClassifierSpec.embeddingOutput, for classified items
   double decodeMs = 0;
   double detectMs = 0;
   double classifyMs = 0;

@@ -191,6 +191,32 @@ NativeConfig ConfigFromJs(const Napi::Value& value) {
   return c;
 }
 
+std::vector<int> ClassIndices(const Napi::Object& o, const char* key) {
+  Napi::Array a = Array(o, key);
+  std::vector<int> out;
+  for (uint32_t i = 0; i < a.Length(); ++i) {
+    Napi::Value v = a.Get(i);
+    if (!v.IsNumber()) Bad(o.Env(), std::string("verifier.") + key + " must hold class indices");
+    const double d = v.As<Napi::Number>().DoubleValue();
+    if (!(d >= 0 && d < 1e6 && d == std::floor(d))) Bad(o.Env(), std::string("verifier.") + key + " must hold class indices");
+    out.push_back(static_cast<int>(d));
+  }
+  return out;
+}
+
+VerifierSpec VerifierFromJs(const Napi::Value& value) {
+  Napi::Object o = AsObject(value, "verifier");
+  VerifierSpec v;
+  v.enabled = true;
+  v.probsOutput = Int(o, "probsOutput", 0);
+  v.maxCandidates = Int(o, "maxCandidates", 1);
+  v.lookalikeClasses = ClassIndices(o, "lookalikeClasses");
+  v.maxLookalikeMass = Number(o, "maxLookalikeMass");
+  v.catClasses = ClassIndices(o, "catClasses");
+  v.dogClasses = ClassIndices(o, "dogClasses");
+  return v;
+}
+
 PipelineSpec PipelineSpecFromJs(const Napi::Value& value) {
   Napi::Object o = AsObject(value, "spec");
   PipelineSpec s;
@@ -223,7 +249,8 @@ PipelineSpec PipelineSpecFromJs(const Napi::Value& value) {
   s.classifier.preprocess = PreprocessFromJs(c.Get("preprocess"));
   s.classifier.cropMargin = Number(c, "cropMargin");
   s.classifier.outputIndex = Int(c, "outputIndex", 0);
-  s.classifier.returnOutput = !c.Get("returnOutput").IsUndefined() && Bool(c, "returnOutput");
+  if (!c.Get("embeddingOutput").IsUndefined()) s.classifier.embeddingOutput = Int(c, "embeddingOutput", 0);
+  if (!c.Get("verifier").IsUndefined()) s.classifier.verifier = VerifierFromJs(c.Get("verifier"));
 
   Napi::Object cutoffs = AsObject(o.Get("cutoffs"), "cutoffs");
   s.detectedCutoff = Number(cutoffs, "detected");
@@ -338,6 +365,15 @@ Napi::Array ResultsToJs(Napi::Env env, const std::vector<ItemResult>& results) {
         o.Set("cat", env.Null());
       }
       o.Set("score", r.score ? Napi::Value(Napi::Number::New(env, *r.score)) : env.Null());
+      if (r.verification) {
+        Napi::Object v = Napi::Object::New(env);
+        v.Set("lookalikeMass", r.verification->lookalikeMass);
+        v.Set("catMass", r.verification->catMass);
+        v.Set("dogMass", r.verification->dogMass);
+        v.Set("passed", r.verification->passed);
+        v.Set("checked", r.verification->checked);
+        o.Set("verification", v);
+      }
       if (!r.output.empty()) {
         Napi::Float32Array output = Napi::Float32Array::New(env, r.output.size());
         std::copy(r.output.begin(), r.output.end(), output.Data());

@@ -207,6 +207,9 @@ struct ItemState {
   float bestScore = -1;  // the views' scores combined (spec.viewCombine); < 0: no cat
   float minScore = 2;    // lowest top score over the views (a view without a candidate: -1)
   Detection bestBox;     // in decoded pixels: the top box of the best-scoring view
+  size_t bestJob = 0;    // the (item, view) job of bestBox
+  // `detected` candidates in the order the verifier checks them: [0] is result.cat.
+  std::vector<CatCandidate> candidates;
 };
 
 // Shrink-on-load (JPEG only; native/decode.h). A phone photo has far more pixels than the models
@@ -259,6 +262,41 @@ Placement CropPlacement(const Crop& c, const PreprocessSpec& classifier) {
 int CropShrink(const Crop& c, const PreprocessSpec& classifier) {
   const Placement p = CropPlacement(c, classifier);
   return LargestShrink(c.x2 - c.x1, c.y2 - c.y1, p.width, p.height);
+}
+
+// A detection (decoded pixels) as a candidate in source pixels, its score calibrated and rounded
+// once: clients see this value, and the cutoffs apply to it.
+CatCandidate ToCandidate(const DetectorSpec& det, const RgbImage& image, const Detection& d, float score) {
+  const double w = image.sourceWidth;
+  const double h = image.sourceHeight;
+  const double sx = SourceScaleX(image);
+  const double sy = SourceScaleY(image);
+  CatCandidate cat;
+  cat.box = {static_cast<int>(std::lround(std::clamp<double>(d.x1 * sx, 0, w))),
+             static_cast<int>(std::lround(std::clamp<double>(d.y1 * sy, 0, h))),
+             static_cast<int>(std::lround(std::clamp<double>(d.x2 * sx, 0, w))),
+             static_cast<int>(std::lround(std::clamp<double>(d.y2 * sy, 0, h)))};
+  cat.rawScore = score;
+  cat.confidence = Round6(Calibrate(det.calibration, score));
+  return cat;
+}
+
+// The verifier's rule (VerifierSpec) on one crop's class probabilities.
+Verification Verify(const VerifierSpec& v, const float* probs, size_t classes) {
+  const auto mass = [&](const std::vector<int>& indices) {
+    double sum = 0;
+    for (int k : indices) {
+      if (static_cast<size_t>(k) >= classes) throw std::runtime_error("verifier class index is outside the model output");
+      sum += probs[k];
+    }
+    return Round6(sum);
+  };
+  Verification out;
+  out.lookalikeMass = mass(v.lookalikeClasses);
+  out.catMass = mass(v.catClasses);
+  out.dogMass = mass(v.dogClasses);
+  out.passed = out.lookalikeMass <= v.maxLookalikeMass;
+  return out;
 }
 
 bool NeedsHalf(const std::vector<DetectorView>& views) {
@@ -354,8 +392,10 @@ std::shared_ptr<Pipeline> Pipeline::Create(PipelineSpec spec, const Runtime& run
   pipeline->detector_ = OpenSession(runtime, spec.detector.model, spec.detector.preprocess, spec.maxSessionBatch,
                                     "detector", decoder->OutputCount(), &outputShapes);
   decoder->CheckShapes(outputShapes);  // what the model declares; each Run is checked again
-  pipeline->classifier_ = OpenSession(runtime, spec.classifier.model, spec.classifier.preprocess,
-                                      spec.maxSessionBatch, "classifier");
+  const ClassifierSpec& cls = spec.classifier;
+  const int lastOutput = std::max({0, cls.embeddingOutput, cls.verifier.enabled ? cls.verifier.probsOutput : 0});
+  pipeline->classifier_ = OpenSession(runtime, spec.classifier.model, cls.preprocess, spec.maxSessionBatch,
+                                      "classifier", static_cast<size_t>(lastOutput) + 1);
   pipeline->decoder_ = std::move(decoder);
   pipeline->spec_ = std::move(spec);
   return pipeline;
@@ -371,6 +411,8 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
 
   // 2. One detector pass over every (item, view), chunked by the session batch.
   const size_t viewCount = std::min<size_t>(det.views.size(), 4);
+  const VerifierSpec& verifier = cls.verifier;
+  const size_t keep = verifier.enabled ? static_cast<size_t>(std::max(1, verifier.maxCandidates)) : 1;
   std::vector<std::pair<size_t, size_t>> jobs;  // (item, view)
   for (size_t i = 0; i < states.size(); ++i) {
     if (!states[i].result.ok) continue;
@@ -378,7 +420,8 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
   }
   const size_t detChunk = ChunkSize(detector_);
   const size_t detChunks = (jobs.size() + detChunk - 1) / detChunk;
-  std::vector<Detection> jobBest(jobs.size());  // best box per (item, view), in source pixels; score -1: none
+  // Per (item, view): the top `keep` boxes after NMS, best first, in decoded pixels.
+  std::vector<std::vector<Detection>> jobKept(jobs.size());
   const Clock::time_point detectStart = Clock::now();
   // Chunks run concurrently on the pool (several Runs of the shared session when the model's
   // batch is fixed at 1); each chunk fills its tensor in parallel too.
@@ -395,32 +438,35 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
     std::vector<const float*> image(out.outputs.size());
     for (size_t k = 0; k < count; ++k) {
       const auto [item, view] = jobs[first + k];
-      Detection& best = jobBest[first + k];
-      best.score = -1;
       for (size_t o = 0; o < out.outputs.size(); ++o) image[o] = out.outputs[o].data + k * out.outputs[o].perImage;
       // NMS first, as the spec says; the top candidate always survives it.
       std::vector<Detection> kept = NonMaxSuppression(decoder_->Decode(image), det.nmsIou);
-      if (kept.empty()) continue;
+      if (kept.size() > keep) kept.resize(keep);
       const Placement& p = states[item].placements[view];
-      const Detection& top = kept.front();
-      const double xa = p.ToSourceX(top.x1);
-      const double xb = p.ToSourceX(top.x2);
-      best.x1 = static_cast<float>(std::min(xa, xb));
-      best.x2 = static_cast<float>(std::max(xa, xb));
-      best.y1 = static_cast<float>(p.ToSourceY(top.y1));
-      best.y2 = static_cast<float>(p.ToSourceY(top.y2));
-      best.score = top.score;
+      for (Detection& d : kept) {
+        const double xa = p.ToSourceX(d.x1);
+        const double xb = p.ToSourceX(d.x2);
+        const double ya = p.ToSourceY(d.y1);
+        const double yb = p.ToSourceY(d.y2);
+        d.x1 = static_cast<float>(std::min(xa, xb));
+        d.x2 = static_cast<float>(std::max(xa, xb));
+        d.y1 = static_cast<float>(ya);
+        d.y2 = static_cast<float>(yb);
+      }
+      jobKept[first + k] = std::move(kept);
     }
   });
   // The shared detector stage (wall time of all chunks) counts fully for every item in it.
   const double detectStageMs = jobs.empty() ? 0.0 : MsSince(detectStart);
   for (size_t j = 0; j < jobs.size(); ++j) {
     ItemState& s = states[jobs[j].first];
-    if (jobBest[j].score > s.bestScore) {
-      s.bestScore = jobBest[j].score;
-      s.bestBox = jobBest[j];
+    const float top = jobKept[j].empty() ? -1.0f : jobKept[j].front().score;
+    if (top > s.bestScore) {
+      s.bestScore = top;
+      s.bestBox = jobKept[j].front();
+      s.bestJob = j;
     }
-    s.minScore = std::min(s.minScore, jobBest[j].score);
+    s.minScore = std::min(s.minScore, top);
     if (j == 0 || jobs[j - 1].first != jobs[j].first) s.result.detectMs += detectStageMs;
   }
   // "min": a cat only where every view sees one, scored by the least sure view; the box stays the
@@ -431,29 +477,25 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
     }
   }
 
-  // 3. Best cat per item, in source pixels; free the detector content.
+  // 3. Best cat per item, in source pixels; with a verifier, the best view's next `detected`
+  // candidates too (a cat beside a dog); free the detector content.
   std::vector<size_t> confident;
   for (size_t i = 0; i < states.size(); ++i) {
     ItemState& s = states[i];
     s.plain = ResizedImage();
     s.half = ResizedImage();
     if (!s.result.ok || s.bestScore < 0) continue;
-    const double w = s.image.sourceWidth;
-    const double h = s.image.sourceHeight;
-    const double sx = SourceScaleX(s.image);
-    const double sy = SourceScaleY(s.image);
-    CatCandidate cat;
-    cat.box = {static_cast<int>(std::lround(std::clamp<double>(s.bestBox.x1 * sx, 0, w))),
-               static_cast<int>(std::lround(std::clamp<double>(s.bestBox.y1 * sy, 0, h))),
-               static_cast<int>(std::lround(std::clamp<double>(s.bestBox.x2 * sx, 0, w))),
-               static_cast<int>(std::lround(std::clamp<double>(s.bestBox.y2 * sy, 0, h)))};
-    cat.rawScore = s.bestScore;
-    // Rounded here, once: clients see this value, and the cutoffs below apply to it.
-    cat.confidence = Round6(Calibrate(det.calibration, s.bestScore));
+    const CatCandidate cat = ToCandidate(det, s.image, s.bestBox, s.bestScore);
     s.result.cat = cat;
     if (cat.confidence >= spec_.detectedCutoff) {
       s.result.detection = DetectionState::Detected;
       confident.push_back(i);
+      s.candidates.push_back(cat);
+      const std::vector<Detection>& kept = jobKept[s.bestJob];
+      for (size_t k = 1; k < kept.size(); ++k) {
+        const CatCandidate next = ToCandidate(det, s.image, kept[k], kept[k].score);
+        if (next.confidence >= spec_.detectedCutoff) s.candidates.push_back(next);
+      }
     } else if (cat.confidence >= spec_.lowConfidenceCutoff) {
       s.result.detection = DetectionState::LowConfidence;
     }
@@ -463,8 +505,11 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
   // file again, finer (see the shrink-on-load rule above), item-parallel.
   ParallelFor(pool, confident.size(), [&](size_t k) {
     ItemState& s = states[confident[k]];
-    const Crop crop = ClassifierCrop(*s.result.cat, cls.cropMargin, s.image.sourceWidth, s.image.sourceHeight);
-    const int shrink = CropShrink(crop, cls.preprocess);
+    int shrink = s.image.shrink;
+    for (const CatCandidate& cat : s.candidates) {
+      const Crop crop = ClassifierCrop(cat, cls.cropMargin, s.image.sourceWidth, s.image.sourceHeight);
+      shrink = std::min(shrink, CropShrink(crop, cls.preprocess));
+    }
     if (shrink >= s.image.shrink) return;
     const Clock::time_point start = Clock::now();
     const ItemInput& in = items[confident[k]];
@@ -479,23 +524,26 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
       s.result = InternalFailure(e.what());
     }
   });
-  std::vector<size_t> toClassify;
+  std::vector<std::pair<size_t, size_t>> crops;  // (item, candidate)
   for (size_t i : confident) {
-    if (states[i].result.ok) toClassify.push_back(i);
+    if (!states[i].result.ok) continue;
+    for (size_t c = 0; c < states[i].candidates.size(); ++c) crops.emplace_back(i, c);
   }
 
-  // 4. Classifier over the confident cats: crop (+margin) from the decoded image.
+  // 4. The classifier (and verifier) over every candidate's crop (+margin) from the decoded image.
   const size_t clsChunk = ChunkSize(classifier_);
-  const size_t clsChunks = (toClassify.size() + clsChunk - 1) / clsChunk;
+  const size_t clsChunks = (crops.size() + clsChunk - 1) / clsChunk;
   const Clock::time_point classifyStart = Clock::now();
-  std::vector<float> scores(toClassify.size(), 0.0f);
-  std::vector<std::vector<float>> rows(cls.returnOutput ? toClassify.size() : 0);
+  std::vector<float> scores(crops.size(), 0.0f);
+  std::vector<Verification> readings(crops.size());
+  std::vector<std::vector<float>> rows(cls.embeddingOutput >= 0 ? crops.size() : 0);
   ParallelFor(pool, clsChunks, [&](size_t chunk) {
     const size_t first = chunk * clsChunk;
-    const size_t count = std::min(clsChunk, toClassify.size() - first);
+    const size_t count = std::min(clsChunk, crops.size() - first);
     BatchOutput out = RunBatch(classifier_, cls.preprocess, count, pool, [&](size_t k, float* dst) {
-      const ItemState& s = states[toClassify[first + k]];
-      const Crop c = ClassifierCrop(*s.result.cat, cls.cropMargin, s.image.sourceWidth, s.image.sourceHeight);
+      const auto [item, candidate] = crops[first + k];
+      const ItemState& s = states[item];
+      const Crop c = ClassifierCrop(s.candidates[candidate], cls.cropMargin, s.image.sourceWidth, s.image.sourceHeight);
       const Placement p = CropPlacement(c, cls.preprocess);
       // Source pixels -> decoded pixels (the identity without shrink-on-load).
       const double sx = SourceScaleX(s.image);
@@ -508,20 +556,51 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
       throw std::runtime_error("classifier outputIndex is outside the model output");
     }
     for (size_t k = 0; k < count; ++k) scores[first + k] = o.data[k * o.perImage + static_cast<size_t>(cls.outputIndex)];
-    if (cls.returnOutput) {
-      for (size_t k = 0; k < count; ++k) rows[first + k].assign(o.data + k * o.perImage, o.data + (k + 1) * o.perImage);
+    if (verifier.enabled) {
+      const OutputData& probs = out.outputs.at(static_cast<size_t>(verifier.probsOutput));
+      for (size_t k = 0; k < count; ++k) {
+        readings[first + k] = Verify(verifier, probs.data + k * probs.perImage, probs.perImage);
+      }
+    }
+    if (cls.embeddingOutput >= 0) {
+      const OutputData& e = out.outputs.at(static_cast<size_t>(cls.embeddingOutput));
+      for (size_t k = 0; k < count; ++k) rows[first + k].assign(e.data + k * e.perImage, e.data + (k + 1) * e.perImage);
     }
   });
-  const double classifyStageMs = toClassify.empty() ? 0.0 : MsSince(classifyStart);
-  for (size_t k = 0; k < toClassify.size(); ++k) {
-    ItemResult& r = states[toClassify[k]].result;
+  const double classifyStageMs = crops.empty() ? 0.0 : MsSince(classifyStart);
+  // 5. Per item, the cat is the first candidate the verifier passes that looks at least as much
+  // like a cat as like a dog, else the first it passes (the first one without a verifier); when
+  // it vetoes every one, the item answers low_confidence with its best candidate.
+  for (size_t first = 0; first < crops.size();) {
+    const size_t item = crops[first].first;
+    size_t end = first;
+    while (end < crops.size() && crops[end].first == item) ++end;
+    ItemState& s = states[item];
+    ItemResult& r = s.result;
     r.classifyMs = classifyStageMs;  // the shared stage counts fully for every classified item
-    if (std::isnan(scores[k])) {
+    size_t chosen = end;
+    if (!verifier.enabled) {
+      chosen = first;
+    } else {
+      for (size_t k = first; k < end && chosen == end; ++k) {
+        if (readings[k].passed && readings[k].catMass >= readings[k].dogMass) chosen = k;
+      }
+      for (size_t k = first; k < end && chosen == end; ++k) {
+        if (readings[k].passed) chosen = k;
+      }
+      r.verification = readings[chosen == end ? first : chosen];
+      r.verification->checked = static_cast<int>(end - first);
+    }
+    if (chosen == end) {
+      r.detection = DetectionState::LowConfidence;
+    } else if (std::isnan(scores[chosen])) {
       r = InternalFailure("classifier output is NaN");
     } else {
-      r.score = Round6(std::clamp(static_cast<double>(scores[k]), 0.0, 1.0));
-      if (cls.returnOutput) r.output = std::move(rows[k]);
+      r.cat = s.candidates[crops[chosen].second];
+      r.score = Round6(std::clamp(static_cast<double>(scores[chosen]), 0.0, 1.0));
+      if (cls.embeddingOutput >= 0) r.output = std::move(rows[chosen]);
     }
+    first = end;
   }
 
   std::vector<ItemResult> results;

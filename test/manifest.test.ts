@@ -29,8 +29,10 @@ test('the shipped manifests are valid and have the documented defaults', () => {
   assert.equal(m.defaultThreshold, 0.3);
   assert.deepEqual(m.cutoffs, { detected: 0.69, lowConfidence: 0.5 });
   assert.equal(m.detector.output.format, 'ssd');
-  assert.deepEqual(m.detector.views, ['plain', 'flip']);
-  assert.equal(m.detector.viewCombine, 'min');
+  assert.deepEqual(m.detector.views, ['plain']);
+  assert.equal(m.verifier?.maxCandidates, 3);
+  assert.equal(m.verifier?.rule.maxLookalikeMass, 0.7);
+  assert.ok('backbone' in m.classifier && m.classifier.reference);
   assert.deepEqual(m.detector.calibration, [[0, 0], [0.3, 0.5], [0.37, 0.69], [1, 1]]);
   const l = validateManifest(legacy, 'bc-legacy');
   assert.equal(l.detector.output.format, 'yolox');
@@ -48,6 +50,21 @@ test('missing, mistyped and out-of-range fields are rejected with their path', (
   rejects(mutated((m) => (m.classifier.preprocess.std = [1, 0, 1])), /\/classifier\/preprocess\/std/);
   rejects(mutated((m) => (m.unexpected = true)), /unexpected|\//);
   rejects(mutated((m) => (m.detector.file = '../escape.onnx')), /\/detector\/file/);
+  rejects(mutated((m) => (m.classifier.backbone.float.sha256 = 'x')), /\/classifier\/backbone\/float\/sha256/);
+  rejects(mutated((m) => (m.verifier.rule.maxLookalikeMass = 2)), /\/verifier\/rule\/maxLookalikeMass/);
+  rejects(mutated((m) => (m.verifier.rule.dogClasses = { dogs: [[151, 1000]] })), /\/verifier\/rule\/dogClasses/);
+});
+
+test('a classifier is one network or a head on the ImageNet backbone, whole; the verifier needs the backbone', () => {
+  rejects(mutated((m) => Object.assign(m.classifier, { file: 'c.onnx', sha256: 'a'.repeat(64), outputIndex: 0 })), /\/classifier: give either file, sha256, outputIndex \(one network\) or backbone, head/);
+  rejects(mutated((m) => delete m.classifier.head), /\/classifier: missing head/);
+  rejects(mutated((m) => delete m.classifier.backbone), /\/classifier: missing backbone/);
+  const network = { file: 'c.onnx', sha256: 'a'.repeat(64), outputIndex: 0 };
+  rejects(mutated((m) => { delete m.classifier.backbone; delete m.classifier.head; Object.assign(m.classifier, network); }), /\/verifier: needs a classifier with an ImageNet backbone/);
+  assert.doesNotThrow(() => validateManifest(mutated((m) => { delete m.classifier.backbone; delete m.classifier.head; delete m.verifier; Object.assign(m.classifier, network); }), 'network'));
+  rejects(mutated((m) => (m.verifier.rule.catClasses = { cats: [[281, 285]], also: [286] })), /\/verifier\/rule: a class is named twice/);
+  rejects(mutated((m) => (m.verifier.rule.dogClasses = { dogs: [[268, 151]] })), /\/verifier\/rule: a class range is \[first, last\]/);
+  rejects(mutated((m) => (m.filesFrom = 'bc-v1')), /\/filesFrom: must name another pack/);
 });
 
 test('cross-field rules: cutoff order, class index, calibration monotonicity', () => {

@@ -25,7 +25,7 @@ import { seededRandom } from '../src/train/evaluate';
 import { v1Base64Message } from '../src/v1/respond';
 
 const detectorPath = path.join(modelMirror, 'yolox-nano/yolox_nano.onnx');
-const classifierPath = path.join(repoRoot, 'models/bc-v1/classifier.onnx');
+const classifierPath = path.join(repoRoot, 'models/bc-legacy/classifier.onnx');
 
 const DETECTED = 0.69; // models/bc-v1/manifest.json cutoffs.detected
 const MAX_PIXELS = 40_000_000;

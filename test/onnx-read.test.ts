@@ -1,17 +1,21 @@
 // The ONNX model reader (src/models/onnx-read.ts) against the writer (src/models/onnx-write.ts):
-// - round trip: decoding and re-encoding gives the same bytes, for the converted SSD of bc-v1 and
-//   for a small model with every tensor type, a shapeless output and every attribute kind;
-// - the other ways of storing tensor values (float_data, int64_data, packed ints) read the same;
-// - what is outside the subset (another data type, attribute type or domain, external data) is
-//   refused with an error naming the tensor, attribute or domain.
+// - round trip: decoding and re-encoding gives the same bytes, for the converted SSD of bc-v1, the
+//   ONNX Model Zoo's mobilenetv2-12-int8 (com.microsoft ops, seven opset imports, float_data and
+//   int32_data tensors) and a small model with every tensor type and storage, a shapeless output,
+//   every attribute kind and a node of another domain;
+// - the other ways of storing tensor values (float_data, int64_data, packed ints) read the same
+//   values, the typed field kept as the tensor's storage;
+// - what is outside the subset (another data type or attribute type, a domain with no opset
+//   import, a second default opset import, external data) is refused with an error naming it.
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { decodeModel } from '../src/models/onnx-read';
 import { encodeModel, type OnnxModel } from '../src/models/onnx-write';
 import { encodeFloatField, encodeLenField, encodeStringField, encodeVarint, encodeVarintField, payload, rewrite } from '../src/models/protobuf';
-import { repoRoot } from './helpers/paths';
+import { repoRoot, zooMobileNetV2Int8 } from './helpers/paths';
 
 const ssdPath = path.join(repoRoot, 'models/bc-v1/ssd_mobilenetv2_oidv4.onnx');
 
@@ -19,6 +23,7 @@ function synthetic(): OnnxModel {
   return {
     irVersion: 8,
     opsetVersion: 13,
+    otherOpsets: [{ domain: 'com.microsoft', version: 1 }],
     producerName: 'onnx-read.test',
     producerVersion: '1',
     docString: 'every tensor type, attribute kind and value shape',
@@ -29,6 +34,7 @@ function synthetic(): OnnxModel {
         { name: 'dq', opType: 'DequantizeLinear', inputs: ['xq', 'scale', 'zero'], outputs: ['xd'], attributes: [] },
         { name: 'pool', opType: 'MaxPool', inputs: ['xd'], outputs: ['p'], attributes: [{ name: 'kernel_shape', type: 'ints', value: [2, 2] }] },
         { name: 'leaky', opType: 'LeakyRelu', inputs: ['p'], outputs: ['y'], attributes: [{ name: 'alpha', type: 'float', value: 0.25 }] },
+        { name: 'qadd', opType: 'QLinearAdd', domain: 'com.microsoft', inputs: ['xq', 'scale', 'zero', 'xq', 'scale', 'zero', 'scales', 'zps'], outputs: ['sum'], attributes: [] },
       ],
       initializers: [
         { name: 'scale', dims: [], type: 'float32', data: Float32Array.of(0.5) },
@@ -38,6 +44,10 @@ function synthetic(): OnnxModel {
         { name: 'i32', dims: [3], type: 'int32', data: Int32Array.of(-2147483648, 0, 2147483647) },
         { name: 'i8', dims: [4], type: 'int8', data: Int8Array.of(-128, -1, 0, 127) },
         { name: 'u8', dims: [1, 3], type: 'uint8', data: Uint8Array.of(0, 128, 255) },
+        { name: 'scales', dims: [2], type: 'float32', data: Float32Array.of(0.25, 3), storage: 'float_data' },
+        { name: 'zps', dims: [2], type: 'int8', data: Int8Array.of(-128, 127), storage: 'int32_data' },
+        { name: 'bias', dims: [2], type: 'int32', data: Int32Array.of(-5, 2147483647), storage: 'int32_data' },
+        { name: 'shape', dims: [2], type: 'int64', data: BigInt64Array.of(-1n, 4n), storage: 'int64_data' },
       ],
       inputs: [{ name: 'x', dims: ['batch', 1, 4, 4] }],
       outputs: [{ name: 'y', dims: ['batch', 1, 2, 2] }, { name: 'xd' }, { name: 'p', dims: [] }],
@@ -63,7 +73,16 @@ test('the converted SSD reads back to the same bytes', () => {
   assert.ok(encodeModel(model).equals(bytes), 'encodeModel(decodeModel(bytes)) differs from the file');
 });
 
-test('a model with every tensor type, a shapeless output and every attribute kind round-trips', () => {
+test('the ONNX Model Zoo mobilenetv2-12-int8 reads back to the same bytes', { skip: !zooMobileNetV2Int8 && 'mobilenetv2-12-int8.onnx is in neither models/bc-v1 nor the shared model mirror' }, () => {
+  const bytes = readFileSync(zooMobileNetV2Int8!);
+  assert.equal(createHash('sha256').update(bytes).digest('hex'), 'cc028fe6cae7bc11a4ff53cfc9b79c920e8be65ce33a904ec3e2a8f66d77f95f');
+  const model = decodeModel(bytes);
+  assert.equal(model.otherOpsets?.length, 6);
+  assert.equal(model.graph.nodes.filter((n) => n.domain === 'com.microsoft').length, 12);
+  assert.ok(encodeModel(model).equals(bytes), 'encodeModel(decodeModel(bytes)) differs from the file');
+});
+
+test('a model with every tensor type and storage, a shapeless output, every attribute kind and another domain round-trips', () => {
   const bytes = encodeModel(synthetic());
   const model = decodeModel(bytes);
   assert.deepEqual(model, synthetic());
@@ -71,7 +90,7 @@ test('a model with every tensor type, a shapeless output and every attribute kin
   assert.ok(encodeModel(model).equals(bytes));
 });
 
-test('float_data, int64_data and packed ints read as raw_data does', () => {
+test('float_data, int64_data and packed ints read the same values as raw_data, the field kept as storage', () => {
   const floatData = (t: Buffer): Buffer =>
     rewrite(t, (f) => {
       if (f.no !== 9 || payload(t, f).length !== 16) return undefined;
@@ -86,7 +105,9 @@ test('float_data, int64_data and packed ints read as raw_data does', () => {
     });
   const other = editTensors((t) => int64Data(floatData(t)));
   assert.notDeepEqual(other, encodeModel(synthetic()));
-  assert.deepEqual(decodeModel(other), synthetic());
+  const stored = synthetic();
+  for (const t of stored.graph.initializers) if (t.name === 'f' || t.name === 'i64') t.storage = t.name === 'f' ? 'float_data' : 'int64_data';
+  assert.deepEqual(decodeModel(other), stored);
 
   // kernel_shape [2, 2] as one packed LEN field instead of one VARINT field per value.
   const packInts = (a: Buffer): Buffer =>
@@ -96,12 +117,14 @@ test('float_data, int64_data and packed ints read as raw_data does', () => {
   assert.deepEqual(decodeModel(packed), synthetic());
 });
 
-test('a tensor of an unsupported data type is refused, naming it', () => {
+test('a tensor of an unsupported data type, or int32_data values its type cannot hold, is refused, naming it', () => {
   const float16 = editTensors((t) => rewrite(t, (f) => (f.no === 2 && t.includes('u8') ? encodeVarintField(2, 10n) : undefined)));
   assert.throws(() => decodeModel(float16), /ONNX tensor u8: data type 10 is not supported/);
+  const wide = editTensors((t) => rewrite(t, (f) => (f.no === 5 && t.includes('zps') ? encodeLenField(5, Buffer.concat([encodeVarint(300n), encodeVarint(0n)])) : undefined)));
+  assert.throws(() => decodeModel(wide), /ONNX tensor zps: int32_data value 300 does not fit int8/);
 });
 
-test('external data, other attribute types and other domains are refused', () => {
+test('external data, other attribute types, domains with no opset import and a second default opset are refused', () => {
   const external = editTensors((t) => rewrite(t, (f) => (f.no === 9 && t.includes('i32') ? encodeVarintField(14, 1n) : undefined)));
   assert.throws(() => decodeModel(external), /ONNX tensor i32: external data is not supported/);
 
@@ -110,8 +133,9 @@ test('external data, other attribute types and other domains are refused', () =>
   );
   assert.throws(() => decodeModel(stringAttr), /ONNX node q: attribute axis has type 3/);
 
-  const domain = edit(encodeModel(synthetic()), 7, (g) => edit(g, 1, (n) => Buffer.concat([n, encodeStringField(7, 'com.microsoft')])));
-  assert.throws(() => decodeModel(domain), /ONNX node q: domain com.microsoft is not supported/);
-  const opset = Buffer.concat([encodeModel(synthetic()), encodeLenField(8, Buffer.concat([encodeStringField(1, 'ai.onnx.ml'), encodeVarintField(2, 3n)]))]);
-  assert.throws(() => decodeModel(opset), /domain ai.onnx.ml is not supported/);
+  const domain = edit(encodeModel(synthetic()), 7, (g) => edit(g, 1, (n) => Buffer.concat([n, encodeStringField(7, 'ai.onnx.ml')])));
+  assert.throws(() => decodeModel(domain), /ONNX node q: domain ai.onnx.ml has no opset import/);
+  const opset = (domain: string): Buffer => encodeLenField(8, Buffer.concat([encodeStringField(1, domain), encodeVarintField(2, 3n)]));
+  assert.throws(() => decodeModel(Buffer.concat([encodeModel(synthetic()), opset('ai.onnx')])), /2 opset imports for the default domain/);
+  assert.throws(() => decodeModel(Buffer.concat([encodeModel(synthetic()), opset('com.microsoft')])), /more than one opset import for domain com.microsoft/);
 });

@@ -1,12 +1,14 @@
 // train-head: the logistic fit and model selection on synthetic embeddings, the backbone cut, and
-// an end-to-end CLI run on real photos whose pack a real server then lists as trained and serves.
+// end-to-end CLI runs on real photos: the default (ImageNet backbone) pack, a few kilobytes that a
+// real server lists as trained and serves, and refuses once its base's backbone changes; and the
+// detector-stage pack.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { readManifest } from '../src/models/pack';
+import { loadPack, readManifest } from '../src/models/pack';
 import { loadAddon } from '../src/native/addon';
 import { buildBackbone } from '../src/train/backbone';
 import { composeClassifier } from '../src/train/compose';
@@ -151,13 +153,23 @@ describe('train-head CLI end to end', () => {
     rmSync(tmp, { recursive: true, force: true });
   });
 
-  test('writes a pack with the counts, skips the photo without a cat, and says so', async () => {
+  test('writes a head-only pack with the counts, skips the photo without a cat, and says so', async () => {
     assert.equal(first.code, 0, first.stderr);
     assert.match(first.stderr, new RegExp(`skipped .*${NO_CAT.replace('.', '\\.')}: no cat detected`));
     assert.match(first.stdout, /pack proxy-head written/);
-    const manifest = await readManifest(path.join(tmp, 'models/proxy-head'));
+    const dir = path.join(tmp, 'models/proxy-head');
+    const manifest = await readManifest(dir);
     const t = manifest.classifier.training!;
     assert.equal(manifest.classifier.reference, false);
+    // The head and its manifest only: the backbone, detector and verifier come from bc-v1.
+    assert.deepEqual(readdirSync(dir).sort(), ['MODEL_CARD.md', 'head.json', 'manifest.json']);
+    assert.ok(readdirSync(dir).every((f) => statSync(path.join(dir, f)).size < 64 * 1024));
+    assert.equal(manifest.filesFrom, 'bc-v1');
+    const base = await readManifest(path.join(tmp, 'models/bc-v1'));
+    assert.ok('backbone' in manifest.classifier && 'backbone' in base.classifier);
+    assert.equal(manifest.classifier.backbone.sha256, base.classifier.backbone.sha256);
+    assert.deepEqual(t.backbone, { stage: 'imagenet-mobilenetv2', inputSize: 224, sha256: base.classifier.backbone.sha256 });
+    assert.deepEqual(manifest.verifier, base.verifier);
     assert.equal(t.counts.skipped, 1);
     assert.equal(t.counts.train.comfort + t.counts.validation.comfort, 4);
     assert.equal(t.counts.train.discomfort + t.counts.validation.discomfort, 4);
@@ -180,8 +192,11 @@ describe('train-head CLI end to end', () => {
     const summary = list.body.models.find((m: { id: string }) => m.id === 'proxy-head');
     assert.equal(summary.classifier.trained, true);
     assert.equal(summary.classifier.training.training_photos + summary.classifier.training.validation_photos, 8);
+    assert.equal(summary.classifier.backbone.name, 'imagenet-mobilenetv2');
+    assert.notEqual(summary.verifier, null);
     const reference = list.body.models.find((m: { id: string }) => m.id === 'bc-v1');
-    assert.deepEqual(reference.classifier, { trained: false, training: null });
+    assert.equal(reference.classifier.trained, false);
+    assert.equal(reference.classifier.training, null);
     const mean = async (files: string[]) => {
       let sum = 0;
       for (const f of files) {
@@ -200,6 +215,39 @@ describe('train-head CLI end to end', () => {
     assert.match(server.output(), /"model":"proxy-head","pack_version":"1.0.0".*"classifier":"trained"/);
     const trainedLine = server.output().split('\n').find((l) => l.includes('model proxy-head: the classifier is a head trained by catcomfort train-head'));
     assert.match(trainedLine ?? '', /"validation_photos":2/);
+  });
+
+  test('a head trained on another backbone is refused, naming the file, the two sha256 and the remedy', async () => {
+    const copy = path.join(tmp, 'changed');
+    cpSync(path.join(tmp, 'models'), copy, { recursive: true });
+    const file = path.join(copy, 'proxy-head/manifest.json');
+    const manifest = JSON.parse(readFileSync(file, 'utf8'));
+    manifest.classifier.backbone.sha256 = 'f'.repeat(64);
+    writeFileSync(file, JSON.stringify(manifest));
+    const limits = { maxPixels: 1e8, batching: { maxBatchSize: 1, maxQueueDelayUs: 0, maxQueue: 1, maxInFlight: 1 }, sessionBatch: 1, precision: 'int8' as const };
+    await assert.rejects(
+      loadPack(path.join(copy, 'proxy-head'), limits),
+      new RegExp(`made for the classifier backbone mobilenetv2-12-int8\\.onnx with sha256 f{64}, but pack bc-v1 now has one with sha256 [0-9a-f]{64}: retrain the head`),
+    );
+    rmSync(path.join(copy, 'bc-v1/mobilenetv2-12-int8.onnx'));
+    manifest.classifier.backbone.sha256 = JSON.parse(readFileSync(path.join(copy, 'bc-v1/manifest.json'), 'utf8')).classifier.backbone.sha256;
+    writeFileSync(file, JSON.stringify(manifest));
+    await assert.rejects(loadPack(path.join(copy, 'proxy-head'), limits), /takes its classifier backbone mobilenetv2-12-int8\.onnx from pack bc-v1, but .* is missing/);
+  });
+
+  test('--backbone detector writes a pack with its own classifier network and detector files, and no verifier', async () => {
+    const out = path.join(tmp, 'models/ssd-head');
+    const run = await runCli(['--data', csv, '--out', out, '--cache', path.join(tmp, 'cache'), '--backbone', 'detector']);
+    assert.equal(run.code, 0, run.stderr);
+    const manifest = await readManifest(out);
+    assert.equal(manifest.verifier, undefined);
+    assert.equal(manifest.filesFrom, undefined);
+    assert.ok(!('backbone' in manifest.classifier));
+    assert.equal(manifest.classifier.training!.backbone.stage, 'conv-1280');
+    assert.ok(readdirSync(out).includes('classifier.onnx'));
+    const usage = await runCli(['--data', csv, '--out', path.join(tmp, 'z'), '--stage', 'expand-576']);
+    assert.equal(usage.code, 2);
+    assert.match(usage.stderr, /--stage and --size choose a detector stage: they need --backbone detector/);
   });
 
   test('bad arguments and bad data exit 2 with a message', async () => {

@@ -1,21 +1,23 @@
 #!/usr/bin/env python3
-"""Generate the two *reference* comfort classifiers shipped with the service.
+"""Generate the *reference* comfort classifier of bc-legacy.
 
-THESE NETWORKS ARE NOT TRAINED. Their weights are pseudo-random numbers drawn
+(bc-v1's reference is a head on its ImageNet backbone since pack 1.2.0:
+src/tools/make-reference-head.ts.)
+
+THIS NETWORK IS NOT TRAINED. Its weights are pseudo-random numbers drawn
 from fixed seeds (numpy.random.default_rng); no data set, no labels and no
-training step are involved. Their output is a deterministic function of the
+training step are involved. Its output is a deterministic function of the
 pixels that varies from photo to photo, but it carries NO information about a
-cat's comfort. They exist so that the whole pipeline (crop, resize, normalise,
+cat's comfort. It exists so that the whole pipeline (crop, resize, normalise,
 ONNX Runtime session, batching, output index) can be built, tested and
 benchmarked end to end with a real model file of a realistic shape, until a
-trained classifier replaces them.
+trained classifier replaces it.
 
-Outputs (ONNX opset 17, IR version 8):
-  models/bc-v1/classifier.onnx      "BC-V1" reference CNN   (4 conv layers, widths 16-32-64-64, seed 1001)
+Output (ONNX opset 17, IR version 8):
   models/bc-legacy/classifier.onnx  "BC-Legacy" reference CNN ("original mood
                                      model"; 5x5 stem + max-pool, widths 8-16-32,
                                      a tanh hidden layer, seed 1970)
-Both: input  `input`        float32 [N, 3, 224, 224] (N dynamic, dim_param "batch"),
+      input  `input`        float32 [N, 3, 224, 224] (N dynamic, dim_param "batch"),
                             RGB, (x/255 - ImageNet mean) / ImageNet std
       output `p_discomfort` float32 [N, 1] = sigmoid(logit_scale * (z + logit_bias))
 
@@ -62,7 +64,6 @@ class Net:
 
 
 NETS = [
-    Net('bc-v1-reference', REPO / 'models/bc-v1/classifier.onnx', 1001, logit_bias=-0.5, logit_scale=4.4),
     Net('bc-legacy-reference', REPO / 'models/bc-legacy/classifier.onnx', 1970, logit_bias=0.05, logit_scale=7.3),
 ]
 
@@ -110,21 +111,14 @@ class Builder:
 def build(net: Net, with_head: bool = True) -> onnx.ModelProto:
     b = Builder(net.seed)
     x = 'input'
-    if net.name.startswith('bc-v1'):
-        # 224 -> 112 -> 56 -> 28 -> 14, ReLU, global average pool, linear.
-        for cin, cout in [(3, 16), (16, 32), (32, 64), (64, 64)]:
-            x = b.node('Relu', [b.conv(x, cin, cout, 3, 2)])
-        x = b.node('Flatten', [b.node('GlobalAveragePool', [x])], axis=1)
-        z = b.dense(x, 64, 1)
-    else:
-        # "original mood model": 5x5/4 stem, max-pool, two 3x3/2 convs, tanh hidden layer.
-        x = b.node('Relu', [b.conv(x, 3, 8, 5, 4)])  # 56
-        x = b.node('MaxPool', [x], kernel_shape=[2, 2], strides=[2, 2])  # 28
-        x = b.node('Relu', [b.conv(x, 8, 16, 3, 2)])  # 14
-        x = b.node('Relu', [b.conv(x, 16, 32, 3, 2)])  # 7
-        x = b.node('Flatten', [b.node('GlobalAveragePool', [x])], axis=1)
-        x = b.node('Tanh', [b.dense(x, 32, 8)])
-        z = b.dense(x, 8, 1)
+    # "original mood model": 5x5/4 stem, max-pool, two 3x3/2 convs, tanh hidden layer.
+    x = b.node('Relu', [b.conv(x, 3, 8, 5, 4)])  # 56
+    x = b.node('MaxPool', [x], kernel_shape=[2, 2], strides=[2, 2])  # 28
+    x = b.node('Relu', [b.conv(x, 8, 16, 3, 2)])  # 14
+    x = b.node('Relu', [b.conv(x, 16, 32, 3, 2)])  # 7
+    x = b.node('Flatten', [b.node('GlobalAveragePool', [x])], axis=1)
+    x = b.node('Tanh', [b.dense(x, 32, 8)])
+    z = b.dense(x, 8, 1)
     if with_head:
         z = b.head(z, net.logit_bias, net.logit_scale)
         out_name = 'p_discomfort'
@@ -156,7 +150,7 @@ def serialize(model: onnx.ModelProto) -> bytes:
 
 
 def preprocess_crop(path: Path, box: list[int], margin: float) -> np.ndarray:
-    """The classifier preprocessing of models/bc-v1/manifest.json: crop box (+margin), stretch to
+    """The classifier preprocessing of models/bc-legacy/manifest.json: crop box (+margin), stretch to
     224x224, RGB, x/255, ImageNet mean/std, NCHW."""
     from PIL import Image
 

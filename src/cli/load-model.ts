@@ -26,5 +26,5 @@ export async function loadOneModel(config: Config, id: string): Promise<Model> {
   const dir = path.join(config.modelsDir, id);
   const pack = await loadPack(dir, registryOptions(config, info));
   const pipeline = await addon.createPipeline(pack.spec);
-  return new Model(pack.manifest, dir, addon, pipeline, config.maxPixels, config.batching, pack.precision);
+  return new Model(pack.manifest, dir, addon, pipeline, config.maxPixels, config.batching, pack.precision, pack.backbonePrecision);
 }

@@ -1,8 +1,9 @@
 // catcomfort train-head: trains the comfort head on the operator's labelled photos and writes a
 // model pack the service loads like any other.
 //
-//   catcomfort train-head --data DIR|CSV --out PACK_DIR [--base bc-v1] [--id ID] [--stage conv-1280]
-//                         [--size 224] [--seed 1] [--validation-fraction 0.25] [--cache DIR] [--force]
+//   catcomfort train-head --data DIR|CSV --out PACK_DIR [--base bc-v1] [--id ID] [--backbone imagenet]
+//                         [--stage conv-1280] [--size 224] [--seed 1] [--validation-fraction 0.25]
+//                         [--cache DIR] [--force]
 //
 // Exit codes: 0 pack written, 1 training failed, 2 bad arguments or data. Progress on stderr, the
 // result on stdout.
@@ -10,7 +11,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { TrainingManifest } from '../models/manifest';
 import { readManifest } from '../models/pack';
-import { buildBackbone, isStage, STAGES, type StageName } from '../train/backbone';
+import { BACKBONE_KINDS, buildBackbone, imagenetBackbone, isStage, STAGES, type Backbone, type BackboneKind, type StageName } from '../train/backbone';
 import { composeClassifier } from '../train/compose';
 import { DatasetError, LABEL_NAMES, readDataset } from '../train/dataset';
 import { defaultCacheDir, embedPhotos } from '../train/embed';
@@ -21,6 +22,7 @@ import { writePack } from '../train/pack-writer';
 const repoRoot = path.resolve(__dirname, '../../..');
 
 /** Chosen on the proxy task (README "Training the comfort head"). */
+export const DEFAULT_BACKBONE: BackboneKind = 'imagenet';
 export const DEFAULT_STAGE: StageName = 'conv-1280';
 export const DEFAULT_SIZE = 224;
 
@@ -35,8 +37,13 @@ Trains the comfort head on your labelled photos and writes a model pack.
                              in the service's models folder (CATCOMFORT_MODELS_DIR) to serve it
   --base ID|DIR              pack whose detector, cutoffs and crop are used (default bc-v1)
   --id ID                    pack id (default: the name of PACK_DIR)
-  --stage ${Object.keys(STAGES).join('|').padEnd(18)} backbone stage (default ${DEFAULT_STAGE})
-  --size N                   crop size in pixels (default ${DEFAULT_SIZE})
+  --backbone ${BACKBONE_KINDS.join('|').padEnd(15)} imagenet (default): the base pack's ImageNet MobileNetV2 features;
+                             the pack written holds only the head (a few KB) and takes the
+                             other files from the base pack, which must sit beside it.
+                             detector: a stage of the base pack's SSD detector (--stage, --size);
+                             the pack holds its own classifier and detector files, no verifier
+  --stage ${Object.keys(STAGES).join('|').padEnd(18)} detector backbone stage (default ${DEFAULT_STAGE})
+  --size N                   detector backbone crop size in pixels (default ${DEFAULT_SIZE})
   --seed N                   seed of the train/validation split and folds (default 1)
   --validation-fraction F    share of each class held out (default 0.25)
   --cache DIR                embedding cache (default ${defaultCacheDir()})
@@ -64,8 +71,9 @@ function parse(argv: string[]) {
       out: { type: 'string' },
       base: { type: 'string', default: 'bc-v1' },
       id: { type: 'string' },
-      stage: { type: 'string', default: DEFAULT_STAGE },
-      size: { type: 'string', default: String(DEFAULT_SIZE) },
+      backbone: { type: 'string', default: DEFAULT_BACKBONE },
+      stage: { type: 'string' },
+      size: { type: 'string' },
       seed: { type: 'string', default: '1' },
       'validation-fraction': { type: 'string', default: '0.25' },
       cache: { type: 'string' },
@@ -78,7 +86,13 @@ function parse(argv: string[]) {
   if (values.help) return null;
   if (!values.data) throw new UsageError('--data is required');
   if (!values.out) throw new UsageError('--out is required');
-  if (!isStage(values.stage!)) throw new UsageError(`--stage must be one of ${Object.keys(STAGES).join(', ')}`);
+  const backbone = values.backbone as BackboneKind;
+  if (!BACKBONE_KINDS.includes(backbone)) throw new UsageError(`--backbone must be one of ${BACKBONE_KINDS.join(', ')}`);
+  if (backbone === 'imagenet' && (values.stage !== undefined || values.size !== undefined)) {
+    throw new UsageError('--stage and --size choose a detector stage: they need --backbone detector');
+  }
+  const stage = values.stage ?? DEFAULT_STAGE;
+  if (!isStage(stage)) throw new UsageError(`--stage must be one of ${Object.keys(STAGES).join(', ')}`);
   const fraction = Number(values['validation-fraction']);
   if (!(fraction > 0 && fraction < 1)) throw new UsageError('--validation-fraction must be a number between 0 and 1');
   const out = path.resolve(values.out);
@@ -92,8 +106,9 @@ function parse(argv: string[]) {
     out,
     id,
     baseDir: base.includes('/') || base.includes(path.sep) ? path.resolve(base) : path.join(modelsDir(), base),
-    stage: values.stage,
-    size: integer('size', values.size!, 64, 640),
+    backbone,
+    stage,
+    size: integer('size', values.size ?? String(DEFAULT_SIZE), 64, 640),
     seed: integer('seed', values.seed!, 0, 2 ** 31 - 1),
     fraction,
     cacheDir: path.resolve(values.cache ?? defaultCacheDir()),
@@ -128,8 +143,8 @@ export async function trainHead(argv: string[]): Promise<number> {
   try {
     const photos = await readDataset(args.data);
     const base = await readManifest(args.baseDir);
-    process.stderr.write(`train-head: ${photos.length} photos; base pack ${base.id} ${base.version}; backbone ${args.stage} at ${args.size} px\n`);
-    const backbone = buildBackbone(base, args.stage, args.size, repoRoot);
+    const backbone: Backbone = args.backbone === 'imagenet' ? imagenetBackbone(base) : buildBackbone(base, args.stage, args.size, repoRoot);
+    process.stderr.write(`train-head: ${photos.length} photos; base pack ${base.id} ${base.version}; backbone ${backbone.stage} at ${backbone.inputSize} px\n`);
     const embedded = await embedPhotos(photos, { baseDir: args.baseDir, backbone, cacheDir: args.cacheDir, progress: progressWriter() });
     const skipped = embedded.flatMap((e) => ('skipped' in e ? [{ file: path.relative(process.cwd(), e.photo.file), reason: e.skipped }] : []));
     for (const s of skipped) process.stderr.write(`skipped ${s.file}: ${s.reason}\n`);
@@ -145,7 +160,7 @@ export async function trainHead(argv: string[]): Promise<number> {
       tool: 'catcomfort train-head',
       trainedAt: new Date().toISOString(),
       basePack: `${base.id}@${base.version}`,
-      backbone: { stage: args.stage, inputSize: args.size, sha256: backbone.sha256 },
+      backbone: { stage: backbone.stage, inputSize: backbone.inputSize, sha256: backbone.sha256 },
       seed: args.seed,
       validationFraction: args.fraction,
       l2: fit.cv.lambda,
@@ -159,7 +174,10 @@ export async function trainHead(argv: string[]): Promise<number> {
         confusion: fit.confusion,
       },
     };
-    const classifier = composeClassifier(backbone, fit.head, `catcomfort train-head: ${args.stage} ${args.size} px backbone of ${base.id} + logistic head`);
+    const classifier =
+      backbone.kind === 'imagenet'
+        ? ({ kind: 'head', head: fit.head } as const)
+        : ({ kind: 'network', onnx: composeClassifier(backbone, fit.head, `catcomfort train-head: ${args.stage} ${args.size} px backbone of ${base.id} + logistic head`) } as const);
     const manifest = await writePack({
       base,
       baseDir: args.baseDir,

@@ -4,7 +4,8 @@
 import path from 'node:path';
 import { toAnalysis } from '../pipeline/analysis';
 import type { Manifest } from '../models/manifest';
-import { loadPack, readManifest, readModelFile } from '../models/pack';
+import { loadPack, readManifest, readPackFile } from '../models/pack';
+import { packFileDir, packFiles } from '../models/pack-files';
 import { configureAddon, readWarmUpSample, registryOptions } from '../models/runtime';
 import { loadConfig } from '../config';
 import { parse, positionals } from './args';
@@ -14,8 +15,9 @@ const USAGE = `Usage: catcomfort validate-pack DIR
 Checks the model pack in DIR as the service would load it, printing one line per check:
   manifest     manifest.json parses and matches the schema (src/models/manifest.ts); its id is
                the folder's name
-  detector     the detector file is there and has the manifest's sha256
-  classifier   the classifier file is there and has the manifest's sha256
+  detector, detector-int8, calibration, classifier | backbone, backbone-float, head
+               each model file the manifest names is there (in DIR, or in the base pack a
+               trained pack takes its files from) and has the manifest's sha256
   inference    the pack loads (graph rewrites, ONNX Runtime sessions on CPU) and finds the cat in
                models/warmup-cat.png as "detected"
 A check that cannot run because an earlier one failed is reported as skipped.
@@ -30,12 +32,12 @@ async function check(name: string, run: () => Promise<string>): Promise<boolean>
   } catch (error) {
     outcome = { ok: false, detail: (error as Error).message };
   }
-  (outcome.ok ? process.stdout : process.stderr).write(`${outcome.ok ? 'ok  ' : 'FAIL'} ${name.padEnd(10)} ${outcome.detail}\n`);
+  (outcome.ok ? process.stdout : process.stderr).write(`${outcome.ok ? 'ok  ' : 'FAIL'} ${name.padEnd(14)} ${outcome.detail}\n`);
   return outcome.ok;
 }
 
 function skipped(name: string, why: string): void {
-  process.stderr.write(`skip ${name.padEnd(10)} ${why}\n`);
+  process.stderr.write(`skip ${name.padEnd(14)} ${why}\n`);
 }
 
 /** One inference on CPU with the pack's own views, calibration and cutoffs. */
@@ -70,14 +72,16 @@ export async function validatePackCommand(argv: string[]): Promise<number> {
     return `${path.join(dir, 'manifest.json')}: ${manifest.id} ${manifest.version} (${manifest.name})${manifest.disabled ? ', disabled: the service will not load it' : ''}`;
   });
   if (!manifestOk || !manifest) {
-    for (const name of ['detector', 'classifier', 'inference']) skipped(name, 'needs a valid manifest');
+    skipped('files', 'needs a valid manifest');
+    skipped('inference', 'needs a valid manifest');
     return 1;
   }
   let filesOk = true;
-  for (const [name, { file, sha256 }] of [['detector', manifest.detector], ['classifier', manifest.classifier]] as const) {
-    filesOk = (await check(name, async () => {
-      await readModelFile(dir, file, sha256);
-      return `${file}: sha256 ${sha256}`;
+  const m = manifest;
+  for (const file of packFiles(m)) {
+    filesOk = (await check(file.role, async () => {
+      await readPackFile(dir, m, file, file.role);
+      return `${path.join(path.relative(dir, packFileDir(dir, m, file.file)), file.file)}: sha256 ${file.sha256}`;
     })) && filesOk;
   }
   if (!filesOk) {

@@ -181,21 +181,97 @@ const Training = Type.Object(
   { additionalProperties: false },
 );
 
-const Classifier = Type.Object(
+const ClassifierCommon = {
+  /** true for the untrained reference network or head shipped with the repo. */
+  reference: Type.Boolean(),
+  /** Only for a trained classifier made by train-head (reference false). */
+  training: Type.Optional(Training),
+  license: Type.String(),
+  preprocess: Preprocess,
+  cropMargin: Type.Number({ minimum: 0, maximum: 1 }),
+};
+
+/** A classifier that is one ONNX network: crop in, discomfort probability at outputIndex out. */
+const NetworkFields = { file: FileName, sha256: Sha256, outputIndex: Type.Integer({ minimum: 0 }) };
+
+/**
+ * The ImageNet MobileNetV2 of the ONNX Model Zoo (int8, QLinear ops), obtained at install like a
+ * detector file; `float` is the copy our tooling makes of it at install (weights dequantized) for
+ * providers without QLinear kernels. Its 1280 pooled features feed the head, its 1000-class
+ * probabilities the verifier (src/models/imagenet/).
+ */
+const ImagenetBackbone = Type.Object(
   {
+    name: Type.Literal('imagenet-mobilenetv2'),
     file: FileName,
     sha256: Sha256,
-    /** true for the untrained reference network shipped with the repo. */
-    reference: Type.Boolean(),
-    /** Only for a trained classifier made by train-head (reference false). */
-    training: Type.Optional(Training),
+    url: Type.Optional(Type.String({ pattern: '^https://' })),
+    mirrorPath: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9._/-]+$' })),
+    float: Type.Object({ file: FileName, sha256: Sha256 }, { additionalProperties: false }),
     license: Type.String(),
-    preprocess: Preprocess,
-    cropMargin: Type.Number({ minimum: 0, maximum: 1 }),
-    outputIndex: Type.Integer({ minimum: 0 }),
   },
   { additionalProperties: false },
 );
+
+/** A classifier that is a logistic head (JSON: { inputs, weights[inputs], bias }) on the ImageNet backbone. */
+const HeadFields = { backbone: ImagenetBackbone, head: Type.Object({ file: FileName, sha256: Sha256 }, { additionalProperties: false }) };
+
+const NetworkClassifier = Type.Object({ ...ClassifierCommon, ...NetworkFields }, { additionalProperties: false });
+const HeadClassifier = Type.Object({ ...ClassifierCommon, ...HeadFields }, { additionalProperties: false });
+
+/**
+ * What the schema checks: either form's fields, all optional, so that a mistake inside one is
+ * reported at its own path; validateManifest then requires exactly one form, whole.
+ */
+const Classifier = Type.Object(
+  {
+    ...ClassifierCommon,
+    ...Object.fromEntries(Object.entries({ ...NetworkFields, ...HeadFields }).map(([k, v]) => [k, Type.Optional(v)])),
+  },
+  { additionalProperties: false },
+);
+
+const ClassIndex = Type.Integer({ minimum: 0, maximum: 999 });
+
+/** ImageNet classes in named groups, each entry a class or an inclusive [first, last] range. */
+const ClassGroups = Type.Record(Type.String({ minLength: 1 }), Type.Array(Type.Union([ClassIndex, Type.Tuple([ClassIndex, ClassIndex])]), { minItems: 1 }), {
+  minProperties: 1,
+});
+
+/**
+ * Decides whether a detected candidate is a cat from the backbone's ImageNet class probabilities
+ * on its crop: it is vetoed when their sum over lookalikeClasses exceeds maxLookalikeMass. Up to
+ * maxCandidates `detected` candidates are checked, best first: of those it passes, the first whose
+ * mass on catClasses is at least its mass on dogClasses is reported (a cat beside a dog), else the
+ * first; when it passes none, the answer is low_confidence with the best one.
+ */
+const Verifier = Type.Object(
+  {
+    maxCandidates: Type.Integer({ minimum: 1, maximum: 10 }),
+    rule: Type.Object(
+      {
+        lookalikeClasses: ClassGroups,
+        maxLookalikeMass: Type.Number({ minimum: 0, maximum: 1 }),
+        catClasses: ClassGroups,
+        dogClasses: ClassGroups,
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+/** The classes of named groups, one list, ascending. */
+export function classList(groups: Static<typeof ClassGroups>): number[] {
+  const out: number[] = [];
+  for (const entries of Object.values(groups)) {
+    for (const e of entries) {
+      const [first, last] = typeof e === 'number' ? [e, e] : e;
+      for (let k = first; k <= last; k++) out.push(k);
+    }
+  }
+  return out.sort((a, b) => a - b);
+}
 
 export const ManifestSchema = Type.Object(
   {
@@ -211,8 +287,11 @@ export const ManifestSchema = Type.Object(
       { detected: Type.Number({ minimum: 0, maximum: 1 }), lowConfidence: Type.Number({ minimum: 0, maximum: 1 }) },
       { additionalProperties: false },
     ),
+    /** A pack made by train-head: model files it does not hold come from this sibling pack folder. */
+    filesFrom: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9-]{0,63}$' })),
     detector: Detector,
     classifier: Classifier,
+    verifier: Type.Optional(Verifier),
     /** Per-model overrides of the CATCOMFORT_BATCH_* / CATCOMFORT_QUEUE_MAX defaults. */
     batching: Type.Optional(
       Type.Object(
@@ -228,8 +307,12 @@ export const ManifestSchema = Type.Object(
   { additionalProperties: false },
 );
 
-export type Manifest = Static<typeof ManifestSchema>;
+export type Manifest = Omit<Static<typeof ManifestSchema>, 'classifier'> & { classifier: NetworkClassifierManifest | HeadClassifierManifest };
 export type TrainingManifest = Static<typeof Training>;
+export type NetworkClassifierManifest = Static<typeof NetworkClassifier>;
+export type HeadClassifierManifest = Static<typeof HeadClassifier>;
+export type ImagenetBackboneManifest = Static<typeof ImagenetBackbone>;
+export type VerifierManifest = Static<typeof Verifier>;
 export type PreprocessManifest = Static<typeof Preprocess>;
 export type NpmSourceManifest = Static<typeof NpmSource>;
 export type Int8DetectorManifest = Static<typeof Int8Detector>;
@@ -278,9 +361,32 @@ export function validateManifest(value: unknown, source: string): Manifest {
     if (output.format === 'ssd' && output.anchors.minScale > output.anchors.maxScale) {
       problems.push('/detector/output/anchors: minScale must not exceed maxScale');
     }
+    const c = value as { classifier: Record<string, unknown> };
+    const present = (fields: object) => Object.keys(fields).filter((k) => c.classifier[k] !== undefined);
+    const [network, head] = [present(NetworkFields), present(HeadFields)];
+    if (network.length > 0 && head.length > 0) {
+      problems.push(`/classifier: give either ${Object.keys(NetworkFields).join(', ')} (one network) or ${Object.keys(HeadFields).join(', ')} (a head on the ImageNet backbone), not both`);
+    } else if (network.length + head.length === 0 || (network.length > 0 && network.length < 3) || head.length === 1) {
+      const form = head.length > 0 ? HeadFields : NetworkFields;
+      problems.push(`/classifier: missing ${Object.keys(form).filter((k) => c.classifier[k] === undefined).join(', ')}`);
+    }
     if (m.classifier.training && m.classifier.reference) {
       problems.push('/classifier/training: a reference classifier has no training record');
     }
+    if (m.verifier && !('backbone' in m.classifier)) {
+      problems.push('/verifier: needs a classifier with an ImageNet backbone (classifier.backbone)');
+    }
+    if (m.verifier) {
+      const { lookalikeClasses, catClasses, dogClasses } = m.verifier.rule;
+      const groups = [lookalikeClasses, catClasses, dogClasses];
+      const ranges = groups.flatMap((g) => Object.values(g).flat()).filter((e): e is [number, number] => typeof e !== 'number');
+      if (ranges.some(([first, last]) => last < first)) problems.push('/verifier/rule: a class range is [first, last] with first <= last');
+      else {
+        const classes = groups.flatMap(classList).sort((a, b) => a - b);
+        if (classes.some((k, i) => k === classes[i - 1])) problems.push('/verifier/rule: a class is named twice (within or across lookalikeClasses, catClasses, dogClasses)');
+      }
+    }
+    if (m.filesFrom === m.id) problems.push('/filesFrom: must name another pack');
     const batch = m.detector.dynamicBatch;
     if (batch && batch.reshapeFrom.length !== batch.reshapeTo.length) {
       problems.push('/detector/dynamicBatch: reshapeFrom and reshapeTo must have the same length');

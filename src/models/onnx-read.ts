@@ -1,14 +1,17 @@
 // Reads a serialized ONNX model (ModelProto) back into the plain objects of onnx-write.ts, so a
 // model can be edited (e.g. quantized) and written again. Only the subset that onnx-write.ts writes:
-// default-domain nodes with float, int and ints attributes, float32/int64/int32/int8/uint8 tensors
-// held in the file (raw_data, or float_data/int64_data), float inputs/outputs with fixed or symbolic
-// dims or no shape. Anything else (an unknown field, external data, another data type or domain)
-// is refused with an error naming the tensor, node or attribute, never dropped silently, so
-// encodeModel(decodeModel(bytes)) gives back a model that means the same. Field numbers: the
-// comment at the top of onnx-write.ts.
+// nodes (of domains the model imports) with float, int and ints attributes, float32/int64/int32/
+// int8/uint8 tensors held in the file (raw_data, float_data, int32_data or int64_data, the field
+// kept as the tensor's storage), float inputs/outputs with fixed or symbolic dims or no shape.
+// Anything else (an unknown field, external data, another data type, a domain not imported) is
+// refused with an error naming the tensor, node or attribute, never dropped silently, so
+// encodeModel(decodeModel(bytes)) gives back a model that means the same, and the same bytes where
+// the file was written as onnx-write.ts writes (packed typed fields, default opset import first,
+// no empty doc string), as the ONNX Model Zoo's mobilenetv2-12-int8 is. Field numbers: the comment
+// at the top of onnx-write.ts.
 import { endianness } from 'node:os';
 import { type Field, parseMessage, payload, readInt64s, WT_I32, WT_LEN, WT_VARINT } from './protobuf';
-import { ONNX_DATA_TYPES, type OnnxAttribute, type OnnxModel, type OnnxNode, type OnnxTensor, type OnnxValueInfo } from './onnx-write';
+import { ONNX_DATA_TYPES, type OnnxAttribute, type OnnxModel, type OnnxNode, type OnnxOpset, type OnnxTensor, type OnnxValueInfo } from './onnx-write';
 
 type TensorValues = { [K in OnnxTensor['type']]: Omit<Extract<OnnxTensor, { type: K }>, 'name' | 'dims'> }[OnnxTensor['type']];
 
@@ -66,13 +69,15 @@ function decodeAttribute(buf: Buffer, node: string): OnnxAttribute {
   }
 }
 
-function decodeNode(buf: Buffer): OnnxNode {
+function decodeNode(buf: Buffer, domains: ReadonlySet<string>): OnnxNode {
   const m = new Message(buf, 'node', [1, 2, 3, 4, 5, 7], 3);
   const name = m.str(3);
-  if (m.str(7) !== '') throw new Error(`ONNX node ${name}: domain ${m.str(7)} is not supported (default domain only)`);
   const inputs = m.lens(1).map((b) => b.toString('utf8'));
   const outputs = m.lens(2).map((b) => b.toString('utf8'));
-  return { name, opType: m.str(4), inputs, outputs, attributes: m.lens(5).map((a) => decodeAttribute(a, name)) };
+  const node: OnnxNode = { name, opType: m.str(4), inputs, outputs, attributes: m.lens(5).map((a) => decodeAttribute(a, name)) };
+  if (!m.has(7)) return node;
+  if (!domains.has(m.str(7))) throw new Error(`ONNX node ${name}: domain ${m.str(7)} has no opset import`);
+  return { ...node, domain: m.str(7) };
 }
 
 /** Little-endian bytes copied into an aligned buffer in the host's byte order. */
@@ -102,20 +107,41 @@ function rawValues(dataType: number, raw: Buffer, tensor: string): TensorValues 
   }
 }
 
-/** The values of raw_data (9), float_data (4: packed, or one I32 field per value) or int64_data (7). */
+/** int32_data values as the tensor's type, each checked to fit it. */
+function int32Values(m: Message, dataType: number, name: string): TensorValues {
+  const values = readInt64s(m.buf, m.fields, 5).map(Number);
+  const fit = (type: string, min: number, max: number): number[] => {
+    const bad = values.find((v) => v < min || v > max);
+    if (bad !== undefined) throw new Error(`ONNX tensor ${name}: int32_data value ${bad} does not fit ${type}`);
+    return values;
+  };
+  if (dataType === ONNX_DATA_TYPES.int8) return { type: 'int8', data: Int8Array.from(fit('int8', -128, 127)) };
+  if (dataType === ONNX_DATA_TYPES.uint8) return { type: 'uint8', data: Uint8Array.from(fit('uint8', 0, 255)) };
+  return { type: 'int32', data: Int32Array.from(fit('int32', -(2 ** 31), 2 ** 31 - 1)) };
+}
+
+/**
+ * The values of raw_data (9), float_data (4: packed, or one I32 field per value), int32_data (5)
+ * or int64_data (7), with the typed field named as the storage.
+ */
 function tensorValues(m: Message, dataType: number, name: string): TensorValues {
   if (m.has(13) || m.int(14) === 1) throw new Error(`ONNX tensor ${name}: external data is not supported`);
   if (m.has(9)) return rawValues(dataType, m.lens(9).at(-1)!, name);
   if (m.has(4) && dataType === ONNX_DATA_TYPES.float32) {
     const floats = m.fields.filter((f) => f.no === 4).map((f) => (f.wt === WT_LEN ? payload(m.buf, f) : m.buf.subarray(f.valueStart, f.end)));
-    return rawValues(dataType, Buffer.concat(floats), name);
+    return { ...rawValues(dataType, Buffer.concat(floats), name), storage: 'float_data' };
   }
-  if (m.has(7) && dataType === ONNX_DATA_TYPES.int64) return { type: 'int64', data: BigInt64Array.from(readInt64s(m.buf, m.fields, 7)) };
-  throw new Error(`ONNX tensor ${name}: no raw_data, float_data or int64_data for data type ${dataType}`);
+  if (m.has(5) && [ONNX_DATA_TYPES.int32, ONNX_DATA_TYPES.int8, ONNX_DATA_TYPES.uint8].includes(dataType)) {
+    return { ...int32Values(m, dataType, name), storage: 'int32_data' };
+  }
+  if (m.has(7) && dataType === ONNX_DATA_TYPES.int64) {
+    return { type: 'int64', data: BigInt64Array.from(readInt64s(m.buf, m.fields, 7)), storage: 'int64_data' };
+  }
+  throw new Error(`ONNX tensor ${name}: no raw_data, float_data, int32_data or int64_data for data type ${dataType}`);
 }
 
 function decodeTensor(buf: Buffer): OnnxTensor {
-  const m = new Message(buf, 'tensor', [1, 2, 4, 7, 8, 9, 13, 14], 8);
+  const m = new Message(buf, 'tensor', [1, 2, 4, 5, 7, 8, 9, 13, 14], 8);
   const name = m.str(8);
   const dims = m.ints(1);
   const values = tensorValues(m, m.int(2), name);
@@ -141,13 +167,20 @@ function decodeValueInfo(buf: Buffer): OnnxValueInfo {
   return { name, dims };
 }
 
-/** The default-domain opset version; other domains are refused. */
-function decodeOpset(imports: Buffer[]): number {
-  const opsets = imports.map((b) => new Message(b, 'opset import', [1, 2]));
-  const other = opsets.find((o) => o.str(1) !== '' && o.str(1) !== 'ai.onnx');
-  if (other) throw new Error(`ONNX opset import of domain ${other.str(1)} is not supported (default domain only)`);
-  if (opsets.length !== 1) throw new Error(`ONNX model: ${opsets.length} opset imports, expected one for the default domain`);
-  return opsets[0]!.int(2);
+const isDefaultDomain = (domain: string): boolean => domain === '' || domain === 'ai.onnx';
+
+/** The default domain's opset version and the other domains' imports, one import per domain. */
+function decodeOpsets(imports: Buffer[]): { opsetVersion: number; otherOpsets: OnnxOpset[] } {
+  const opsets = imports.map((b) => {
+    const o = new Message(b, 'opset import', [1, 2]);
+    return { domain: o.str(1), version: o.int(2) };
+  });
+  const defaults = opsets.filter((o) => isDefaultDomain(o.domain));
+  if (defaults.length !== 1) throw new Error(`ONNX model: ${defaults.length} opset imports for the default domain, expected one`);
+  const otherOpsets = opsets.filter((o) => !isDefaultDomain(o.domain));
+  const twice = otherOpsets.find((o, i) => otherOpsets.findIndex((p) => p.domain === o.domain) !== i);
+  if (twice) throw new Error(`ONNX model: more than one opset import for domain ${twice.domain}`);
+  return { opsetVersion: defaults[0]!.version, otherOpsets };
 }
 
 export function decodeModel(bytes: Buffer): OnnxModel {
@@ -155,15 +188,18 @@ export function decodeModel(bytes: Buffer): OnnxModel {
   const graphBytes = m.lens(7).at(-1);
   if (!graphBytes) throw new Error('ONNX model: no graph');
   const g = new Message(graphBytes, 'graph', [1, 2, 5, 11, 12]);
+  const { opsetVersion, otherOpsets } = decodeOpsets(m.lens(8));
+  const domains = new Set(['', 'ai.onnx', ...otherOpsets.map((o) => o.domain)]);
   return {
     irVersion: m.int(1),
-    opsetVersion: decodeOpset(m.lens(8)),
+    opsetVersion,
+    ...(otherOpsets.length > 0 ? { otherOpsets } : {}),
     producerName: m.str(2),
     producerVersion: m.str(3),
     docString: m.str(6),
     graph: {
       name: g.str(2),
-      nodes: g.lens(1).map(decodeNode),
+      nodes: g.lens(1).map((n) => decodeNode(n, domains)),
       initializers: g.lens(5).map(decodeTensor),
       inputs: g.lens(11).map(decodeValueInfo),
       outputs: g.lens(12).map(decodeValueInfo),

@@ -6,8 +6,12 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { BatchingConfig } from '../config';
 import { log } from '../log';
-import type { ClassifierSpec, DetectorSpec, PipelineSpec, PreprocessSpec } from '../native/addon';
-import { validateManifest, type Manifest, type PreprocessManifest } from './manifest';
+import type { ClassifierSpec, DetectorSpec, PipelineSpec, PreprocessSpec, VerifierSpec } from '../native/addon';
+import { CROP_OUTPUTS, composeCropNetwork } from './imagenet/crop-network';
+import { parseHead, type HeadWeights } from './imagenet/head';
+import { classList, validateManifest, type HeadClassifierManifest, type Manifest, type PreprocessManifest, type VerifierManifest } from './manifest';
+import { decodeModel } from './onnx-read';
+import { packFileDir } from './pack-files';
 import { summarizeOnnx, withDynamicBatch } from './onnx-batch';
 import { withFocusAsSpaceToDepth } from './onnx-focus';
 
@@ -36,7 +40,10 @@ export async function readManifest(dir: string): Promise<Manifest> {
 
 /** Reads a model file and checks it against the manifest's sha256. */
 export async function readModelFile(dir: string, file: string, expected: string): Promise<Buffer> {
-  const full = path.join(dir, file);
+  return readFileChecked(path.join(dir, file), expected);
+}
+
+async function readFileChecked(full: string, expected: string): Promise<Buffer> {
   let data: Buffer;
   try {
     data = await readFile(full);
@@ -72,6 +79,8 @@ export interface LoadedPack {
   spec: PipelineSpec;
   /** The detector's precision: int8 when asked for and the pack has it, else fp32. */
   precision: Precision;
+  /** The ImageNet backbone's precision, as asked for; null when the classifier has none. */
+  backbonePrecision: Precision | null;
 }
 
 export interface PackLimits {
@@ -81,8 +90,61 @@ export interface PackLimits {
   sessionBatch: number | null;
   /** PipelineSpec.jpegShrinkOnLoad; default true (false only to measure the full-size decode). */
   jpegShrinkOnLoad?: boolean;
-  /** The detector precision wanted; int8 is used where the pack has it (default fp32). */
+  /**
+   * The precision wanted (default fp32): the detector's, where the pack has an int8 detector; the
+   * ImageNet backbone's: int8 (QLinear ops, for the CPU provider) or its float copy (for providers
+   * without QLinear kernels).
+   */
   precision?: Precision;
+}
+
+/**
+ * A file of the pack, from its folder or (filesFrom) its base pack's, sha256-checked. A file of the
+ * base pack that no longer matches means the base changed under a pack trained on it.
+ */
+export async function readPackFile(dir: string, manifest: Manifest, file: { file: string; sha256: string }, what: string): Promise<Buffer> {
+  const from = packFileDir(dir, manifest, file.file);
+  if (from === dir) return readModelFile(dir, file.file, file.sha256);
+  const full = path.join(from, file.file);
+  const data = await readFile(full).catch(() => {
+    throw new PackError(`Pack ${manifest.id} takes its ${what} ${file.file} from pack ${manifest.filesFrom}, but ${full} is missing`);
+  });
+  const actual = sha256(data);
+  if (actual !== file.sha256) {
+    throw new PackError(
+      `Pack ${manifest.id} was made for the ${what} ${file.file} with sha256 ${file.sha256}, but pack ${manifest.filesFrom} now has one ` +
+        `with sha256 ${actual}: retrain the head on the current ${manifest.filesFrom} (catcomfort train-head) or restore the old ${manifest.filesFrom}`,
+    );
+  }
+  return data;
+}
+
+/**
+ * The crop network of a head classifier (src/models/imagenet/crop-network.ts): the backbone at the
+ * precision wanted with the head on it. The bench's peers run the same file.
+ */
+export async function cropNetwork(dir: string, manifest: Manifest, c: HeadClassifierManifest, precision: Precision): Promise<Buffer> {
+  const form = precision === 'int8' ? 'int8' : 'float';
+  const backbone = await readPackFile(dir, manifest, form === 'int8' ? c.backbone : c.backbone.float, 'classifier backbone');
+  const headFile = await readPackFile(dir, manifest, c.head, 'classifier head');
+  let head: HeadWeights;
+  try {
+    head = parseHead(headFile.toString('utf8'), `${manifest.id} ${c.head.file}`);
+  } catch (error) {
+    throw new PackError((error as Error).message);
+  }
+  return composeCropNetwork(decodeModel(backbone), head, form);
+}
+
+function verifierSpec(v: VerifierManifest): VerifierSpec {
+  return {
+    probsOutput: CROP_OUTPUTS.indexOf('probs'),
+    maxCandidates: v.maxCandidates,
+    lookalikeClasses: classList(v.rule.lookalikeClasses),
+    maxLookalikeMass: v.rule.maxLookalikeMass,
+    catClasses: classList(v.rule.catClasses),
+    dogClasses: classList(v.rule.dogClasses),
+  };
 }
 
 export async function loadPack(dir: string, limits: PackLimits): Promise<LoadedPack> {
@@ -90,11 +152,15 @@ export async function loadPack(dir: string, limits: PackLimits): Promise<LoadedP
   const d = manifest.detector;
   const c = manifest.classifier;
   const precision: Precision = limits.precision === 'int8' && d.int8 ? 'int8' : 'fp32';
+  const backbonePrecision: Precision | null = 'backbone' in c ? (limits.precision ?? 'fp32') : null;
   const file = precision === 'int8' ? d.int8! : d;
-  let detectorModel = await readModelFile(dir, file.file, file.sha256);
+  let detectorModel = await readPackFile(dir, manifest, file, 'detector');
   if (d.dynamicBatch) detectorModel = withDynamicBatch(detectorModel, d.dynamicBatch.reshapeFrom, d.dynamicBatch.reshapeTo);
   detectorModel = forEveryProvider(detectorModel, `${manifest.id} detector`);
-  const classifierModel = forEveryProvider(await readModelFile(dir, c.file, c.sha256), `${manifest.id} classifier`);
+  const classifierModel =
+    'backbone' in c
+      ? await cropNetwork(dir, manifest, c, backbonePrecision ?? 'fp32')
+      : forEveryProvider(await readPackFile(dir, manifest, c, 'classifier'), `${manifest.id} classifier`);
 
   const detector: DetectorSpec = {
     model: detectorModel,
@@ -110,12 +176,14 @@ export async function loadPack(dir: string, limits: PackLimits): Promise<LoadedP
     model: classifierModel,
     preprocess: preprocessSpec(c.preprocess),
     cropMargin: c.cropMargin,
-    outputIndex: c.outputIndex,
+    outputIndex: 'backbone' in c ? CROP_OUTPUTS.indexOf('p_discomfort') : c.outputIndex,
+    ...(manifest.verifier && { verifier: verifierSpec(manifest.verifier) }),
   };
   return {
     dir,
     manifest,
     precision,
+    backbonePrecision,
     spec: {
       detector,
       classifier,

@@ -23,6 +23,8 @@ export class Model {
     batching: BatchingConfig,
     /** The detector's precision (int8 or fp32). */
     readonly precision: Precision,
+    /** The ImageNet backbone's precision; null when the classifier has none. */
+    readonly backbonePrecision: Precision | null,
   ) {
     const model = manifest.id;
     const onBatch = (queuedMs: number[]) => {
@@ -138,7 +140,7 @@ export class ModelRegistry {
         throw new PackError(`Model pack folder ${dir} holds manifest id "${pack.manifest.id}"; they must match`);
       }
       const pipeline = await addon.createPipeline(pack.spec);
-      models.set(name, new Model(pack.manifest, dir, addon, pipeline, options.maxPixels, options.batching, pack.precision));
+      models.set(name, new Model(pack.manifest, dir, addon, pipeline, options.maxPixels, options.batching, pack.precision, pack.backbonePrecision));
     }
     if (models.size === 0) throw new PackError(`No model packs found in ${options.modelsDir}`);
     return new ModelRegistry(models, disabled);

@@ -65,7 +65,12 @@ export interface ItemSuccess {
   detection: DetectionState;
   /** Classifier output (probability of discomfort, 6 decimals), only when `detected`. */
   score: number | null;
-  /** The classifier's whole output row, only when ClassifierSpec.returnOutput and `score` is set. */
+  /**
+   * With a verifier, for `detected` items and those it vetoed (`low_confidence`): its reading of
+   * the reported candidate's crop, and how many candidates it checked.
+   */
+  verification?: Verification;
+  /** The row of ClassifierSpec.embeddingOutput, only when `score` is set. */
   output?: Float32Array;
   /** Milliseconds spent in each stage for this item (batch stages are shared by the batch). */
   timings: { decodeMs: number; detectMs: number; classifyMs: number };
@@ -115,15 +120,41 @@ export interface DetectorSpec {
   calibration: Array<[number, number]>;
 }
 
+export interface Verification {
+  /** Probability mass on VerifierSpec.lookalikeClasses, catClasses, dogClasses; 6 decimals. */
+  lookalikeMass: number;
+  catMass: number;
+  dogMass: number;
+  passed: boolean;
+  checked: number;
+}
+
+/**
+ * The rule that decides whether a detected candidate is a cat, over the class probabilities of
+ * its crop (the classifier session's output `probsOutput`): it is vetoed when the mass on
+ * lookalikeClasses exceeds maxLookalikeMass. Up to maxCandidates `detected` candidates are
+ * checked, best first; of those it passes, the first with catMass >= dogMass is reported, else
+ * the first.
+ */
+export interface VerifierSpec {
+  probsOutput: number;
+  maxCandidates: number;
+  lookalikeClasses: number[];
+  maxLookalikeMass: number;
+  catClasses: number[];
+  dogClasses: number[];
+}
+
 export interface ClassifierSpec {
   model: Buffer;
   preprocess: PreprocessSpec;
   /** Extra margin around the detected box, as a fraction of its width/height, before cropping. */
   cropMargin: number;
-  /** Index of the discomfort probability in the flat output. */
+  /** Index of the discomfort probability in the session's first output. */
   outputIndex: number;
-  /** true: each classified item also returns the whole output row (train-head reads embeddings so). */
-  returnOutput?: boolean;
+  /** Each classified item also returns this session output's row (train-head reads embeddings so). */
+  embeddingOutput?: number;
+  verifier?: VerifierSpec;
 }
 
 export interface PipelineSpec {

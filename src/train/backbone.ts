@@ -1,7 +1,10 @@
-// The frozen backbone of a trained comfort head: the MobileNetV2 of the base pack's SSD detector
-// (a TFLite file inside an npm dependency, manifest detector.source), cut after one of its stages
-// by our converter and pooled to one embedding row per crop. Same settings, same ONNX bytes.
-import type { Manifest, PreprocessManifest } from '../models/manifest';
+// The frozen backbone of a trained comfort head. `imagenet` (the default): the base pack's ImageNet
+// MobileNetV2 (classifier.backbone), whose 1280 pooled features its crop network already returns.
+// `detector`: the MobileNetV2 of the base pack's SSD detector (a TFLite file inside an npm
+// dependency, manifest detector.source), cut after one of its stages by our converter and pooled
+// to one embedding row per crop. Same settings, same ONNX bytes.
+import { FEATURES } from '../models/imagenet/head';
+import type { ImagenetBackboneManifest, Manifest, PreprocessManifest } from '../models/manifest';
 import { readNpmSource } from '../models/npm-source';
 import type { OnnxGraph } from '../models/onnx-write';
 import { sha256 } from '../models/pack';
@@ -19,7 +22,23 @@ export type StageName = keyof typeof STAGES;
 
 export const EMBEDDING_OUTPUT = 'embedding';
 
-export interface Backbone {
+export const BACKBONE_KINDS = ['imagenet', 'detector'] as const;
+export type BackboneKind = (typeof BACKBONE_KINDS)[number];
+
+export interface ImagenetBackbone {
+  kind: 'imagenet';
+  /** The training record's backbone.stage. */
+  stage: ImagenetBackboneManifest['name'];
+  inputSize: number;
+  /** The int8 backbone file's (the one train-head embeds with, as the CPU service runs it). */
+  sha256: string;
+  channels: number;
+  preprocess: PreprocessManifest;
+  manifest: ImagenetBackboneManifest;
+}
+
+export interface DetectorBackbone {
+  kind: 'detector';
   stage: StageName;
   inputSize: number;
   graph: OnnxGraph;
@@ -34,8 +53,17 @@ export function isStage(name: string): name is StageName {
   return Object.hasOwn(STAGES, name);
 }
 
+export type Backbone = ImagenetBackbone | DetectorBackbone;
+
+export function imagenetBackbone(base: Manifest): ImagenetBackbone {
+  const c = base.classifier;
+  if (!('backbone' in c)) throw new Error(`pack ${base.id} has no ImageNet backbone (classifier.backbone); use --backbone detector`);
+  const { width } = c.preprocess;
+  return { kind: 'imagenet', stage: c.backbone.name, inputSize: width, sha256: c.backbone.sha256, channels: FEATURES, preprocess: c.preprocess, manifest: c.backbone };
+}
+
 /** Builds the backbone from the base pack's detector source (installed npm package under `repoRoot`). */
-export function buildBackbone(base: Manifest, stage: StageName, inputSize: number, repoRoot: string): Backbone {
+export function buildBackbone(base: Manifest, stage: StageName, inputSize: number, repoRoot: string): DetectorBackbone {
   const source = base.detector.source;
   if (!source || source.convert !== 'tflite') {
     throw new Error(`pack ${base.id}: its detector is not converted from TFLite, so it has no backbone to cut`);
@@ -44,6 +72,7 @@ export function buildBackbone(base: Manifest, stage: StageName, inputSize: numbe
   const onnx = encodeOnnx(graph, `Backbone of ${base.id} (${source.npm} ${source.version}) cut at ${STAGES[stage]}, ${inputSize} px`);
   const dims = graph.outputs[0]!.dims!;
   return {
+    kind: 'detector',
     stage,
     inputSize,
     graph,

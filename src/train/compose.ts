@@ -2,12 +2,12 @@
 // MatMul(embedding, W[C, 1]) + b -> Sigmoid, output p_discomfort [batch, 1] (outputIndex 0).
 import type { OnnxGraph } from '../models/onnx-write';
 import { BATCH_DIM, encodeOnnx } from '../models/tflite/convert';
-import type { Backbone } from './backbone';
+import type { DetectorBackbone } from './backbone';
 import type { LogisticHead } from './logistic';
 
 export const SCORE_OUTPUT = 'p_discomfort';
 
-export function composeClassifier(backbone: Backbone, head: LogisticHead, docString: string): Buffer {
+export function composeClassifier(backbone: DetectorBackbone, head: LogisticHead, docString: string): Buffer {
   if (head.weights.length !== backbone.channels) {
     throw new Error(`the head has ${head.weights.length} weights for a ${backbone.channels}-channel backbone`);
   }

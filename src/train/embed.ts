@@ -1,6 +1,7 @@
 // Embeddings of labelled photos through the service's own pipeline: decode, detect (the base
 // pack's detector, views, calibration and cutoff), crop the detected cat (the base pack's margin),
-// and the backbone in the classifier's place, returning its whole output row. Photos where no cat
+// and the backbone's features: the ImageNet crop network's `features` output (after the base
+// pack's verifier, as the service would), or a detector stage in the classifier's place. Photos where no cat
 // is `detected` are skipped with the reason. Results are cached on disk, keyed by the photo's
 // sha256 and everything above that shapes an embedding, so a re-run with other settings is quick.
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
@@ -8,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describeFailure, loadAddon, type NativeAddon, type NativePipeline } from '../native/addon';
 import { loadPack, sha256 } from '../models/pack';
+import { CROP_OUTPUTS } from '../models/imagenet/crop-network';
 import type { Backbone } from './backbone';
 import type { LabelledPhoto } from './dataset';
 
@@ -30,24 +32,34 @@ export interface EmbedOptions {
 }
 
 async function openPipeline(addon: NativeAddon, baseDir: string, backbone: Backbone) {
+  // The ImageNet backbone embeds as the CPU service runs it (int8); the detector stages as before.
+  const precision = backbone.kind === 'imagenet' ? 'int8' : 'fp32';
   const pack = await loadPack(baseDir, {
     maxPixels: 100_000_000,
     batching: { maxBatchSize: CHUNK, maxQueueDelayUs: 0, maxQueue: CHUNK, maxInFlight: 1 },
     sessionBatch: 1,
+    precision,
   });
   const c = pack.manifest.classifier;
-  pack.spec.classifier = {
-    model: backbone.onnx,
-    preprocess: { ...backbone.preprocess, mean: [...backbone.preprocess.mean], std: [...backbone.preprocess.std] },
-    cropMargin: c.cropMargin,
-    outputIndex: 0,
-    returnOutput: true,
-  };
+  if (backbone.kind === 'imagenet') {
+    // The pack's own crop network (with its verifier) returns the features beside its score.
+    pack.spec.classifier.embeddingOutput = CROP_OUTPUTS.indexOf('features');
+  } else {
+    pack.spec.classifier = {
+      model: backbone.onnx,
+      preprocess: { ...backbone.preprocess, mean: [...backbone.preprocess.mean], std: [...backbone.preprocess.std] },
+      cropMargin: c.cropMargin,
+      outputIndex: 0,
+      embeddingOutput: 0,
+    };
+  }
   const key = sha256(
     Buffer.from(
       JSON.stringify({
         backbone: backbone.sha256,
+        precision,
         detector: pack.manifest.detector,
+        verifier: backbone.kind === 'imagenet' ? pack.manifest.verifier : undefined,
         cutoffs: pack.manifest.cutoffs,
         cropMargin: c.cropMargin,
         preprocess: backbone.preprocess,
@@ -76,7 +88,7 @@ async function embedChunk(
     if (!r.ok) return { skipped: describeFailure(r) };
     if (r.detection !== 'detected' || !r.output) {
       const confidence = r.cat ? r.cat.confidence.toFixed(3) : 'none';
-      return { skipped: `no cat detected (confidence ${confidence}, needs ${detected})` };
+      return { skipped: r.verification && !r.verification.passed ? `the verifier sees a look-alike, not a cat (look-alike classes ${r.verification.lookalikeMass})` : `no cat detected (confidence ${confidence}, needs ${detected})` };
     }
     const bytes = Buffer.alloc(r.output.length * 4);
     r.output.forEach((v, i) => bytes.writeFloatLE(v, i * 4));

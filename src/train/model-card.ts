@@ -31,9 +31,19 @@ export function modelCard(input: CardInput): string {
     '|---|---|',
     `| Pack | \`${m.id}\` ${m.version}, default threshold ${m.defaultThreshold.toFixed(4)} (chosen on validation) |`,
     `| Base pack | \`${t.basePack}\`: its detector, views, calibration, cutoffs and crop margin, unchanged |`,
-    `| Backbone | frozen MobileNetV2 of the base pack's SSD detector, cut at \`${t.backbone.stage}\`, ${t.backbone.inputSize} px crops, channel mean (sha256 of the backbone graph \`${t.backbone.sha256.slice(0, 12)}…\`) |`,
-    `| Head | logistic regression with L2 ${t.l2} (chosen by ${t.cvFolds}-fold cross-validation on the training photos), classes weighted equally |`,
-    `| Classifier file | \`${m.classifier.file}\` = backbone + head, output \`p_discomfort\` [N, 1] |`,
+    ...('backbone' in m.classifier
+      ? [
+          `| Backbone | frozen ImageNet MobileNetV2 of the base pack (\`${m.classifier.backbone.file}\`, sha256 \`${t.backbone.sha256.slice(0, 12)}…\`), its 1280 pooled features of ${t.backbone.inputSize} px crops; taken from pack \`${m.filesFrom}\`, which must sit beside this one with that file unchanged |`,
+          `| Head | logistic regression with L2 ${t.l2} (chosen by ${t.cvFolds}-fold cross-validation on the training photos), classes weighted equally |`,
+          `| Head file | \`${m.classifier.head.file}\`: 1280 weights and a bias; the service puts it on the backbone at load, output \`p_discomfort\` |`,
+          `| Verifier | ${m.verifier ? "the base pack's, unchanged (a detected candidate must look like a domestic cat to the backbone)" : 'none'} |`,
+        ]
+      : [
+          `| Backbone | frozen MobileNetV2 of the base pack's SSD detector, cut at \`${t.backbone.stage}\`, ${t.backbone.inputSize} px crops, channel mean (sha256 of the backbone graph \`${t.backbone.sha256.slice(0, 12)}…\`) |`,
+          `| Head | logistic regression with L2 ${t.l2} (chosen by ${t.cvFolds}-fold cross-validation on the training photos), classes weighted equally |`,
+          `| Classifier file | \`${m.classifier.file}\` = backbone + head, output \`p_discomfort\` [N, 1] |`,
+          '| Verifier | none (it reads the ImageNet backbone, which this classifier does not run) |',
+        ]),
     `| Split | seed ${t.seed}, ${pct(t.validationFraction)} of each class held out for validation |`,
     '',
     '## Photos',

@@ -1,15 +1,41 @@
-// The `classifier` block of GET /v2/models: trained head (with its validation figures) or the
-// untrained reference network.
+// The `classifier` and `verifier` blocks of GET /v2/models: the head's backbone, the trained head
+// (with its validation figures) or the untrained reference, and the verifier's file and rule.
 import type { Static } from '@sinclair/typebox';
 import type { Manifest } from '../models/manifest';
-import type { ClassifierSummary } from './schemas';
+import type { Precision } from '../models/pack';
+import type { BackboneSummary, ClassifierSummary, VerifierSummary } from './schemas';
 
-export function classifierSummary(c: Manifest['classifier']): Static<typeof ClassifierSummary> {
+/** The backbone file serving now: the ImageNet network at its precision, or the trained head's recorded backbone. */
+function backboneSummary(c: Manifest['classifier'], precision: Precision | null): Static<typeof BackboneSummary> | null {
+  if ('backbone' in c) {
+    const file = precision === 'int8' ? c.backbone : c.backbone.float;
+    return { name: c.backbone.name, file: file.file, sha256: file.sha256, precision };
+  }
+  const b = c.training?.backbone;
+  return b ? { name: `detector:${b.stage}`, file: null, sha256: b.sha256, precision: null } : null;
+}
+
+export function verifierSummary(m: Manifest, precision: Precision | null): Static<typeof VerifierSummary> | null {
+  const v = m.verifier;
+  const backbone = backboneSummary(m.classifier, precision);
+  if (!v || !backbone) return null;
+  const r = v.rule;
+  return {
+    file: backbone.file,
+    sha256: backbone.sha256,
+    max_candidates: v.maxCandidates,
+    rule: { lookalike_classes: r.lookalikeClasses, max_lookalike_mass: r.maxLookalikeMass, cat_classes: r.catClasses, dog_classes: r.dogClasses },
+  };
+}
+
+export function classifierSummary(c: Manifest['classifier'], precision: Precision | null): Static<typeof ClassifierSummary> {
   const t = c.training;
-  if (c.reference || !t) return { trained: !c.reference, training: null };
+  const backbone = backboneSummary(c, precision);
+  if (c.reference || !t) return { trained: !c.reference, backbone, training: null };
   const photos = (n: { comfort: number; discomfort: number }) => n.comfort + n.discomfort;
   return {
     trained: true,
+    backbone,
     training: {
       trained_at: t.trainedAt,
       base_pack: t.basePack,

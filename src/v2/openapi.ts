@@ -140,12 +140,35 @@ const statsExample = {
   },
 };
 
+/** sha256 of the ONNX Model Zoo's mobilenetv2-12-int8.onnx (bc-v1's backbone). */
+const ZOO_SHA256 = 'cc028fe6cae7bc11a4ff53cfc9b79c920e8be65ce33a904ec3e2a8f66d77f95f';
+
 function modelsExample(version: string) {
   return {
     request_id: EXAMPLE_REQUEST_ID,
     models: [
-      { id: 'bc-legacy', name: 'BC-Legacy', version, pack_version: '1.0.0', default_threshold: 0.5, deprecated: true, detector: { precision: 'fp32', available_precisions: ['fp32'] }, classifier: { trained: false, training: null } },
-      { id: 'bc-v1', name: 'BC-V1', version, pack_version: '1.1.0', default_threshold: 0.3, deprecated: false, detector: { precision: 'int8', available_precisions: ['fp32', 'int8'] }, classifier: { trained: false, training: null } },
+      { id: 'bc-legacy', name: 'BC-Legacy', version, pack_version: '1.0.0', default_threshold: 0.5, deprecated: true, detector: { precision: 'fp32', available_precisions: ['fp32'] }, classifier: { trained: false, backbone: null, training: null }, verifier: null },
+      {
+        id: 'bc-v1',
+        name: 'BC-V1',
+        version,
+        pack_version: '1.2.0',
+        default_threshold: 0.3,
+        deprecated: false,
+        detector: { precision: 'int8', available_precisions: ['fp32', 'int8'] },
+        classifier: { trained: false, backbone: { name: 'imagenet-mobilenetv2', file: 'mobilenetv2-12-int8.onnx', sha256: ZOO_SHA256, precision: 'int8' }, training: null },
+        verifier: {
+          file: 'mobilenetv2-12-int8.onnx',
+          sha256: ZOO_SHA256,
+          max_candidates: 3,
+          rule: {
+            lookalike_classes: { 'wild cats (cougar, lynx, leopard, snow leopard, jaguar, lion, tiger, cheetah)': [[286, 293]], 'wolves, wild dogs, hyena, foxes': [[269, 280]], 'teddy bear': [850] },
+            max_lookalike_mass: 0.7,
+            cat_classes: { 'tabby, tiger cat, Persian, Siamese, Egyptian cat': [[281, 285]] },
+            dog_classes: { dogs: [[151, 268]] },
+          },
+        },
+      },
     ],
   };
 }

@@ -11,7 +11,7 @@ import { ApiError } from '../http/errors';
 import { errorResponse } from '../http/errors';
 import { parseJsonObject } from '../http/json-body';
 import { sendError, sendJson } from '../http/respond';
-import { classifierSummary } from './model-summary';
+import { classifierSummary, verifierSummary } from './model-summary';
 import { buildV2OpenApi, v2Operations } from './openapi';
 import { predict } from './predict';
 
@@ -89,7 +89,8 @@ export function registerV2(router: Router, service: Service): void {
             default_threshold: m.manifest.defaultThreshold,
             deprecated: m.manifest.deprecated ?? false,
             detector: { precision: m.precision, available_precisions: m.manifest.detector.int8 ? ['fp32', 'int8'] : ['fp32'] },
-            classifier: classifierSummary(m.manifest.classifier),
+            classifier: classifierSummary(m.manifest.classifier, m.backbonePrecision),
+            verifier: verifierSummary(m.manifest, m.backbonePrecision),
           })),
         },
       })),

@@ -87,11 +87,49 @@ export const ErrorResponse = Type.Object(
   { $id: 'ErrorResponse' },
 );
 
+export const BackboneSummary = Type.Object(
+  {
+    name: Type.String({ description: '`imagenet-mobilenetv2` (ImageNet MobileNetV2 of the ONNX Model Zoo), or `detector:<stage>` for a head trained on a stage of the detector' }),
+    file: Type.Union([Type.String(), Type.Null()], { description: 'The backbone file serving now; null when it is cut from the detector at load' }),
+    sha256: Type.String(),
+    precision: Type.Union([Type.Literal('int8'), Type.Literal('fp32'), Type.Null()], { description: 'int8 (QLinear) or fp32 (its float copy); null for a detector stage' }),
+  },
+  { $id: 'BackboneSummary' },
+);
+
+const ClassGroups = (what: string) =>
+  Type.Record(Type.String(), Type.Array(Type.Union([Type.Integer(), Type.Array(Type.Integer(), { minItems: 2, maxItems: 2 })])), {
+    description: `${what}: ImageNet classes (0-based) in named groups; an entry is a class or an inclusive [first, last] range`,
+  });
+
+export const VerifierSummary = Type.Object(
+  {
+    file: Type.Union([Type.String(), Type.Null()], { description: 'The network whose class probabilities the rule reads: the classifier backbone, one Run per crop' }),
+    sha256: Type.String(),
+    max_candidates: Type.Integer({ description: '`detected` candidates checked per photo, best first, before answering `low_confidence`' }),
+    rule: Type.Object(
+      {
+        lookalike_classes: ClassGroups('Animals mistaken for cats'),
+        max_lookalike_mass: Type.Number(),
+        cat_classes: ClassGroups('Domestic cats'),
+        dog_classes: ClassGroups('Dogs'),
+      },
+      {
+        description:
+          'A detected candidate is vetoed when the softmax probability of its crop summed over lookalike_classes exceeds max_lookalike_mass. ' +
+          'Of the candidates passed, the first whose cat_classes mass is at least its dog_classes mass is reported, else the first.',
+      },
+    ),
+  },
+  { $id: 'VerifierSummary' },
+);
+
 export const ClassifierSummary = Type.Object(
   {
     trained: Type.Boolean({
       description: 'false: the untrained reference network, whose score is not a comfort signal; true: a head trained by `catcomfort train-head`',
     }),
+    backbone: Type.Union([BackboneSummary, Type.Null()], { description: 'What the head sits on; null for a whole reference network' }),
     training: Type.Union(
       [
         Type.Object({
@@ -131,6 +169,7 @@ export const ModelSummary = Type.Object(
     deprecated: Type.Boolean(),
     detector: DetectorSummary,
     classifier: ClassifierSummary,
+    verifier: Type.Union([VerifierSummary, Type.Null()], { description: 'What decides that a detected candidate is a cat and not a look-alike; null when the pack has none' }),
   },
   { $id: 'ModelSummary' },
 );

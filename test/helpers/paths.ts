@@ -1,6 +1,6 @@
-// Where tests find the repository, the shared photos (with their manifest), the model mirror and
-// the committed fixtures.
-import { readFileSync } from 'node:fs';
+// Where tests find the repository, the shared photos (with their manifest), the model mirror, the
+// ONNX Model Zoo's int8 MobileNetV2 and the committed fixtures.
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 export const repoRoot = path.resolve(__dirname, '../../..');
@@ -9,6 +9,12 @@ export const photosDir = path.join(sharedDir, 'fixtures/photos');
 export const photosDevDir = path.join(sharedDir, 'fixtures/photos-dev');
 export const modelMirror = path.resolve(repoRoot, process.env.CATCOMFORT_MODEL_MIRROR ?? path.join(sharedDir, 'models'));
 export const fixturesDir = path.join(repoRoot, 'test/fixtures');
+
+/** mobilenetv2-12-int8.onnx (never committed): in models/bc-v1 once fetched, else in the mirror; undefined when in neither. */
+export const zooMobileNetV2Int8: string | undefined = [
+  path.join(repoRoot, 'models/bc-v1/mobilenetv2-12-int8.onnx'),
+  path.join(modelMirror, 'mobilenetv2-12-int8/mobilenetv2-12-int8.onnx'),
+].find((file) => existsSync(file));
 
 export function photo(name: string): string {
   return path.join(photosDir, name);

@@ -11,7 +11,10 @@ Environment: PEER_MODEL_DIR (default: <repo>/models/bc-v1), PEER_API_KEYS (comma
 required), PEER_SERVICE_VERSION (model.version in responses), PEER_INTRA_OP_THREADS (ONNX Runtime
 intra-op threads per worker; default 1, as with 2 workers on 2 cores), PEER_MAX_PIXELS,
 PEER_PRECISION (int8: the detector file named by the manifest's detector.int8.file, the pack's QDQ
-model; fp32: detector.file; default int8 when the manifest has it, as the service on CPU).
+model; fp32: detector.file; default int8 when the manifest has it, as the service on CPU),
+PEER_CROP_NETWORK (required when the manifest's classifier is an ImageNet backbone + head,
+classifier.backbone: the service's crop network ONNX at PEER_PRECISION, which bench/run.ts writes
+with src/models/pack.ts cropNetwork; outputs p_discomfort [N,1], probs [N,1000], features [N,1280]).
 """
 
 from __future__ import annotations
@@ -69,10 +72,51 @@ def make_session(path: Path) -> ort.InferenceSession:
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
+# A classifier is either one network file (outputIndex of its first output is the score), or an
+# ImageNet backbone + head that the service composes into one crop network at load; that network
+# comes ready-made in PEER_CROP_NETWORK, and the manifest's verifier reads its class probabilities.
+HEAD_CLASSIFIER = "backbone" in CLS
+VERIFIER = MANIFEST.get("verifier") if HEAD_CLASSIFIER else None
+if HEAD_CLASSIFIER:
+    CROP_NETWORK = os.environ.get("PEER_CROP_NETWORK", "").strip()
+    if not CROP_NETWORK:
+        raise RuntimeError(
+            f"{MODEL_DIR / 'manifest.json'} has classifier.backbone: set PEER_CROP_NETWORK to the crop network ONNX "
+            "the service composes from it (bench/run.ts writes it with src/models/pack.ts cropNetwork)")
+    if not Path(CROP_NETWORK).is_file():
+        raise RuntimeError(f"PEER_CROP_NETWORK={CROP_NETWORK} is not a file")
+    CLS_PATH = Path(CROP_NETWORK)
+else:
+    CLS_PATH = MODEL_DIR / CLS["file"]
+
 detector = make_session(MODEL_DIR / DET_FILE)
-classifier = make_session(MODEL_DIR / CLS["file"])
+classifier = make_session(CLS_PATH)
 DET_INPUT = detector.get_inputs()[0].name
 CLS_INPUT = classifier.get_inputs()[0].name
+if HEAD_CLASSIFIER:
+    _names = [o.name for o in classifier.get_outputs()]
+    if "p_discomfort" not in _names or (VERIFIER and "probs" not in _names):
+        raise RuntimeError(f"PEER_CROP_NETWORK={CROP_NETWORK} has outputs {_names}, expected p_discomfort and probs")
+    CLS_OUTPUTS = ["p_discomfort", "probs"] if VERIFIER else ["p_discomfort"]
+else:
+    CLS_OUTPUTS = None
+
+
+def class_list(groups: dict) -> np.ndarray:
+    """The ImageNet classes of named groups, each entry a class or an inclusive [first, last] range."""
+    out: list[int] = []
+    for entries in groups.values():
+        for e in entries:
+            first, last = (e, e) if isinstance(e, int) else e
+            out.extend(range(first, last + 1))
+    return np.asarray(sorted(out), np.int64)
+
+
+# Up to maxCandidates `detected` candidates per image go through the verifier; 1 without one.
+KEEP = VERIFIER["maxCandidates"] if VERIFIER else 1
+if VERIFIER:
+    RULE = VERIFIER["rule"]
+    LOOKALIKE, CAT_CLASSES, DOG_CLASSES = (class_list(RULE[k]) for k in ("lookalikeClasses", "catClasses", "dogClasses"))
 
 
 def yolox_grid(pp: dict, strides: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -255,14 +299,15 @@ def place(w: int, h: int, pp: dict, factor: float, centre: bool) -> tuple[int, i
     return pw, ph, ((W - pw) // 2 if centre else 0), ((H - ph) // 2 if centre else 0)
 
 
-def detect(img: Image.Image) -> Optional[tuple[list[float], float]]:
+def detect(img: Image.Image) -> Optional[tuple[list[float], float, list[tuple[list[float], float]]]]:
     """The cat over the manifest's views: ([x1, y1, x2, y2] in source pixels of the best view,
-    raw score combined over the views by viewCombine: max, or min = every view must see it)."""
+    raw score combined over the views by viewCombine: max, or min = every view must see it, and
+    the best view's next NMS candidates (up to KEEP in all) as (box, raw score), best first)."""
     pp = DET["preprocess"]
     W, H = pp["width"], pp["height"]
     w, h = img.size
     resized: dict[tuple[int, int], np.ndarray] = {}
-    best: Optional[tuple[list[float], float]] = None
+    best: Optional[tuple[list[float], float, list[tuple[list[float], float]]]] = None
     lowest = math.inf
     for view in DET["views"]:
         half = view in ("half", "half_flip")
@@ -280,21 +325,26 @@ def detect(img: Image.Image) -> Optional[tuple[list[float], float]]:
         if scores.size == 0:
             lowest = -1
             continue
-        top = nms(boxes, scores, DET["nmsIou"])[0]
-        x1, y1, x2, y2 = (float(v) for v in boxes[top])
+        kept = nms(boxes, scores, DET["nmsIou"])[:KEEP]
         sx, sy = pw / w, ph / h
         to_x = (lambda u: (pw - (u - ox)) / sx) if flip else (lambda u: (u - ox) / sx)
-        xa, xb = to_x(x1), to_x(x2)
-        score = float(scores[top])
+
+        def to_source(i: int) -> list[float]:
+            x1, y1, x2, y2 = (float(v) for v in boxes[i])
+            xa, xb = to_x(x1), to_x(x2)
+            return [min(xa, xb), (y1 - oy) / sy, max(xa, xb), (y2 - oy) / sy]
+
+        score = float(scores[kept[0]])
         lowest = min(lowest, score)
         if best is None or score > best[1]:
-            best = ([min(xa, xb), (y1 - oy) / sy, max(xa, xb), (y2 - oy) / sy], score)
+            best = (to_source(kept[0]), score, [(to_source(i), float(scores[i])) for i in kept[1:]])
     if best is not None and DET.get("viewCombine", "max") == "min":
-        best = (best[0], lowest) if lowest >= 0 else None
+        best = (best[0], lowest, best[2]) if lowest >= 0 else None
     return best
 
 
-def classify(img: Image.Image, box: list[int]) -> float:
+def crop_tensor(img: Image.Image, box: list[int]) -> np.ndarray:
+    """The box plus its margin, from the full-resolution image, stretched: 1 x input tensor."""
     pp = CLS["preprocess"]
     w, h = img.size
     bw, bh = box[2] - box[0], box[3] - box[1]
@@ -304,9 +354,33 @@ def classify(img: Image.Image, box: list[int]) -> float:
     x2 = min(max(math.ceil(box[2] + bw * m), x1 + 1), w)
     y2 = min(max(math.ceil(box[3] + bh * m), y1 + 1), h)
     crop = img.resize((pp["width"], pp["height"]), Image.Resampling.BILINEAR, box=(x1, y1, x2, y2))
-    out = classifier.run(None, {CLS_INPUT: normalise(np.asarray(crop), pp)})[0]
+    return normalise(np.asarray(crop), pp)
+
+
+def classify(img: Image.Image, box: list[int]) -> float:
+    """A plain classifier network: its score for one cat."""
+    out = classifier.run(None, {CLS_INPUT: crop_tensor(img, box)})[0]
     p = float(out.reshape(-1)[CLS["outputIndex"]])
     return min(1.0, max(0.0, p))
+
+
+def classify_candidates(img: Image.Image, boxes: list[list[int]]) -> tuple[Optional[int], float]:
+    """The crop network on every candidate's crop in one batch, then the verifier's rule: the first
+    candidate it passes whose cat mass is at least its dog mass, else the first it passes (the
+    first without a verifier). (index chosen or None when it vetoes every one, its score)."""
+    outs = classifier.run(CLS_OUTPUTS, {CLS_INPUT: np.concatenate([crop_tensor(img, b) for b in boxes])})
+    scores = outs[0].reshape(len(boxes), -1)[:, 0]
+    chosen: Optional[int] = 0
+    if VERIFIER:
+        probs = outs[1].astype(np.float64)
+        mass = lambda classes: np.round(probs[:, classes].sum(axis=1), 6)  # noqa: E731
+        passed = mass(LOOKALIKE) <= RULE["maxLookalikeMass"]
+        cat_like = mass(CAT_CLASSES) >= mass(DOG_CLASSES)
+        first = [k for k in range(len(boxes)) if passed[k] and cat_like[k]] or [k for k in range(len(boxes)) if passed[k]]
+        chosen = first[0] if first else None
+    if chosen is None:
+        return None, 0.0
+    return chosen, min(1.0, max(0.0, float(scores[chosen])))
 
 
 # ---- HTTP
@@ -381,21 +455,42 @@ def predict(body: PredictRequest, request: Request) -> JSONResponse:
     found = detect(img)
     detection, cat, prediction = "not_detected", None, None
     if found is not None:
-        (bx1, by1, bx2, by2), raw = found
-        box = [lround(min(max(bx1, 0), w)), lround(min(max(by1, 0), h)),
-               lround(min(max(bx2, 0), w)), lround(min(max(by2, 0), h))]
-        confidence = round6(calibrate(raw))
+        top_box, raw, others = found
+
+        def candidate(b: list[float], r: float) -> tuple[list[int], float]:
+            """Source-pixel box (clamped, rounded) and calibrated confidence, as clients see them."""
+            box = [lround(min(max(b[0], 0), w)), lround(min(max(b[1], 0), h)),
+                   lround(min(max(b[2], 0), w)), lround(min(max(b[3], 0), h))]
+            return box, round6(calibrate(r))
+
+        def cat_json(c: tuple[list[int], float]) -> dict:
+            box, confidence = c
+            return {"bounding_box": {"x_min": box[0], "y_min": box[1], "x_max": box[2], "y_max": box[3]},
+                    "detection_confidence": confidence}
+
+        top = candidate(top_box, raw)
+        confidence = top[1]
         if confidence >= CUTOFFS["detected"]:
             detection = "detected"
         elif confidence >= CUTOFFS["lowConfidence"]:
             detection = "low_confidence"
         if detection != "not_detected":
-            cat = {"bounding_box": {"x_min": box[0], "y_min": box[1], "x_max": box[2], "y_max": box[3]},
-                   "detection_confidence": confidence}
+            cat = cat_json(top)
         if detection == "detected":
-            score = round6(classify(img, box))
-            prediction = {"label": "discomfort" if score > threshold else "comfort", "score": score,
-                          "threshold": threshold}
+            if HEAD_CLASSIFIER:
+                # The top candidate and the best view's next `detected` ones, checked in one batch.
+                cands = [top] + [c for c in (candidate(b, r) for b, r in others) if c[1] >= CUTOFFS["detected"]]
+                chosen, p = classify_candidates(img, [c[0] for c in cands])
+                if chosen is None:
+                    detection = "low_confidence"  # the verifier vetoed every candidate
+                else:
+                    cat = cat_json(cands[chosen])
+                    score = round6(p)
+            else:
+                score = round6(classify(img, top[0]))
+            if detection == "detected":
+                prediction = {"label": "discomfort" if score > threshold else "comfort", "score": score,
+                              "threshold": threshold}
     return JSONResponse(
         content={
             "request_id": rid,

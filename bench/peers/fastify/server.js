@@ -17,7 +17,10 @@
 // (default <repo>/models/bc-v1), PEER_SERVICE_VERSION, PEER_WORKERS, PEER_INTRA_OP_THREADS,
 // PEER_MAX_PIXELS, PEER_MAX_BODY_BYTES, PEER_PRECISION (int8: the detector file named by the
 // manifest's detector.int8.file, the pack's QDQ model; fp32: detector.file; default int8 when the
-// manifest has it, as the service on CPU).
+// manifest has it, as the service on CPU), PEER_CROP_NETWORK (required when the manifest's
+// classifier is an ImageNet backbone + head, classifier.backbone: the service's crop network ONNX
+// at PEER_PRECISION, which bench/run.ts writes with src/models/pack.ts cropNetwork; outputs
+// p_discomfort [N,1], probs [N,1000], features [N,1280]).
 
 const cluster = require('node:cluster');
 const crypto = require('node:crypto');
@@ -74,12 +77,46 @@ async function main() {
   if (precision !== 'int8' && precision !== 'fp32') throw new Error(`PEER_PRECISION must be int8 or fp32, not "${process.env.PEER_PRECISION}"`);
   if (precision === 'int8' && !det.int8) throw new Error(`PEER_PRECISION=int8, but ${path.join(modelDir, 'manifest.json')} has no detector.int8`);
   const detectorFile = precision === 'int8' ? det.int8.file : det.file;
+  // A classifier is either one network file (outputIndex of its first output is the score), or an
+  // ImageNet backbone + head that the service composes into one crop network at load; that network
+  // comes ready-made in PEER_CROP_NETWORK, and the manifest's verifier reads its class probabilities.
+  const headClassifier = 'backbone' in cls;
+  const verifier = headClassifier ? manifest.verifier || null : null;
+  let classifierFile = path.join(modelDir, cls.file || '');
+  if (headClassifier) {
+    const crop = (process.env.PEER_CROP_NETWORK || '').trim();
+    if (!crop) {
+      throw new Error(
+        `${path.join(modelDir, 'manifest.json')} has classifier.backbone: set PEER_CROP_NETWORK to the crop network ONNX ` +
+          'the service composes from it (bench/run.ts writes it with src/models/pack.ts cropNetwork)',
+      );
+    }
+    if (!fs.statSync(crop, { throwIfNoEntry: false })?.isFile()) throw new Error(`PEER_CROP_NETWORK=${crop} is not a file`);
+    classifierFile = crop;
+  }
+  /** The ImageNet classes of named groups, each entry a class or an inclusive [first, last] range. */
+  const classList = (groups) =>
+    Object.values(groups)
+      .flat()
+      .flatMap((e) => (typeof e === 'number' ? [e] : Array.from({ length: e[1] - e[0] + 1 }, (_, k) => e[0] + k)));
+  // Up to maxCandidates `detected` candidates per image go through the verifier; 1 without one.
+  const keep = verifier ? verifier.maxCandidates : 1;
+  const rule = verifier && {
+    lookalike: classList(verifier.rule.lookalikeClasses),
+    cat: classList(verifier.rule.catClasses),
+    dog: classList(verifier.rule.dogClasses),
+    maxLookalikeMass: verifier.rule.maxLookalikeMass,
+  };
 
   sharp.cache(false); // every request is a new image
 
   const sessionOptions = { executionProviders: ['cpu'], intraOpNumThreads: intraOp, interOpNumThreads: 1, graphOptimizationLevel: 'all' };
   const detector = await ort.InferenceSession.create(path.join(modelDir, detectorFile), sessionOptions);
-  const classifier = await ort.InferenceSession.create(path.join(modelDir, cls.file), sessionOptions);
+  const classifier = await ort.InferenceSession.create(classifierFile, sessionOptions);
+  if (headClassifier && (!classifier.outputNames.includes('p_discomfort') || (verifier && !classifier.outputNames.includes('probs')))) {
+    throw new Error(`PEER_CROP_NETWORK=${classifierFile} has outputs ${classifier.outputNames.join(', ')}, expected p_discomfort and probs`);
+  }
+  const classifierOutputs = headClassifier ? (verifier ? ['p_discomfort', 'probs'] : ['p_discomfort']) : [classifier.outputNames[0]];
 
   // Detector output decoding, picked by the manifest's output.format as in the service
   // (native/decoder.cc): cat candidates of one image in canvas pixels.
@@ -157,10 +194,24 @@ async function main() {
 
   /** RGB bytes (width x height, placed at ox, oy, optionally mirrored) -> normalised tensor data. */
   function fillTensor(pp, rgb, width, height, ox, oy, flip) {
+    const out = new Float32Array(pp.width * pp.height * 3);
+    fillImage(out, pp, rgb, width, height, ox, oy, flip);
+    return new ort.Tensor('float32', out, pp.layout === 'nchw' ? [1, 3, pp.height, pp.width] : [1, pp.height, pp.width, 3]);
+  }
+
+  /** Several crops of the full input size -> one batch tensor [N, ...]. */
+  function fillBatch(pp, rgbs) {
+    const size = pp.width * pp.height * 3;
+    const out = new Float32Array(size * rgbs.length);
+    rgbs.forEach((rgb, k) => fillImage(out.subarray(k * size, (k + 1) * size), pp, rgb, pp.width, pp.height, 0, 0, false));
+    return new ort.Tensor('float32', out, pp.layout === 'nchw' ? [rgbs.length, 3, pp.height, pp.width] : [rgbs.length, pp.height, pp.width, 3]);
+  }
+
+  /** One image into `out` (its size): the normalised pixels, the pad value around them. */
+  function fillImage(out, pp, rgb, width, height, ox, oy, flip) {
     const W = pp.width;
     const H = pp.height;
     const plane = W * H;
-    const out = new Float32Array(plane * 3);
     const src = pp.channelOrder === 'bgr' ? [2, 1, 0] : [0, 1, 2];
     const lut = [0, 1, 2].map((c) => {
       const t = new Float32Array(256);
@@ -185,7 +236,6 @@ async function main() {
         }
       }
     }
-    return new ort.Tensor('float32', out, nchw ? [1, 3, H, W] : [1, H, W, 3]);
   }
 
   function decodeBase64(image) {
@@ -286,8 +336,8 @@ async function main() {
       throw new ImageError('Image could not be decoded.');
     }
 
-    // The best view's box; the score combined over the views (viewCombine: max, or min = every
-    // view must see the cat).
+    // The best view's box and its next NMS candidates (up to `keep` in all); the score combined
+    // over the views (viewCombine: max, or min = every view must see the cat).
     let best = null;
     let lowest = Infinity;
     for (const v of views) {
@@ -299,43 +349,73 @@ async function main() {
         lowest = -1;
         continue;
       }
-      const top = kept[0];
-      lowest = Math.min(lowest, top.score);
+      lowest = Math.min(lowest, kept[0].score);
       const sx = v.pw / w;
       const sy = v.ph / h;
       const toX = (u) => (v.flip ? (v.pw - (u - v.ox)) / sx : (u - v.ox) / sx);
-      const xa = toX(top.box[0]);
-      const xb = toX(top.box[2]);
-      if (best === null || top.score > best.score) {
-        best = { box: [Math.min(xa, xb), (top.box[1] - v.oy) / sy, Math.max(xa, xb), (top.box[3] - v.oy) / sy], score: top.score };
-      }
+      const toSource = (c) => {
+        const xa = toX(c.box[0]);
+        const xb = toX(c.box[2]);
+        return { box: [Math.min(xa, xb), (c.box[1] - v.oy) / sy, Math.max(xa, xb), (c.box[3] - v.oy) / sy], score: c.score };
+      };
+      if (best === null || kept[0].score > best.score) best = { ...toSource(kept[0]), next: kept.slice(1, keep).map(toSource) };
     }
-    if (best !== null && (det.viewCombine || 'max') === 'min') best = lowest >= 0 ? { box: best.box, score: lowest } : null;
+    if (best !== null && (det.viewCombine || 'max') === 'min') best = lowest >= 0 ? { ...best, score: lowest } : null;
 
     const result = { width: w, height: h, detection: 'not_detected', cat: null, score: null };
     if (best === null) return result;
-    const box = [clamp(best.box[0], 0, w), clamp(best.box[1], 0, h), clamp(best.box[2], 0, w), clamp(best.box[3], 0, h)].map(Math.round);
-    const confidence = round6(calibrate(best.score));
-    if (confidence >= manifest.cutoffs.detected) result.detection = 'detected';
-    else if (confidence >= manifest.cutoffs.lowConfidence) result.detection = 'low_confidence';
+    // Source-pixel box (clamped, rounded) and calibrated confidence, as clients see them.
+    const candidate = (c) => ({
+      box: [clamp(c.box[0], 0, w), clamp(c.box[1], 0, h), clamp(c.box[2], 0, w), clamp(c.box[3], 0, h)].map(Math.round),
+      confidence: round6(calibrate(c.score)),
+    });
+    const top = candidate(best);
+    if (top.confidence >= manifest.cutoffs.detected) result.detection = 'detected';
+    else if (top.confidence >= manifest.cutoffs.lowConfidence) result.detection = 'low_confidence';
     if (result.detection === 'not_detected') return result;
-    result.cat = { box, confidence };
+    result.cat = top;
     if (result.detection !== 'detected') return result;
 
-    // Classifier: the box plus its margin, from the full-resolution image, stretched.
-    const bw = box[2] - box[0];
-    const bh = box[3] - box[1];
-    const m = cls.cropMargin;
-    const x1 = clamp(Math.floor(box[0] - bw * m), 0, w - 1);
-    const y1 = clamp(Math.floor(box[1] - bh * m), 0, h - 1);
-    const x2 = clamp(Math.ceil(box[2] + bw * m), x1 + 1, w);
-    const y2 = clamp(Math.ceil(box[3] + bh * m), y1 + 1, h);
+    // Classifier: each candidate's box plus its margin, from the full-resolution image, stretched;
+    // the top candidate and (with a verifier) the best view's next `detected` ones, in one batch.
+    const cands = [top, ...best.next.map(candidate).filter((c) => c.confidence >= manifest.cutoffs.detected)];
     const cp = cls.preprocess;
-    const { data } = await rgb(
-      base.clone().extract({ left: x1, top: y1, width: x2 - x1, height: y2 - y1 }).resize(cp.width, cp.height, { fit: 'fill', kernel: 'linear' }),
+    const m = cls.cropMargin;
+    const crops = await Promise.all(
+      cands.map(({ box }) => {
+        const bw = box[2] - box[0];
+        const bh = box[3] - box[1];
+        const x1 = clamp(Math.floor(box[0] - bw * m), 0, w - 1);
+        const y1 = clamp(Math.floor(box[1] - bh * m), 0, h - 1);
+        const x2 = clamp(Math.ceil(box[2] + bw * m), x1 + 1, w);
+        const y2 = clamp(Math.ceil(box[3] + bh * m), y1 + 1, h);
+        return rgb(
+          base.clone().extract({ left: x1, top: y1, width: x2 - x1, height: y2 - y1 }).resize(cp.width, cp.height, { fit: 'fill', kernel: 'linear' }),
+        );
+      }),
     );
-    const out = await classifier.run({ [classifier.inputNames[0]]: fillTensor(cp, data, cp.width, cp.height, 0, 0, false) });
-    result.score = round6(clamp(out[classifier.outputNames[0]].data[cls.outputIndex], 0, 1));
+    const out = await classifier.run({ [classifier.inputNames[0]]: fillBatch(cp, crops.map((c) => c.data)) }, classifierOutputs);
+    const scores = out[classifierOutputs[0]].data;
+    const perScore = scores.length / cands.length;
+    const scoreOf = (k) => scores[k * perScore + (headClassifier ? 0 : cls.outputIndex)];
+    let chosen = 0;
+    if (verifier) {
+      // The verifier's rule on each crop's class probabilities: vetoed when the look-alike mass
+      // exceeds maxLookalikeMass; of those passed, the first at least as cat-like as dog-like, else
+      // the first; none passed: low_confidence with the top candidate.
+      const probs = out.probs.data;
+      const classes = probs.length / cands.length;
+      const mass = (k, list) => round6(list.reduce((sum, c) => sum + probs[k * classes + c], 0));
+      const checked = cands.map((_, k) => ({ passed: mass(k, rule.lookalike) <= rule.maxLookalikeMass, catLike: mass(k, rule.cat) >= mass(k, rule.dog) }));
+      chosen = checked.findIndex((c) => c.passed && c.catLike);
+      if (chosen < 0) chosen = checked.findIndex((c) => c.passed);
+      if (chosen < 0) {
+        result.detection = 'low_confidence';
+        return result;
+      }
+    }
+    result.cat = cands[chosen];
+    result.score = round6(clamp(scoreOf(chosen), 0, 1));
     return result;
   }
 

@@ -1,0 +1,99 @@
+// The ImageNet backbone tooling (src/models/imagenet) on the ONNX Model Zoo's mobilenetv2-12-int8:
+// - floatCopy: only default-domain ops, no QLinear, QuantizeLinear or DequantizeLinear, one opset
+//   import, weights dequantized per channel, the same bytes every time; an unknown op is named;
+// - composeCropNetwork: input and outputs (p_discomfort, probs, features) as declared, for the int8
+//   and the float form, and as ONNX Runtime's CPU provider gives them at batch 2; the wrong form or
+//   head size is refused.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import { before, describe, test } from 'node:test';
+import { composeCropNetwork, CROP_OUTPUTS } from '../src/models/imagenet/crop-network';
+import { floatCopy } from '../src/models/imagenet/float-copy';
+import { decodeModel } from '../src/models/onnx-read';
+import { encodeModel, type OnnxModel, type OnnxTensor } from '../src/models/onnx-write';
+import { loadAddon, type NativeAddon } from '../src/native/addon';
+import { seededRandom } from '../src/train/evaluate';
+import { zooMobileNetV2Int8 } from './helpers/paths';
+
+const random = seededRandom(11);
+const head = { weights: Float32Array.from({ length: 1280 }, () => (random() - 0.5) / 20), bias: -0.5 };
+
+const tensor = (m: OnnxModel, name: string): OnnxTensor => {
+  const t = m.graph.initializers.find((x) => x.name === name);
+  assert.ok(t, `initializer ${name}`);
+  return t;
+};
+
+describe('ImageNet backbone', { skip: !zooMobileNetV2Int8 && 'mobilenetv2-12-int8.onnx is in neither models/bc-v1 nor the shared model mirror' }, () => {
+  let int8: OnnxModel;
+  let float: OnnxModel;
+  let addon: NativeAddon;
+  before(() => {
+    int8 = decodeModel(readFileSync(zooMobileNetV2Int8!));
+    float = floatCopy(int8);
+    addon = loadAddon();
+    addon.configure({ providers: ['cpu'], deviceId: 0, trtCacheDir: os.tmpdir(), trtFp16: false, poolThreads: 2, intraOpThreads: 1 });
+  });
+
+  test('the float copy has only default-domain float ops, one opset import and the same bytes every time', () => {
+    const ops = new Set(float.graph.nodes.map((n) => n.opType));
+    assert.deepEqual([...ops].sort(), ['Add', 'Clip', 'Concat', 'Conv', 'Gather', 'GlobalAveragePool', 'MatMul', 'Reshape', 'Shape', 'Unsqueeze']);
+    assert.ok(float.graph.nodes.every((n) => n.domain === undefined));
+    assert.equal(float.otherOpsets, undefined);
+    assert.equal(float.opsetVersion, 12);
+    assert.deepEqual(float.graph.inputs, [{ name: 'input', dims: ['batch_size', 3, 224, 224] }]);
+    assert.deepEqual(float.graph.outputs, [{ name: 'output', dims: ['batch_size', 1000] }]);
+    assert.ok(float.graph.nodes.some((n) => n.opType === 'Clip' && n.outputs[0] === '464'), 'the pooled features are the float tensor 464');
+    assert.ok(float.graph.initializers.every((t) => t.type === 'float32' || t.type === 'int64'));
+
+    const [q, scale, w] = [tensor(int8, '475_quantized'), tensor(int8, '475_scale'), tensor(float, '475')];
+    const per = q.data.length / scale.data.length;
+    for (const i of [0, per - 1, per, q.data.length - 1]) assert.equal(w.data[i], Math.fround(Number(scale.data[Math.floor(i / per)]) * Number(q.data[i])));
+
+    const bytes = encodeModel(float);
+    assert.ok(encodeModel(floatCopy(decodeModel(readFileSync(zooMobileNetV2Int8!)))).equals(bytes));
+    assert.ok(encodeModel(decodeModel(bytes)).equals(bytes));
+  });
+
+  test('the float copy names an op it cannot convert', () => {
+    const erf = { name: 'odd', opType: 'Erf', inputs: ['output'], outputs: ['erf'], attributes: [] };
+    assert.throws(() => floatCopy({ ...int8, graph: { ...int8.graph, nodes: [...int8.graph.nodes, erf] } }), /node odd \(Erf\): op Erf is not supported/);
+  });
+
+  for (const form of ['int8', 'float'] as const) {
+    test(`the ${form} crop network declares and gives p_discomfort [N,1], probs [N,1000], features [N,1280]`, async () => {
+      const model = decodeModel(composeCropNetwork(form === 'int8' ? int8 : float, head, form));
+      assert.deepEqual(model.graph.inputs, [{ name: 'input', dims: ['batch_size', 3, 224, 224] }]);
+      assert.deepEqual(model.graph.outputs, [
+        { name: 'p_discomfort', dims: ['batch_size', 1] },
+        { name: 'probs', dims: ['batch_size', 1000] },
+        { name: 'features', dims: ['batch_size', 1280] },
+      ]);
+      assert.deepEqual(CROP_OUTPUTS, ['p_discomfort', 'probs', 'features']);
+      const quantized = model.graph.nodes.filter((n) => n.domain !== undefined || /QLinear|QuantizeLinear/.test(n.opType));
+      if (form === 'float') assert.deepEqual(quantized, []);
+      else assert.ok(model.graph.nodes.some((n) => n.opType === 'DequantizeLinear' && n.inputs.join() === '464_quantized,464_scale,464_zero_point'));
+
+      const x = Float32Array.from({ length: 2 * 3 * 224 * 224 }, () => random() * 4 - 2);
+      const out = await addon.runModel(encodeModel(model), [{ name: 'input', dims: [2, 3, 224, 224], data: x }]);
+      assert.deepEqual(
+        out.map((o) => [o.name, o.dims]),
+        [['p_discomfort', [2, 1]], ['probs', [2, 1000]], ['features', [2, 1280]]],
+      );
+      const [p, probs, features] = out.map((o) => o.data) as [Float32Array, Float32Array, Float32Array];
+      for (const b of [0, 1]) {
+        const f = features.subarray(b * 1280, (b + 1) * 1280);
+        const logit = f.reduce((sum, v, i) => sum + v * head.weights[i]!, head.bias);
+        assert.ok(Math.abs(p[b]! - 1 / (1 + Math.exp(-logit))) < 1e-5, `image ${b}: p_discomfort is Sigmoid(features . w + b)`);
+        assert.ok(Math.abs(probs.subarray(b * 1000, (b + 1) * 1000).reduce((a, v) => a + v, 0) - 1) < 1e-4);
+      }
+    });
+  }
+
+  test('the wrong form or head size is refused', () => {
+    assert.throws(() => composeCropNetwork(int8, head, 'float'), /node input_QuantizeLinear is QuantizeLinear; the float form needs the float copy/);
+    assert.throws(() => composeCropNetwork(float, head, 'int8'), /0 QLinearGlobalAveragePool nodes, expected one/);
+    assert.throws(() => composeCropNetwork(float, { weights: [1, 2], bias: 0 }, 'float'), /the head has 2 weights for 1280 features/);
+  });
+});
