@@ -55,11 +55,11 @@ test('a missing or altered model file stops start-up, naming the file and the sh
   assert.match(altered.stderr, /expected c789161ed43c8269fcd4e67c67eeeb4e80c622da2eb296a20bc6007bd18a0b7d/);
 
   cpSync(path.join(repoRoot, 'models'), dir, { recursive: true });
-  const classifier = path.join(dir, 'bc-v1', 'classifier.onnx');
-  writeFileSync(classifier, '');
+  const backbone = path.join(dir, 'bc-v1', 'mobilenetv2-12-int8.onnx');
+  writeFileSync(backbone, '');
   const broken = startWithModels(dir);
   assert.equal(broken.status, 1);
-  assert.ok(broken.stderr.includes(classifier));
+  assert.ok(broken.stderr.includes(backbone), broken.stderr);
 });
 
 test('an invalid manifest stops start-up with the offending path', () => {
