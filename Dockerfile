@@ -28,6 +28,7 @@ COPY src/ src/
 COPY models/ models/
 RUN --mount=type=bind,from=model-mirror,target=/mirror \
     if [ -f /mirror/yolox-nano/yolox_nano.onnx ]; then export CATCOMFORT_MODEL_MIRROR=/mirror; fi \
+ && if [ -f /mirror/mobilenetv2-12-int8/mobilenetv2-12-int8.onnx ]; then export CATCOMFORT_MODEL_MIRROR=/mirror; fi \
  && npm ci \
  && node dist/src/tools/bundle.js --dir /opt
 

@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { KNOWN_VARIABLES } from '../src/config';
+import { packFiles } from '../src/models/pack-files';
 import { copies, execForm, makeIgnore, parseDockerfile, type Stage } from './helpers/dockerfile';
 import { repoRoot } from './helpers/paths';
 import { startServer } from './helpers/server';
@@ -70,12 +71,13 @@ test('stages: an empty model mirror, a Node 20 build stage and a slim runtime on
   assert.equal(stage('runtime').base, 'debian:bookworm-slim');
   const runs = stage('build').instructions.filter((i) => i.keyword === 'RUN').map((i) => i.args);
   assert.match(runs[0]!, /apt-get install .*cmake/);
-  // The mirror, when given, is used for every pack file that names a mirror path (bc-legacy's detector).
+  // The mirror, when given, is used for every pack file that names a mirror path (bc-legacy's
+  // detector, bc-v1's ImageNet backbone).
   const install = runs.find((r) => r.includes('npm ci'))!;
   assert.match(install, /^--mount=type=bind,from=model-mirror,target=\/mirror /);
   for (const pack of ['bc-v1', 'bc-legacy']) {
     const manifest = JSON.parse(readFileSync(path.join(repoRoot, 'models', pack, 'manifest.json'), 'utf8'));
-    for (const file of [manifest.detector, manifest.classifier]) {
+    for (const file of packFiles(manifest)) {
       if (file.mirrorPath) assert.ok(install.includes(`[ -f /mirror/${file.mirrorPath} ]; then export CATCOMFORT_MODEL_MIRROR=/mirror;`), file.mirrorPath);
     }
   }
@@ -99,7 +101,9 @@ test('the build stage copies sources that are in the build context, and every tr
     for (const file of under) assert.ok(!ignored(file), `${file} (tracked) reaches the build`);
   }
   // Committed model files go in; files the install makes are made again in the build stage.
-  assert.ok(!ignored('models/bc-v1/classifier.onnx'));
+  assert.ok(!ignored('models/bc-legacy/classifier.onnx'));
+  assert.ok(!ignored('models/bc-v1/head.json'));
+  assert.ok(ignored('models/bc-v1/mobilenetv2-12-int8.onnx'));
   assert.ok(ignored('models/bc-v1/ssd_mobilenetv2_oidv4.onnx'));
   for (const made of ['node_modules', 'build/Release/catcomfort.node', 'dist/src/main.js', 'data/catcomfort.sqlite3']) assert.ok(ignored(made), made);
 });

@@ -40,6 +40,8 @@ test('a lynx the detector is sure of is vetoed: low_confidence with its box in v
   assert.equal(v1.status, 200, v1.text);
   assert.equal(v1.body.cat_detected, false);
   assert.equal(v1.body.success, false);
+  const scrape = await request(`${server.url}/metrics`);
+  assert.match(scrape.text, /^catcomfort_verifier_vetoes_total\{model="bc-v1"\} 2$/m);
 });
 
 test('a cat beside a dog is found, with its box on the cat', async () => {

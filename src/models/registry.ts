@@ -52,6 +52,7 @@ export class Model {
       metrics.stageDuration.observe({ model: this.id, stage: 'decode' }, t.decodeMs / 1000);
       metrics.stageDuration.observe({ model: this.id, stage: 'detector' }, t.detectMs / 1000);
       if (result.score !== null) metrics.stageDuration.observe({ model: this.id, stage: 'classifier' }, t.classifyMs / 1000);
+      if (result.verification && !result.verification.passed) metrics.verifierVetoes.inc({ model: this.id });
     }
     return toAnalysis(result, this.maxPixels);
   }

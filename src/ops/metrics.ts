@@ -33,6 +33,8 @@ export class ServiceMetrics {
 
   readonly rejections = this.counter('catcomfort_queue_rejections_total', 'Images refused by a model queue (answered 429): queue_full, or deadline (cannot be served in time)', ['model', 'reason']);
 
+  readonly verifierVetoes = this.counter('catcomfort_verifier_vetoes_total', 'Images whose detected candidates the verifier all vetoed as look-alikes (answered low_confidence)', ['model']);
+
   readonly scanOutcomes = this.counter('catcomfort_scan_outcomes_total', 'Scans finished by this instance: completed, or failed with its error code', ['outcome', 'code']);
 
   readonly provider = this.gauge('catcomfort_execution_provider', 'ONNX Runtime execution providers configured: 1 active, 0 not in use', ['provider']);
