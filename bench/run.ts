@@ -472,7 +472,7 @@ function markdown(report: Report): string {
   const usMain = withAnswers.find((s) => s.name === 'us' && s.role === 'main');
   if (usMain && withAnswers.length > 1) {
     lines.push('## Same answers?', '');
-    lines.push('Each photo sent once to each server before its load run, compared with our answer at the same detector precision (resizing kernels differ slightly, so scores differ in the 3rd decimal); our other precision is compared with our main one.', '');
+    lines.push('Each photo sent once to each server before its load run, compared with our answer at the same detector precision (resizing kernels differ slightly; the ImageNet network under the untrained reference head magnifies a grey level of difference in a crop, so scores can differ by a few tenths while detection states agree); our other precision is compared with our main one.', '');
     lines.push('| server | compared with | same detection state | same label | max abs score difference |', '|---|---|---:|---:|---:|');
     for (const s of withAnswers.filter((x) => x !== usMain)) {
       const ref = s.name === 'us' ? usMain : withAnswers.find((x) => x.name === 'us' && x.precision === s.precision);
