@@ -4,17 +4,21 @@
 // - composeCropNetwork: input and outputs (p_discomfort, probs, features) as declared, for the int8
 //   and the float form, and as ONNX Runtime's CPU provider gives them at batch 2; the wrong form or
 //   head size is refused.
+// - the reference head: the generator reproduces the committed head.json.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { before, describe, test } from 'node:test';
 import { composeCropNetwork, CROP_OUTPUTS } from '../src/models/imagenet/crop-network';
 import { floatCopy } from '../src/models/imagenet/float-copy';
+import { encodeHead, parseHead } from '../src/models/imagenet/head';
 import { decodeModel } from '../src/models/onnx-read';
 import { encodeModel, type OnnxModel, type OnnxTensor } from '../src/models/onnx-write';
 import { loadAddon, type NativeAddon } from '../src/native/addon';
+import { referenceHead } from '../src/tools/make-reference-head';
 import { seededRandom } from '../src/train/evaluate';
-import { zooMobileNetV2Int8 } from './helpers/paths';
+import { repoRoot, zooMobileNetV2Int8 } from './helpers/paths';
 
 const random = seededRandom(11);
 const head = { weights: Float32Array.from({ length: 1280 }, () => (random() - 0.5) / 20), bias: -0.5 };
@@ -96,4 +100,14 @@ describe('ImageNet backbone', { skip: !zooMobileNetV2Int8 && 'mobilenetv2-12-int
     assert.throws(() => composeCropNetwork(float, head, 'int8'), /0 QLinearGlobalAveragePool nodes, expected one/);
     assert.throws(() => composeCropNetwork(float, { weights: [1, 2], bias: 0 }, 'float'), /the head has 2 weights for 1280 features/);
   });
+});
+
+test('the reference head: the generator makes the committed head.json, which parses as 1280 weights and a bias', () => {
+  const committed = readFileSync(path.join(repoRoot, 'models/bc-v1/head.json'), 'utf8');
+  assert.equal(referenceHead(), committed);
+  const head = parseHead(committed, 'head.json');
+  assert.equal(head.weights.length, 1280);
+  assert.equal(encodeHead(head), committed);
+  assert.throws(() => parseHead('{"inputs": 1280, "weights": [1], "bias": 0}', 'short.json'), /short\.json must be \{"inputs": 1280, "weights": \[1280 finite numbers\]/);
+  assert.throws(() => parseHead('nope', 'bad.json'), /bad\.json is not valid JSON/);
 });

@@ -13,26 +13,15 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { encodeHead, FEATURES } from '../models/imagenet/head';
 import { sha256 } from '../models/pack';
+import { seededRandom } from '../train/evaluate';
 
 const SEED = 1002;
 const SCALE = 3.2;
 const BIAS = -1.44;
 
-/** mulberry32: a small, well-known 32-bit generator; uniform in [0, 1). */
-function uniform(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Standard normal numbers by the Box-Muller transform. */
 function normals(count: number, seed: number): Float64Array {
-  const next = uniform(seed);
+  const next = seededRandom(seed);
   const out = new Float64Array(count);
   for (let i = 0; i < count; i += 2) {
     const r = Math.sqrt(-2 * Math.log(1 - next()));
