@@ -322,10 +322,12 @@ function heading(runs: Run[]): string {
   const file = (pack: LoadedPack) => (pack.precision === 'int8' ? pack.manifest.detector.int8!.file : pack.manifest.detector.file);
   const detectors = runs.length === 1 ? `detector ${file(runs[0]!.pack)}` : `detectors ${runs.map((r) => `${r.pack.precision} ${file(r.pack)}`).join(' and ')}`;
   const v = spec.classifier.verifier;
-  const { probsOutput: _, ...rule } = v ?? { probsOutput: 0 };
+  const verifier = v
+    ? `${backboneFile(runs[0]!.pack)}: vetoes above ${v.maxLookalikeMass} on ${v.lookalikeClasses.length} look-alike classes, ` +
+      `checks ${v.maxCandidates} candidates, prefers cat (${v.catClasses.length} classes) over dog (${v.dogClasses.length})`
+    : 'none';
   return `# Detector evaluation: pack ${manifest.id} ${manifest.version}, ${detectors} (${d.output.format}), ` +
-    `views [${d.views.join(', ')}] (${d.viewCombine}), calibration ${JSON.stringify(d.calibration)}, ` +
-    `verifier ${v ? `${backboneFile(runs[0]!.pack)} ${JSON.stringify(rule)}` : 'none'}\n`;
+    `views [${d.views.join(', ')}] (${d.viewCombine}), calibration ${JSON.stringify(d.calibration)}, verifier ${verifier}\n`;
 }
 
 async function main(): Promise<void> {
