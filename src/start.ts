@@ -22,6 +22,7 @@ import { CredentialVerifier } from './scan/auth';
 import { FailureThrottle } from './scan/failure-throttle';
 import { fetchPolicy } from './scan/fetch';
 import { registerScan } from './scan/routes';
+import { StoreHealth } from './scan/store-health';
 import { openStore, type Store } from './scan/store';
 import { ScanWorkers } from './scan/worker';
 import { registerV1 } from './v1/routes';
@@ -207,7 +208,9 @@ async function startInterfaces(
   const scanModel = registry.get(config.scan.model);
   if (!scanModel) throw new Error(`CATCOMFORT_SCAN_MODEL "${config.scan.model}" is not a loaded pack`);
   if (config.scan.allowPrivateUrls) log.warn('CATCOMFORT_FETCH_ALLOW_PRIVATE is on: scan URLs may reach private and loopback addresses (UNSAFE)');
-  const workers = new ScanWorkers(store, scanModel, {
+  const health = new StoreHealth();
+  ctx.readiness.setScanStore(() => health.state);
+  const workers = new ScanWorkers(store, health, scanModel, {
     workers: config.scan.workers,
     leaseMs: config.scan.leaseMs,
     maxAttempts: config.scan.maxAttempts,
@@ -218,10 +221,11 @@ async function startInterfaces(
   });
   registerV2(ctx.router, service);
   registerV1(ctx.router, service);
-  registerScan(ctx.router, { service, store, workers, verifier: new CredentialVerifier(store, new FailureThrottle(config.scan.authFailuresPerMinute)), maxImageBytes: 4 * 1024 * 1024 });
+  const verifier = new CredentialVerifier(store, health, new FailureThrottle(config.scan.authFailuresPerMinute));
+  registerScan(ctx.router, { service, store, health, workers, verifier, maxImageBytes: 4 * 1024 * 1024 });
   metrics.setSources({
     queueDepths: () => registry.list().map((m) => ({ model: m.id, queued: m.batcher.stats().queued })),
-    scanQueue: () => store.scans.queueDepth(),
+    scanQueue: () => health.track('queue_depth', () => store.scans.queueDepth()),
   });
   workers.start();
   return {

@@ -11,6 +11,7 @@ import type { ApiError } from '../src/http/errors';
 import { CredentialVerifier } from '../src/scan/auth';
 import { FailureThrottle } from '../src/scan/failure-throttle';
 import { openStore } from '../src/scan/store';
+import { StoreHealth } from '../src/scan/store-health';
 import { request } from './helpers/http';
 import { createCredential, scanHeaders, storeEnv } from './helpers/scan';
 import { startServer } from './helpers/server';
@@ -85,7 +86,7 @@ test('the verifier limits guessers, not partners: cached and shared checks cost 
   const later = await store.credentials.create('later');
   const scrypt = mock.method(crypto, 'scrypt');
   t.after(() => scrypt.mock.restore());
-  const verifier = new CredentialVerifier(store, new FailureThrottle(3));
+  const verifier = new CredentialVerifier(store, new StoreHealth(), new FailureThrottle(3));
 
   const burst = await Promise.all(Array.from({ length: 64 }, () => verifier.verify(partner.keyId, partner.secret, 'a')));
   assert.deepEqual(new Set(burst), new Set([partner.id]), '64 parallel checks of a valid pair all pass');

@@ -167,17 +167,20 @@ function scanSuite(name: string, backend: () => Promise<Backend>) {
       assert.equal(total(samples, 'catcomfort_scan_queue_depth', { state: 'processing' }), 0);
     });
 
-    test('Idempotency-Key: a retry returns the same scan; another body with the key is 409', async () => {
+    test('Idempotency-Key: a retry gets the original answer (202, same scan); another body with the key is 422', async () => {
       const body = { image: b64(NO_CAT), metadata: { petId: 'idem' } };
       const first = await submit(server.url, alice, body, { 'Idempotency-Key': 'retry-1' });
       const again = await submit(server.url, alice, body, { 'Idempotency-Key': 'retry-1' });
       assert.equal(first.status, 202);
-      assert.equal(again.status, 200);
+      assert.equal(first.headers.get('idempotent-replayed'), null);
+      assert.equal(again.status, 202);
       assert.equal(again.headers.get('idempotent-replayed'), 'true');
       assert.equal(again.body.scanId, first.body.scanId);
+      assert.equal(again.headers.get('location'), first.headers.get('location'));
       const other = await submit(server.url, alice, { ...body, metadata: { petId: 'other' } }, { 'Idempotency-Key': 'retry-1' });
-      assert.equal(other.status, 409);
+      assert.equal(other.status, 422);
       assert.equal(other.body.error.code, 'idempotency_conflict');
+      assert.equal(other.body.error.message, 'This Idempotency-Key was already used with a different request.');
       const bobs = await submit(server.url, bob, body, { 'Idempotency-Key': 'retry-1' });
       assert.equal(bobs.status, 202, 'keys are per credential');
       assert.notEqual(bobs.body.scanId, first.body.scanId);

@@ -4,10 +4,14 @@ import { log } from '../log';
 import { ImageError } from '../pipeline/analysis';
 import { AbortedError, ClosedError, DeadlineError, QueueFullError } from '../pipeline/batcher';
 import { BusyError } from '../pipeline/semaphore';
+import { StoreUnavailableError } from '../scan/store/types';
 import { ApiError, bodyTooLargeMessage, errorTable } from './errors';
 import { BadContentLengthError, BodyTooLargeError, ClientGoneError } from './exchange';
 
 const retryAfter = (seconds: number) => ({ 'Retry-After': String(seconds) });
+
+/** Seconds a client is told to wait after a store fault: about how long a database restart takes. */
+export const STORE_RETRY_AFTER_S = 5;
 
 /**
  * The coded error for `error`, or null when there is no one left to answer (the client went away).
@@ -28,6 +32,7 @@ export function toApiError(error: unknown, context: Record<string, unknown> = {}
     return new ApiError('overloaded', 'The request could not be processed before its deadline; retry later.', {}, retryAfter(error.retryAfterSeconds));
   }
   if (error instanceof ClosedError) return new ApiError('unavailable');
+  if (error instanceof StoreUnavailableError) return new ApiError('store_unavailable', undefined, {}, retryAfter(STORE_RETRY_AFTER_S));
   log.error('unhandled error', { ...context, error: (error as Error)?.stack ?? String(error) });
   return new ApiError('internal_error');
 }

@@ -12,7 +12,7 @@ export const errorTable = {
   model_not_found: { code: 'model_not_found', status: 404, message: 'Model not found.' },
   not_found: { code: 'not_found', status: 404, message: 'Not found.' },
   method_not_allowed: { code: 'method_not_allowed', status: 405, message: 'Method not allowed.' },
-  idempotency_conflict: { code: 'idempotency_conflict', status: 409, message: 'Idempotency-Key reused with a different request.' },
+  idempotency_conflict: { code: 'idempotency_conflict', status: 422, message: 'This Idempotency-Key was already used with a different request.', scanOnly: true },
   bad_request: { code: 'http_error', status: 400, message: 'Malformed request.' },
   request_timeout: { code: 'http_error', status: 408, message: 'The request was not received in time.' },
   payload_too_large: { code: 'http_error', status: 413, message: 'Request body is too large.' },
@@ -25,6 +25,7 @@ export const errorTable = {
   internal_error: { code: 'internal_error', status: 500, message: 'Internal server error.' },
   not_implemented: { code: 'not_implemented', status: 501, message: 'Request method is not implemented.' },
   unavailable: { code: 'unavailable', status: 503, message: 'The service is not ready or is shutting down.' },
+  store_unavailable: { code: 'store_unavailable', status: 503, message: 'The scan store is unavailable; retry later.', scanOnly: true },
   http_version_not_supported: { code: 'http_version_not_supported', status: 505, message: 'Only HTTP/1.1 and HTTP/1.0 are supported.' },
 } as const;
 

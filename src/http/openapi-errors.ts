@@ -30,7 +30,7 @@ export function errorResponses(errors: ErrorDoc[]): Record<string, unknown> {
     }
     responses[String(status)] = {
       description: docs.map((d) => `\`${errorTable[d.kind].code}\`: ${d.when}`).join('; '),
-      ...(status === 429 ? { headers: { 'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } } } } : {}),
+      ...(status === 429 || status === 503 ? { headers: { 'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } } } } : {}),
       content: jsonContent('ErrorResponse', examples),
     };
   }

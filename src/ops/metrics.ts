@@ -35,6 +35,10 @@ export class ServiceMetrics {
 
   readonly verifierVetoes = this.counter('catcomfort_verifier_vetoes_total', 'Images whose detected candidates the verifier all vetoed as look-alikes (answered low_confidence)', ['model']);
 
+  readonly scanStoreUp = this.gauge('catcomfort_scan_store_up', '1 while the scan store answers, 0 from a call that found it unreachable or unable to write until one that succeeds', []);
+
+  readonly scanStoreErrors = this.counter('catcomfort_scan_store_errors_total', 'Scan store calls that failed because the store was unavailable, by operation', ['operation']);
+
   readonly scanOutcomes = this.counter('catcomfort_scan_outcomes_total', 'Scans finished by this instance: completed, or failed with its error code', ['outcome', 'code']);
 
   readonly provider = this.gauge('catcomfort_execution_provider', 'ONNX Runtime execution providers configured: 1 active, 0 not in use', ['provider']);

@@ -1,16 +1,22 @@
-// What GET /readyz reports: the service phase and each model pack's state. The port opens before
-// the packs load, so an orchestrator sees them go loading -> warming -> ready.
+// What GET /readyz reports: the service phase, each model pack's state, and the scan store's. The
+// port opens before the packs load, so an orchestrator sees them go loading -> warming -> ready.
+// The scan store's state is shown but does not decide readiness (README "Scan store faults").
+import type { StoreState } from '../scan/store-health';
+
 export type ModelState = 'loading' | 'warming' | 'ready' | 'draining';
 export type Phase = 'starting' | 'ready' | 'draining';
 
 export interface ReadinessReport {
   status: Phase;
   models: Record<string, ModelState>;
+  /** The scan store as its last call found it; absent until the scan interface is up. */
+  scans?: StoreState;
 }
 
 export class Readiness {
   private phase: Phase = 'starting';
   private readonly models = new Map<string, ModelState>();
+  private scanStore: (() => StoreState) | null = null;
 
   constructor(private readonly onChange: (ready: boolean) => void = () => {}) {}
 
@@ -21,6 +27,10 @@ export class Readiness {
 
   setModel(id: string, state: ModelState): void {
     this.models.set(id, state);
+  }
+
+  setScanStore(state: () => StoreState): void {
+    this.scanStore = state;
   }
 
   /** Every pack warmed and every route registered: requests are taken. */
@@ -41,6 +51,6 @@ export class Readiness {
   }
 
   report(): ReadinessReport {
-    return { status: this.phase, models: Object.fromEntries(this.models) };
+    return { status: this.phase, models: Object.fromEntries(this.models), ...(this.scanStore && { scans: this.scanStore() }) };
   }
 }

@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import { ApiError } from '../http/errors';
 import { Semaphore } from '../pipeline/semaphore';
 import type { FailureThrottle } from './failure-throttle';
+import type { StoreHealth } from './store-health';
 import type { Store } from './store';
 
 // The public shapes of issued credentials (src/scan/store/common.ts): anything else is refused
@@ -26,6 +27,7 @@ export class CredentialVerifier {
 
   constructor(
     private readonly store: Store,
+    private readonly health: StoreHealth,
     private readonly throttle: FailureThrottle,
     private readonly ttlMs = 30_000,
     private readonly maxEntries = 10_000,
@@ -47,7 +49,7 @@ export class CredentialVerifier {
 
   /** One check in the store: scrypt, for a usable key id, takes a token that goes back unless the secret was wrong. */
   private async check(keyId: string, secret: string, cacheKey: string, address: string): Promise<string | null> {
-    const credential = await this.store.credentials.find(keyId);
+    const credential = await this.health.track('authenticate', () => this.store.credentials.find(keyId));
     if (credential === null) return null;
     const wait = this.throttle.take(address);
     if (wait > 0) throw new ApiError('auth_throttled', undefined, {}, { 'Retry-After': String(wait) });

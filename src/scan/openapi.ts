@@ -27,6 +27,10 @@ const throttled: ErrorDoc = {
 const overloaded: ErrorDoc = { kind: 'overloaded', when: 'too many credential checks at once; see `Retry-After`' };
 const internal: ErrorDoc = { kind: 'internal_error', when: 'unexpected failure; nothing internal is disclosed' };
 const unavailable: ErrorDoc = { kind: 'unavailable', when: 'the service is shutting down', message: 'The service is shutting down.' };
+const storeUnavailable: ErrorDoc = {
+  kind: 'store_unavailable',
+  when: 'the scan store cannot be reached or cannot write (database stopped, disk full); transient, see `Retry-After`',
+};
 
 function completedScan(version: string): Record<string, unknown> {
   return {
@@ -72,7 +76,7 @@ export function scanOperations(serviceVersion: string, exampleImage: string) {
           in: 'header',
           required: false,
           description:
-            '1-255 printable ASCII characters. A retry with the same key and body returns the same scan (200, `Idempotent-Replayed: true`); the same key with another body is 409 `idempotency_conflict`.',
+            '1-255 printable ASCII characters, per credential, remembered for 24 hours. A retry with the same key and body within that time returns the original answer (202, the same `scanId`, with `Idempotent-Replayed: true`) and creates nothing; the same key with another body is 422 `idempotency_conflict`. Use one with every submit that may be retried (after a timeout, a dropped connection or a 503).',
           schema: { type: 'string' },
           example: 'order-1234-photo-1',
         },
@@ -85,10 +89,12 @@ export function scanOperations(serviceVersion: string, exampleImage: string) {
         }),
       },
       responses: {
-        '200': { description: 'Idempotent replay of an earlier submission', content: jsonContent('ScanAccepted', { replay: { summary: 'The scan of the first submission', value: accepted } }) },
         '202': {
-          description: 'Accepted; `Location` names the scan',
-          headers: { Location: { description: 'Path of the scan, `/scan/{scanId}`', schema: { type: 'string' } } },
+          description: 'Accepted; `Location` names the scan. Also the answer to a retry with the same `Idempotency-Key` and body, which carries `Idempotent-Replayed: true`',
+          headers: {
+            Location: { description: 'Path of the scan, `/scan/{scanId}`', schema: { type: 'string' } },
+            'Idempotent-Replayed': { description: '`true` when this answers a retry: the scan is the first submission\'s', schema: { type: 'string' } },
+          },
           content: jsonContent('ScanAccepted', { accepted: { summary: 'Queued for analysis', value: accepted } }),
         },
         ...errorResponses([
@@ -107,6 +113,7 @@ export function scanOperations(serviceVersion: string, exampleImage: string) {
           overloaded,
           internal,
           unavailable,
+          storeUnavailable,
         ]),
       },
     },
@@ -136,6 +143,7 @@ export function scanOperations(serviceVersion: string, exampleImage: string) {
           overloaded,
           internal,
           unavailable,
+          storeUnavailable,
         ]),
       },
     },
@@ -154,6 +162,7 @@ export function scanOperations(serviceVersion: string, exampleImage: string) {
           overloaded,
           internal,
           unavailable,
+          storeUnavailable,
         ]),
       },
     },

@@ -15,6 +15,7 @@ import { sendError, sendJson } from '../http/respond';
 import type { CredentialVerifier } from './auth';
 import { buildScanOpenApi, scanOperations } from './openapi';
 import { presentScan } from './present';
+import type { StoreHealth } from './store-health';
 import { InvalidCursorError, type Store } from './store';
 import { validateListQuery, validateSubmission } from './validate';
 import type { ScanWorkers } from './worker';
@@ -24,6 +25,7 @@ import { imageErrorMessage } from '../pipeline/analysis';
 export interface ScanContext {
   service: Service;
   store: Store;
+  health: StoreHealth;
   verifier: CredentialVerifier;
   workers: ScanWorkers;
   maxImageBytes: number;
@@ -93,7 +95,7 @@ export function registerScan(router: Router, ctx: ScanContext): void {
           image = decoded;
           if (image.length > ctx.maxImageBytes) throw new ApiError('invalid_image', `Image is larger than ${ctx.maxImageBytes} bytes.`);
         }
-        const created = await ctx.store.scans.create({
+        const created = await ctx.health.track('submit', () => ctx.store.scans.create({
           ownerId,
           source: image ? 'base64' : 'url',
           image,
@@ -101,14 +103,12 @@ export function registerScan(router: Router, ctx: ScanContext): void {
           metadata: submission.metadata,
           idempotencyKey,
           requestHash: createHash('sha256').update(raw).digest('hex'),
-        });
-        if ('conflict' in created) {
-          throw new ApiError('idempotency_conflict', 'This Idempotency-Key was already used with a different request.');
-        }
+        }));
+        if ('conflict' in created) throw new ApiError('idempotency_conflict');
         if (created.created) ctx.workers.notify();
         const scan = created.scan;
         return {
-          status: created.created ? 202 : 200,
+          status: 202,
           body: { request_id: requestId, scanId: scan.id, status: scan.status, createdAt: scan.createdAt },
           headers: { Location: `/scan/${scan.id}`, ...(created.created ? {} : { 'Idempotent-Replayed': 'true' }) },
         };
@@ -121,7 +121,7 @@ export function registerScan(router: Router, ctx: ScanContext): void {
       authed(ctx, false, async (ex, requestId, ownerId) => {
         const params = validateListQuery(new URLSearchParams(ex.query));
         try {
-          const page = await ctx.store.scans.list(ownerId, params);
+          const page = await ctx.health.track('list', () => ctx.store.scans.list(ownerId, params));
           return {
             status: 200,
             body: { request_id: requestId, items: page.items.map((s) => presentScan(s, defaultModel(ctx))), nextCursor: page.nextCursor },
@@ -139,7 +139,7 @@ export function registerScan(router: Router, ctx: ScanContext): void {
       'GET',
       '/scan/:scanId',
       authed(ctx, false, async (ex, requestId, ownerId) => {
-        const scan = await ctx.store.scans.get(ownerId, ex.params.scanId!);
+        const scan = await ctx.health.track('get', () => ctx.store.scans.get(ownerId, ex.params.scanId!));
         if (!scan) throw new ApiError('not_found', 'Scan not found.', { scanId: ex.params.scanId });
         return { status: 200, body: { request_id: requestId, ...presentScan(scan, defaultModel(ctx)) } };
       }),

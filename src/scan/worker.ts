@@ -1,6 +1,8 @@
 // Scan workers inside the service: claim a scan (PENDING, or PROCESSING with an expired lease),
 // fetch its URL if it has one, run it through the same model and batcher as /v2/predict, and
 // store the result. A worker that dies leaves the scan to be claimed again when its lease ends.
+// While the store fails, workers back off (exponential, capped, with jitter) and say nothing per
+// attempt: StoreHealth logs the outage once and its end once.
 import { randomUUID } from 'node:crypto';
 import { log } from '../log';
 import type { Model } from '../models/registry';
@@ -9,7 +11,16 @@ import { ImageError } from '../pipeline/analysis';
 import { QueueFullError } from '../pipeline/batcher';
 import { fetchImage, isFetchRefusedError, type FetchPolicy } from './fetch';
 import type { StoredResult } from './present';
-import type { ClaimedScan, Store } from './store';
+import { StoreUnavailableError, type ClaimedScan, type Store } from './store';
+import type { StoreHealth } from './store-health';
+
+/** Waits between store retries: BACKOFF.firstMs doubling up to BACKOFF.maxMs, each drawn in [half, whole]. */
+export const BACKOFF = { firstMs: 100, maxMs: 5000 } as const;
+
+export function backoffMs(failures: number, random: () => number = Math.random): number {
+  const ceiling = Math.min(BACKOFF.maxMs, BACKOFF.firstMs * 2 ** Math.min(failures - 1, 16));
+  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
+}
 
 export interface WorkerOptions {
   workers: number;
@@ -24,11 +35,14 @@ export interface WorkerOptions {
 export class ScanWorkers {
   private running = false;
   private wakeups: Array<() => void> = [];
+  /** Backoff waits, ended at once by stop(). */
+  private readonly stopWaits = new Set<() => void>();
   private loops: Array<Promise<void>> = [];
   private purgeTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly store: Store,
+    private readonly health: StoreHealth,
     private readonly model: Model,
     private readonly options: WorkerOptions,
   ) {}
@@ -41,9 +55,9 @@ export class ScanWorkers {
     this.running = true;
     for (let i = 0; i < this.options.workers; i++) this.loops.push(this.loop(`${process.pid}-${randomUUID().slice(0, 8)}`));
     const purge = () =>
-      this.store.scans.purge(new Date(Date.now() - this.options.retentionMs)).then(
+      this.health.track('purge', () => this.store.scans.purge(new Date(Date.now() - this.options.retentionMs))).then(
         (n) => n > 0 && log.info('purged scans past retention', { count: n }),
-        (error: unknown) => log.warn('scan purge failed', { error: String(error) }),
+        (error: unknown) => error instanceof StoreUnavailableError || log.warn('scan purge failed', { error: String(error) }),
       );
     void purge();
     this.purgeTimer = setInterval(purge, Math.min(this.options.retentionMs, 10 * 60_000));
@@ -59,10 +73,13 @@ export class ScanWorkers {
     this.running = false;
     if (this.purgeTimer) clearInterval(this.purgeTimer);
     for (const wake of this.wakeups.splice(0)) wake();
+    for (const stop of this.stopWaits) stop();
+    this.stopWaits.clear();
     await Promise.all(this.loops);
   }
 
-  private idle(): Promise<void> {
+  /** Waits `ms`, or less when a new scan is stored or the workers stop. */
+  private idle(ms: number = this.options.idlePollMs): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
@@ -70,18 +87,37 @@ export class ScanWorkers {
         if (index >= 0) this.wakeups.splice(index, 1);
         resolve();
       };
-      const timer = setTimeout(done, this.options.idlePollMs);
+      const timer = setTimeout(done, ms);
       this.wakeups.push(done);
     });
   }
 
+  /** Waits out a store failure: backoffMs, cut short only by stop(). */
+  private backOff(failures: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.stopWaits.delete(stop);
+        resolve();
+      }, backoffMs(failures));
+      const stop = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      this.stopWaits.add(stop);
+    });
+  }
+
   private async loop(workerId: string): Promise<void> {
+    let failures = 0;
     while (this.running) {
-      let claimed: ClaimedScan | null = null;
+      let claimed: ClaimedScan | null;
       try {
-        claimed = await this.store.scans.claim(workerId, this.options.leaseMs, this.options.maxAttempts);
+        claimed = await this.health.track('claim', () => this.store.scans.claim(workerId, this.options.leaseMs, this.options.maxAttempts));
+        failures = 0;
       } catch (error) {
-        log.error('scan claim failed', { error: String(error) });
+        if (!(error instanceof StoreUnavailableError)) log.error('scan claim failed', { error: String(error) });
+        await this.backOff(++failures);
+        continue;
       }
       if (!claimed) {
         await this.idle();
@@ -91,14 +127,16 @@ export class ScanWorkers {
       // hands a live scan to a second worker.
       const scan = claimed;
       const heartbeat = setInterval(() => {
-        this.store.scans.extendLease(scan.id, workerId, this.options.leaseMs).catch((error: unknown) => {
-          log.warn('scan lease renewal failed', { scan: scan.id, error: String(error) });
+        this.health.track('extend_lease', () => this.store.scans.extendLease(scan.id, workerId, this.options.leaseMs)).catch((error: unknown) => {
+          if (!(error instanceof StoreUnavailableError)) log.warn('scan lease renewal failed', { scan: scan.id, error: String(error) });
         });
       }, Math.max(50, Math.floor(this.options.leaseMs / 3)));
       await this.process(workerId, scan)
         .catch((error: unknown) => {
           // Left PROCESSING: the lease expires and another attempt follows (up to maxAttempts).
-          log.error('scan processing failed; it will be retried after its lease', { scan: scan.id, error: String(error) });
+          if (!(error instanceof StoreUnavailableError)) {
+            log.error('scan processing failed; it will be retried after its lease', { scan: scan.id, error: String(error) });
+          }
         })
         .finally(() => clearInterval(heartbeat));
     }
@@ -116,15 +154,35 @@ export class ScanWorkers {
     }
   }
 
+  private appendLog(id: string, event: string, message: string): Promise<void> {
+    return this.health.track('append_log', () => this.store.scans.appendLog(id, event, message));
+  }
+
+  /**
+   * The scan's final write, retried through a store outage (backing off) for as long as its lease
+   * would last, so that a short outage does not cost a second analysis. False as for complete/fail.
+   */
+  private async finish(operation: 'complete' | 'fail', write: () => Promise<boolean>): Promise<boolean> {
+    const giveUpAt = Date.now() + this.options.leaseMs;
+    for (let failures = 1; ; failures++) {
+      try {
+        return await this.health.track(operation, write);
+      } catch (error) {
+        if (!(error instanceof StoreUnavailableError) || !this.running || Date.now() >= giveUpAt) throw error;
+        await this.backOff(failures);
+      }
+    }
+  }
+
   private async process(workerId: string, scan: ClaimedScan): Promise<void> {
-    await this.store.scans.appendLog(scan.id, 'worker', `processed by worker ${workerId} (pid ${process.pid})`);
+    await this.appendLog(scan.id, 'worker', `processed by worker ${workerId} (pid ${process.pid})`);
     let bytes = scan.image;
     if (scan.source === 'url') {
-      await this.store.scans.appendLog(scan.id, 'fetching_url', 'fetching the image URL');
+      await this.appendLog(scan.id, 'fetching_url', 'fetching the image URL');
       try {
         const fetched = await fetchImage(scan.imageUrl!, this.options.fetchPolicy);
         bytes = fetched.bytes;
-        await this.store.scans.appendLog(scan.id, 'fetched', `${fetched.bytes.length} bytes, ${fetched.contentType}`);
+        await this.appendLog(scan.id, 'fetched', `${fetched.bytes.length} bytes, ${fetched.contentType}`);
       } catch (error) {
         if (!isFetchRefusedError(error)) throw error;
         await this.failed(scan.id, workerId, `fetch_${error.code}`, error.message);
@@ -144,7 +202,9 @@ export class ScanWorkers {
         modelId: this.model.id,
         modelVersion: this.options.serviceVersion,
       };
-      if (await this.store.scans.complete(scan.id, workerId, { ...result })) metrics.scanOutcomes.inc({ outcome: 'completed', code: '' });
+      if (await this.finish('complete', () => this.store.scans.complete(scan.id, workerId, { ...result }))) {
+        metrics.scanOutcomes.inc({ outcome: 'completed', code: '' });
+      }
     } catch (error) {
       if (!(error instanceof ImageError)) throw error;
       await this.failed(scan.id, workerId, 'invalid_image', error.message);
@@ -152,6 +212,6 @@ export class ScanWorkers {
   }
 
   private async failed(id: string, workerId: string, code: string, message: string): Promise<void> {
-    if (await this.store.scans.fail(id, workerId, { code, message })) metrics.scanOutcomes.inc({ outcome: 'failed', code });
+    if (await this.finish('fail', () => this.store.scans.fail(id, workerId, { code, message }))) metrics.scanOutcomes.inc({ outcome: 'failed', code });
   }
 }

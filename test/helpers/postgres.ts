@@ -18,6 +18,8 @@ export interface TestPostgres {
   description: string;
   /** Creates a fresh, empty database and returns its URL. */
   createDatabase(): Promise<string>;
+  /** An outage: the server stopped (`pg_ctl stop -m fast`) and started again on the same port; throwaway clusters only. */
+  outage?: { serverDown(): void; serverUp(): void };
   stop(): Promise<void>;
 }
 
@@ -117,16 +119,13 @@ export async function startTestPostgres(): Promise<PostgresProbe> {
   let port = 0;
   let started = false;
   let lastOutput = '';
+  const startOn = (p: number) => {
+    const options = [`-c listen_addresses=127.0.0.1`, `-p ${p}`, `-c unix_socket_directories=${dir}`, `-c fsync=on`, `-c max_connections=100`].join(' ');
+    return run('pg_ctl', ['-D', dataDir, '-l', path.join(dir, 'server.log'), '-w', '-t', '60', '-o', options, 'start']);
+  };
   for (let attempt = 0; attempt < 3 && !started; attempt += 1) {
     port = await freePort();
-    const options = [
-      `-c listen_addresses=127.0.0.1`,
-      `-p ${port}`,
-      `-c unix_socket_directories=${dir}`,
-      `-c fsync=on`,
-      `-c max_connections=100`,
-    ].join(' ');
-    const start = run('pg_ctl', ['-D', dataDir, '-l', path.join(dir, 'server.log'), '-w', '-t', '60', '-o', options, 'start']);
+    const start = startOn(port);
     started = start.ok;
     lastOutput = start.output;
   }
@@ -155,6 +154,16 @@ export async function startTestPostgres(): Promise<PostgresProbe> {
     pg: {
       description: `throwaway cluster (${bin}) on 127.0.0.1:${port}`,
       createDatabase: databaseFactory(baseUrl),
+      outage: {
+        serverDown: () => {
+          const r = run('pg_ctl', ['-D', dataDir, '-m', 'fast', '-w', 'stop']);
+          if (!r.ok) throw new Error(`pg_ctl stop failed: ${r.output}`);
+        },
+        serverUp: () => {
+          const r = startOn(port);
+          if (!r.ok) throw new Error(`pg_ctl start failed: ${r.output}`);
+        },
+      },
       stop: async () => {
         process.removeListener('exit', stopSync);
         process.removeListener('SIGINT', onSignal);

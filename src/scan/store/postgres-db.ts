@@ -2,9 +2,37 @@
 // from the database clock (one clock for every instance's leases); queue rows are picked with
 // FOR UPDATE SKIP LOCKED, so two claimers never take the same scan and never wait on each other.
 // Migrations run under an advisory lock, so instances starting at once apply them exactly once.
+// Every wait is bounded (STORE_TIMEOUTS); a database that cannot be reached or answer becomes a
+// StoreUnavailableError, and the pool replaces broken connections, so it recovers by itself.
 import pg from 'pg';
 import { postgresMigrations } from './migrations';
 import { transactionView, type Dialect, type SqlDb, type SqlValue } from './sql';
+import { StoreUnavailableError } from './types';
+
+/** The longest a store call waits, in ms: for a connection, and for one statement (server, then client side). */
+export const STORE_TIMEOUTS = { connectMs: 3000, statementMs: 5000, queryMs: 6000 } as const;
+
+/** SQLSTATE classes of a database that is down or out of resources (08 connection, 53 resources, 57P operator, 58 system). */
+const UNAVAILABLE_STATE = /^(08|53|57P|58)|^57014$/;
+const UNAVAILABLE_CODE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+const UNAVAILABLE_MESSAGE = /Connection terminated|timeout exceeded when trying to connect|not queryable|Query read timeout|Connection ended/;
+
+/** The error as the store reports it: StoreUnavailableError for a database that is down or stalled. */
+function classify(error: unknown): unknown {
+  const e = error as { code?: unknown; message?: unknown };
+  const code = typeof e?.code === 'string' ? e.code : '';
+  const message = typeof e?.message === 'string' ? e.message : '';
+  if (UNAVAILABLE_CODE.has(code) || UNAVAILABLE_STATE.test(code) || UNAVAILABLE_MESSAGE.test(message)) return new StoreUnavailableError(error);
+  return error;
+}
+
+async function classified<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw classify(error);
+  }
+}
 
 /** Advisory lock key of the migration step (the ASCII bytes of "catcomfo" as a bigint). */
 const MIGRATION_LOCK = '7161132852915824239';
@@ -44,21 +72,37 @@ export class PostgresDb implements SqlDb {
   private closed = false;
 
   constructor(databaseUrl: string, options: PostgresOptions = {}) {
-    this.pool = new pg.Pool({ connectionString: databaseUrl, max: options.maxConnections ?? 10 });
+    this.pool = new pg.Pool({
+      connectionString: databaseUrl,
+      max: options.maxConnections ?? 10,
+      connectionTimeoutMillis: STORE_TIMEOUTS.connectMs,
+      statement_timeout: STORE_TIMEOUTS.statementMs,
+      query_timeout: STORE_TIMEOUTS.queryMs,
+    });
     // An idle client losing its connection must not crash the process.
     this.pool.on('error', (error) => options.onIdleError?.(error));
   }
 
   query<R>(sql: string, params: readonly SqlValue[] = []): Promise<R[]> {
-    return rows<R>(this.pool, sql, params);
+    return classified(() => rows<R>(this.pool, sql, params));
   }
 
   run(sql: string, params: readonly SqlValue[] = []): Promise<number> {
-    return changed(this.pool, sql, params);
+    return classified(() => changed(this.pool, sql, params));
   }
 
-  async transaction<T>(fn: (tx: SqlDb) => Promise<T>): Promise<T> {
+  transaction<T>(fn: (tx: SqlDb) => Promise<T>): Promise<T> {
+    return classified(() => this.transactionOnce(fn));
+  }
+
+  private async transactionOnce<T>(fn: (tx: SqlDb) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
+    let broken: Error | undefined;
+    // A held connection that the server ends (restart, admin shutdown) emits 'error' on the client
+    // itself: without a listener that would take the process down. The statement in progress fails
+    // on its own; the connection is dropped on release.
+    const onError = (error: Error) => (broken = error);
+    client.on('error', onError);
     const inner = transactionView(
       dialect,
       <R>(sql: string, params: readonly SqlValue[] = []) => rows<R>(client, sql, params),
@@ -70,15 +114,19 @@ export class PostgresDb implements SqlDb {
       await client.query('COMMIT');
       return value;
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      await client.query('ROLLBACK').catch((rollback: Error) => (broken = rollback));
       throw error;
     } finally {
-      client.release();
+      // A connection whose ROLLBACK failed, or that the server ended, is dropped, not handed on.
+      client.off('error', onError);
+      client.release(broken);
     }
   }
 
   async migrate(): Promise<void> {
     const client = await this.pool.connect();
+    const onError = () => undefined; // the statement in progress fails with the same error
+    client.on('error', onError);
     try {
       await client.query(`SELECT pg_advisory_lock(${MIGRATION_LOCK})`);
       try {
@@ -101,6 +149,7 @@ export class PostgresDb implements SqlDb {
         await client.query(`SELECT pg_advisory_unlock(${MIGRATION_LOCK})`);
       }
     } finally {
+      client.off('error', onError);
       client.release();
     }
   }

@@ -39,6 +39,9 @@ interface ScanRow {
   completed_at: unknown;
 }
 
+/** How long an Idempotency-Key names its scan; after that the key is free again. */
+export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+
 const COLUMNS =
   'id, owner_id, status, source, image_url, metadata, attempts, result, error_code, error_message, created_at, updated_at, completed_at';
 
@@ -84,8 +87,9 @@ export class ScanQueue {
   }
 
   /**
-   * Stores a new PENDING scan. With an idempotency key already used by this owner: the existing
-   * scan with `created: false` when the request hash matches, `{ conflict: true }` when it differs.
+   * Stores a new PENDING scan. With an idempotency key this owner used within IDEMPOTENCY_WINDOW_MS:
+   * the existing scan with `created: false` when the request hash matches, `{ conflict: true }` when
+   * it differs. An older use of the key is forgotten (the scan stays, without its key).
    */
   async create(scan: NewScan): Promise<CreateResult> {
     checkNewScan(scan);
@@ -94,6 +98,12 @@ export class ScanQueue {
     // Two tries: the scan holding the key could be purged between the insert and the lookup.
     for (let attempt = 0; attempt < 2; attempt += 1) {
       const inserted = await this.db.transaction(async (tx) => {
+        if (scan.idempotencyKey !== null) {
+          await tx.run(
+            `UPDATE scans SET idempotency_key = NULL WHERE owner_id = $1 AND idempotency_key = $2 AND created_at < ${this.d.plusMs(now, '$3')}`,
+            [scan.ownerId, scan.idempotencyKey, -IDEMPOTENCY_WINDOW_MS],
+          );
+        }
         const rows = await tx.query<ScanRow>(
           `INSERT INTO scans (id, owner_id, status, source, image, image_url, metadata, pet_id, customer_id,
              idempotency_key, request_hash, attempts, created_at, updated_at)

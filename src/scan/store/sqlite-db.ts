@@ -4,11 +4,20 @@
 // (busy_timeout waits for the lock). Within this process, a transaction holds the file until it
 // ends: statements on any connection to the same file wait for it in JavaScript, so they neither
 // land inside it nor block the thread on a lock that only this thread could release.
+// A full disk, an I/O error or a lock held past busy_timeout becomes a StoreUnavailableError. After
+// a write failed for lack of space, the next write first checkpoints the write-ahead log and
+// truncates it (PRAGMA wal_checkpoint(TRUNCATE)), so the store recovers by itself once space is back
+// (otherwise the WAL grows back into the freed space and writes keep failing).
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { sqliteMigrations } from './migrations';
 import { transactionView, type Dialect, type SqlDb, type SqlValue } from './sql';
+import { StoreUnavailableError } from './types';
+
+/** SQLite result codes of a store that cannot write or be read now (extended codes start with these). */
+const UNAVAILABLE = /^SQLITE_(FULL|IOERR|BUSY|LOCKED|CANTOPEN|READONLY|NOMEM|PROTOCOL)/;
+const OUT_OF_SPACE = /^SQLITE_(FULL|IOERR)/;
 
 export const SQLITE_FILE = 'catcomfort.sqlite3';
 
@@ -47,6 +56,8 @@ export class SqliteDb implements SqlDb {
   readonly dialect = dialect;
   private readonly db: Database.Database;
   private readonly gate: FileGate;
+  /** A write failed for lack of space: checkpoint and truncate the WAL before the next one. */
+  private walToTruncate = false;
 
   constructor(dataDir: string) {
     fs.mkdirSync(dataDir, { recursive: true });
@@ -76,12 +87,33 @@ export class SqliteDb implements SqlDb {
     return stmt.run(...values).changes;
   }
 
+  /** The error as the store reports it; a write that failed for lack of space marks the WAL for truncation. */
+  private classify(error: unknown): unknown {
+    const code = (error as { code?: unknown })?.code;
+    if (typeof code !== 'string' || !UNAVAILABLE.test(code)) return error;
+    if (OUT_OF_SPACE.test(code)) this.walToTruncate = true;
+    return new StoreUnavailableError(error);
+  }
+
+  /** After a write failed for lack of space: the WAL checkpointed into the database and truncated (throws while still full). */
+  private truncateWal(): void {
+    if (!this.walToTruncate) return;
+    const [result] = this.db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>;
+    if (result?.busy === 0) this.walToTruncate = false;
+  }
+
   /** Runs `fn` as soon as no transaction holds the connection, in the same tick as the check. */
   private async whenIdle<T>(fn: () => T): Promise<T> {
     for (;;) {
       const current = this.gate.busy;
       await current;
-      if (this.gate.busy === current) return fn();
+      if (this.gate.busy === current) {
+        try {
+          return fn();
+        } catch (error) {
+          throw this.classify(error);
+        }
+      }
     }
   }
 
@@ -90,7 +122,10 @@ export class SqliteDb implements SqlDb {
   }
 
   run(sql: string, params: readonly SqlValue[] = []): Promise<number> {
-    return this.whenIdle(() => this.runNow(sql, params));
+    return this.whenIdle(() => {
+      this.truncateWal();
+      return this.runNow(sql, params);
+    });
   }
 
   async transaction<T>(fn: (tx: SqlDb) => Promise<T>): Promise<T> {
@@ -105,6 +140,7 @@ export class SqliteDb implements SqlDb {
       async (sql, params = []) => this.runNow(sql, params),
     );
     try {
+      this.truncateWal();
       this.db.exec('BEGIN IMMEDIATE');
       try {
         const value = await fn(inner);
@@ -114,6 +150,8 @@ export class SqliteDb implements SqlDb {
         if (this.db.inTransaction) this.db.exec('ROLLBACK');
         throw error;
       }
+    } catch (error) {
+      throw this.classify(error);
     } finally {
       release();
     }

@@ -99,3 +99,15 @@ export class InvalidCursorError extends Error {
     this.name = 'InvalidCursorError';
   }
 }
+
+/**
+ * The database cannot be reached or cannot write (connection refused or lost, timeout, disk full,
+ * I/O error, lock timeout): a transient fault, answered 503 with Retry-After, never a bug's 500.
+ * The drivers (sqlite-db.ts, postgres-db.ts) turn their errors into this one; `cause` keeps theirs.
+ */
+export class StoreUnavailableError extends Error {
+  constructor(cause: unknown) {
+    super(`scan store unavailable: ${(cause as Error)?.message ?? String(cause)}`, { cause });
+    this.name = 'StoreUnavailableError';
+  }
+}

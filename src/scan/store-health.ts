@@ -1,0 +1,66 @@
+// Whether the scan store answers, as its callers find out: every store call of the routes and the
+// workers goes through track(). A StoreUnavailableError marks the store down (one warning, however
+// many calls fail), any success marks it up again (one line, with how long it was down and how many
+// calls failed). /readyz and the metrics read the state; nothing here retries.
+import { log } from '../log';
+import { metrics } from '../ops/metrics';
+import { StoreUnavailableError } from './store/types';
+
+export type StoreState = 'ok' | 'unavailable';
+
+/** Store calls by name, the label of catcomfort_scan_store_errors_total. */
+export type StoreOperation =
+  | 'authenticate'
+  | 'submit'
+  | 'get'
+  | 'list'
+  | 'claim'
+  | 'extend_lease'
+  | 'append_log'
+  | 'complete'
+  | 'fail'
+  | 'purge'
+  | 'queue_depth';
+
+export class StoreHealth {
+  private down: { since: number; errors: number } | null = null;
+
+  constructor() {
+    metrics.scanStoreUp.set(1);
+  }
+
+  get state(): StoreState {
+    return this.down === null ? 'ok' : 'unavailable';
+  }
+
+  async track<T>(operation: StoreOperation, call: () => Promise<T>): Promise<T> {
+    let value: T;
+    try {
+      value = await call();
+    } catch (error) {
+      if (error instanceof StoreUnavailableError) this.failed(operation, error);
+      throw error;
+    }
+    this.answered();
+    return value;
+  }
+
+  private failed(operation: StoreOperation, error: StoreUnavailableError): void {
+    metrics.scanStoreErrors.inc({ operation });
+    if (this.down !== null) {
+      this.down.errors += 1;
+      return;
+    }
+    this.down = { since: Date.now(), errors: 1 };
+    metrics.scanStoreUp.set(0);
+    log.warn('scan store unavailable: submits and reads answer 503 store_unavailable, workers back off', { operation, error: error.message });
+  }
+
+  private answered(): void {
+    if (this.down === null) return;
+    const { since, errors } = this.down;
+    this.down = null;
+    metrics.scanStoreUp.set(1);
+    log.info('scan store available again', { down_ms: Date.now() - since, failed_calls: errors });
+  }
+}
