@@ -1,7 +1,9 @@
 // Whether the scan store answers, as its callers find out: every store call of the routes and the
 // workers goes through track(). A StoreUnavailableError marks the store down (one warning, however
-// many calls fail), any success marks it up again (one line, with how long it was down and how many
-// calls failed). /readyz and the metrics read the state; nothing here retries.
+// many calls fail); it is up again once calls have succeeded for STABLE_MS with none failing (one
+// line, with how long it was down and how many calls failed). The wait keeps a store that answers
+// reads but not writes (a full disk) from flapping. /readyz and the metrics read the state;
+// nothing here retries.
 import { log } from '../log';
 import { metrics } from '../ops/metrics';
 import { StoreUnavailableError } from './store/types';
@@ -22,8 +24,11 @@ export type StoreOperation =
   | 'purge'
   | 'queue_depth';
 
+/** How long calls must succeed, with none failing, before a store that was down counts as up. */
+export const STABLE_MS = 5000;
+
 export class StoreHealth {
-  private down: { since: number; errors: number } | null = null;
+  private down: { since: number; lastFailure: number; errors: number } | null = null;
 
   constructor() {
     metrics.scanStoreUp.set(1);
@@ -49,15 +54,16 @@ export class StoreHealth {
     metrics.scanStoreErrors.inc({ operation });
     if (this.down !== null) {
       this.down.errors += 1;
+      this.down.lastFailure = Date.now();
       return;
     }
-    this.down = { since: Date.now(), errors: 1 };
+    this.down = { since: Date.now(), lastFailure: Date.now(), errors: 1 };
     metrics.scanStoreUp.set(0);
     log.warn('scan store unavailable: submits and reads answer 503 store_unavailable, workers back off', { operation, error: error.message });
   }
 
   private answered(): void {
-    if (this.down === null) return;
+    if (this.down === null || Date.now() - this.down.lastFailure < STABLE_MS) return;
     const { since, errors } = this.down;
     this.down = null;
     metrics.scanStoreUp.set(1);

@@ -51,8 +51,9 @@ export function storeOptionsFromEnv(env: Record<string, string | undefined> = pr
   };
 }
 
+/** An idle pooled connection lost (one per connection when the server restarts): the pool replaces it, and the next store call says whether the store is down. */
 function idlePostgresError(error: Error): void {
-  log.warn('postgres idle client error', { error: error.message });
+  log.debug('postgres idle connection lost', { error: error.message });
 }
 
 /** Opens the database the options select and (unless `migrate: false`) brings its schema up to date. */

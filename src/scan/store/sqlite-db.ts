@@ -4,10 +4,11 @@
 // (busy_timeout waits for the lock). Within this process, a transaction holds the file until it
 // ends: statements on any connection to the same file wait for it in JavaScript, so they neither
 // land inside it nor block the thread on a lock that only this thread could release.
-// A full disk, an I/O error or a lock held past busy_timeout becomes a StoreUnavailableError. After
-// a write failed for lack of space, the next write first checkpoints the write-ahead log and
-// truncates it (PRAGMA wal_checkpoint(TRUNCATE)), so the store recovers by itself once space is back
-// (otherwise the WAL grows back into the freed space and writes keep failing).
+// A full disk, an I/O error or a lock held past busy_timeout becomes a StoreUnavailableError. The
+// write-ahead log is kept small (WAL_PAGES), and after a write failed for lack of space the next
+// write first checkpoints the log and truncates it (PRAGMA wal_checkpoint(TRUNCATE)), so the store
+// recovers by itself once space is back: a log grown to most of the volume could not be checkpointed
+// (the database file has no room to take its pages) and grew back into whatever space was freed.
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -18,6 +19,8 @@ import { StoreUnavailableError } from './types';
 /** SQLite result codes of a store that cannot write or be read now (extended codes start with these). */
 const UNAVAILABLE = /^SQLITE_(FULL|IOERR|BUSY|LOCKED|CANTOPEN|READONLY|NOMEM|PROTOCOL)/;
 const OUT_OF_SPACE = /^SQLITE_(FULL|IOERR)/;
+/** Pages of write-ahead log between checkpoints (SQLite's default is 1000, 4 MB). */
+const WAL_PAGES = 100;
 
 export const SQLITE_FILE = 'catcomfort.sqlite3';
 
@@ -68,6 +71,10 @@ export class SqliteDb implements SqlDb {
     this.db = new Database(file);
     this.db.pragma('busy_timeout = 10000');
     this.db.pragma('journal_mode = WAL');
+    // A small write-ahead log: checkpointed every WAL_PAGES pages and cut back to that size after,
+    // so that it never holds most of a small volume (which it then cannot be checkpointed out of).
+    this.db.pragma(`wal_autocheckpoint = ${WAL_PAGES}`);
+    this.db.pragma(`journal_size_limit = ${WAL_PAGES * 4096}`);
     this.db.pragma('synchronous = FULL');
     this.db.pragma('foreign_keys = ON');
   }
