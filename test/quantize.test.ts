@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { before, test } from 'node:test';
 import { loadAddon, type FloatTensor, type NativeAddon } from '../src/native/addon';
-import { encodeModel, type OnnxModel } from '../src/models/onnx-write';
+import { encodeModel, type OnnxModel } from '../src/models/onnx/write';
 import { calibrate } from '../src/models/quantize/calibrate';
 import { activationParams, activationTensors, quantizeModel, quantizeWeights } from '../src/models/quantize/qdq';
 import { readManifest, sha256 } from '../src/models/pack';

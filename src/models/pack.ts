@@ -10,10 +10,10 @@ import type { ClassifierSpec, DetectorSpec, PipelineSpec, PreprocessSpec, Verifi
 import { CROP_OUTPUTS, composeCropNetwork } from './imagenet/crop-network';
 import { parseHead, type HeadWeights } from './imagenet/head';
 import { classList, validateManifest, type HeadClassifierManifest, type Manifest, type PreprocessManifest, type VerifierManifest } from './manifest';
-import { decodeModel } from './onnx-read';
+import { decodeModel } from './onnx/read';
 import { packFileDir } from './pack-files';
-import { summarizeOnnx, withDynamicBatch } from './onnx-batch';
-import { withFocusAsSpaceToDepth } from './onnx-focus';
+import { summarizeOnnx, withDynamicBatch } from './onnx/batch';
+import { withFocusAsSpaceToDepth } from './onnx/focus';
 
 export class PackError extends Error {}
 
@@ -64,7 +64,7 @@ function preprocessSpec(p: PreprocessManifest): PreprocessSpec {
   return { ...p, mean: [...p.mean], std: [...p.std] };
 }
 
-/** Rewrites what some providers cannot run (onnx-focus.ts); logs the operators left at debug level. */
+/** Rewrites what some providers cannot run (onnx/focus.ts); logs the operators left at debug level. */
 function forEveryProvider(model: Buffer, what: string): Buffer {
   const { model: out, rewritten } = withFocusAsSpaceToDepth(model);
   log.debug('model graph', { model: what, focus_blocks_rewritten: rewritten, op_types: [...new Set(summarizeOnnx(out).nodeOpTypes)].sort() });

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadAddon } from '../native/addon';
-import { decodeModel } from '../models/onnx-read';
+import { decodeModel } from '../models/onnx/read';
 import { readManifest } from '../models/pack';
 import { calibrate, type RangeMethod } from '../models/quantize/calibrate';
 import { activationTensors } from '../models/quantize/qdq';

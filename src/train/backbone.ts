@@ -6,7 +6,7 @@
 import { FEATURES } from '../models/imagenet/head';
 import type { ImagenetBackboneManifest, Manifest, PreprocessManifest } from '../models/manifest';
 import { readNpmSource } from '../models/npm-source';
-import type { OnnxGraph } from '../models/onnx-write';
+import type { OnnxGraph } from '../models/onnx/write';
 import { sha256 } from '../models/pack';
 import { convertTfliteBackbone, encodeOnnx } from '../models/tflite/convert';
 

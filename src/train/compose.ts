@@ -1,6 +1,6 @@
 // The trained classifier as one ONNX file: the backbone graph, then the head
 // MatMul(embedding, W[C, 1]) + b -> Sigmoid, output p_discomfort [batch, 1] (outputIndex 0).
-import type { OnnxGraph } from '../models/onnx-write';
+import type { OnnxGraph } from '../models/onnx/write';
 import { BATCH_DIM, encodeOnnx } from '../models/tflite/convert';
 import type { DetectorBackbone } from './backbone';
 import type { LogisticHead } from './logistic';

@@ -10,7 +10,7 @@
 // that node's output scale and zero point (`464_scale`, `464_zero_point`; SOURCE.md of the zoo
 // file); it keeps the com.microsoft ops, which ONNX Runtime's CPU provider runs. float form:
 // GlobalAveragePool `464`, and no QLinear, QuantizeLinear or DequantizeLinear op.
-import { encodeModel, type OnnxModel, type OnnxNode, type OnnxTensor } from '../onnx-write';
+import { encodeModel, type OnnxModel, type OnnxNode, type OnnxTensor } from '../onnx/write';
 
 export const CROP_OUTPUTS = ['p_discomfort', 'probs', 'features'] as const;
 

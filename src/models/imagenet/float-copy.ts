@@ -15,7 +15,7 @@
 // Conv weight, the last axis of a MatMul operand); int32 Conv biases b = q x input_scale x
 // weight_scale. Initializers are written in the order the nodes first use them, so the same model
 // gives the same copy.
-import type { OnnxAttribute, OnnxModel, OnnxNode, OnnxTensor } from '../onnx-write';
+import type { OnnxAttribute, OnnxModel, OnnxNode, OnnxTensor } from '../onnx/write';
 
 const LAYOUT_OPS = new Set(['Shape', 'Gather', 'Unsqueeze', 'Squeeze', 'Concat', 'Reshape', 'Flatten', 'Transpose']);
 const SUFFIX = '_quantized';

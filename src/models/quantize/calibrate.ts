@@ -4,7 +4,7 @@
 // the given lower and upper quantiles of a strided sample, averaged over inputs, which ignores
 // rare outliers that would coarsen the step for everything else).
 import type { FloatTensor } from '../../native/addon';
-import { encodeModel, type OnnxModel } from '../onnx-write';
+import { encodeModel, type OnnxModel } from '../onnx/write';
 import type { Ranges } from './qdq';
 
 export type RangeMethod = { kind: 'minmax' } | { kind: 'percentile'; percentile: number };

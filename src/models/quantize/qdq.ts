@@ -6,7 +6,7 @@
 // ONNX Runtime fuses DQ -> Conv -> Q into integer kernels (and drops a Relu/Clip whose range the Q
 // already clamps to), so what is quantized is chosen here and how it runs is ORT's. Pure function
 // of its inputs: the same model and ranges give the same bytes.
-import type { OnnxModel, OnnxNode, OnnxTensor } from '../onnx-write';
+import type { OnnxModel, OnnxNode, OnnxTensor } from '../onnx/write';
 
 /** Calibrated [min, max] of each activation tensor to quantize. */
 export type Ranges = Record<string, [number, number]>;

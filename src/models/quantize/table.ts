@@ -2,8 +2,8 @@
 // calibration cache): how the ranges were found, on which photos, which Convs stay float, and the
 // ranges. Installs make the int8 detector from the float one and this table alone, without photos;
 // the result is byte-for-byte the same everywhere, and its sha256 is in the manifest.
-import { decodeModel } from '../onnx-read';
-import { encodeModel } from '../onnx-write';
+import { decodeModel } from '../onnx/read';
+import { encodeModel } from '../onnx/write';
 import { activationTensors, quantizeModel, type ActivationType, type Ranges } from './qdq';
 
 export interface CalibrationTable {

@@ -17,7 +17,7 @@
 //
 // The output depends only on the input bytes (and the cut's settings): same file, same ONNX bytes.
 import { createHash } from 'node:crypto';
-import { encodeModel, type OnnxGraph, type OnnxValueInfo } from '../onnx-write';
+import { encodeModel, type OnnxGraph, type OnnxValueInfo } from '../onnx/write';
 import { widenFloat16 } from './float16';
 import { GraphBuilder } from './graph-builder';
 import {

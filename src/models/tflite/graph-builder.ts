@@ -1,5 +1,5 @@
 // Collects the nodes and initializers of an ONNX graph under unique, deterministic names.
-import type { OnnxAttribute, OnnxNode, OnnxTensor } from '../onnx-write';
+import type { OnnxAttribute, OnnxNode, OnnxTensor } from '../onnx/write';
 
 export class GraphBuilder {
   readonly nodes: OnnxNode[] = [];

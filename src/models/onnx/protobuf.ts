@@ -1,5 +1,5 @@
-// Minimal protobuf wire format: enough to read, rewrite and write ONNX models (onnx-batch.ts
-// patches models in memory, onnx-write.ts builds them). Varints are unsigned 64-bit bigints.
+// Minimal protobuf wire format: enough to read, rewrite and write ONNX models (batch.ts
+// patches models in memory, write.ts builds them). Varints are unsigned 64-bit bigints.
 
 export const WT_VARINT = 0;
 export const WT_I64 = 1;

@@ -12,10 +12,10 @@
 // together covering the four phases once, and the Slices' outputs used by nothing else. The Concat
 // is replaced by SpaceToDepth + Gather writing the Concat's output; the Slices, the value_info of
 // their outputs and the initializers only they used go (ONNX Runtime warns about unused ones;
-// kept when a node has a subgraph, which may use them unseen). Field numbers as in onnx-batch.ts;
+// kept when a node has a subgraph, which may use them unseen). Field numbers as in batch.ts;
 // NodeProto.domain = 7; AttributeProto.i = 3, g = 6, graphs = 11.
-import { readTensor, readValueInfo } from './onnx-batch';
-import { encodeNode, encodeTensor } from './onnx-write';
+import { readTensor, readValueInfo } from './batch';
+import { encodeNode, encodeTensor } from './write';
 import { encodeLenField, firstLen, parseMessage, payload, rewrite, utf8, WT_LEN, WT_VARINT, type Field } from './protobuf';
 
 interface GraphNode {

@@ -3,7 +3,7 @@
 // float32, int64, int32, int8 and uint8 tensors stored as raw_data (or, where a tensor says so, as
 // packed float_data, int32_data or int64_data), nodes of any domain with int, ints and float
 // attributes, opset imports of further domains, float graph inputs/outputs with fixed or symbolic
-// dims or no shape at all. onnx-read.ts reads the same subset back. The output depends on nothing
+// dims or no shape at all. read.ts reads the same subset back. The output depends on nothing
 // but the arguments (fields in field-number order, an empty doc string left out, no timestamps), so
 // the same model gives the same bytes every time.
 //

@@ -1,17 +1,17 @@
-// Reads a serialized ONNX model (ModelProto) back into the plain objects of onnx-write.ts, so a
-// model can be edited (e.g. quantized) and written again. Only the subset that onnx-write.ts writes:
+// Reads a serialized ONNX model (ModelProto) back into the plain objects of write.ts, so a
+// model can be edited (e.g. quantized) and written again. Only the subset that write.ts writes:
 // nodes (of domains the model imports) with float, int and ints attributes, float32/int64/int32/
 // int8/uint8 tensors held in the file (raw_data, float_data, int32_data or int64_data, the field
 // kept as the tensor's storage), float inputs/outputs with fixed or symbolic dims or no shape.
 // Anything else (an unknown field, external data, another data type, a domain not imported) is
 // refused with an error naming the tensor, node or attribute, never dropped silently, so
 // encodeModel(decodeModel(bytes)) gives back a model that means the same, and the same bytes where
-// the file was written as onnx-write.ts writes (packed typed fields, default opset import first,
+// the file was written as write.ts writes (packed typed fields, default opset import first,
 // no empty doc string), as the ONNX Model Zoo's mobilenetv2-12-int8 is. Field numbers: the comment
-// at the top of onnx-write.ts.
+// at the top of write.ts.
 import { endianness } from 'node:os';
 import { type Field, parseMessage, payload, readInt64s, WT_I32, WT_LEN, WT_VARINT } from './protobuf';
-import { ONNX_DATA_TYPES, type OnnxAttribute, type OnnxModel, type OnnxNode, type OnnxOpset, type OnnxTensor, type OnnxValueInfo } from './onnx-write';
+import { ONNX_DATA_TYPES, type OnnxAttribute, type OnnxModel, type OnnxNode, type OnnxOpset, type OnnxTensor, type OnnxValueInfo } from './write';
 
 type TensorValues = { [K in OnnxTensor['type']]: Omit<Extract<OnnxTensor, { type: K }>, 'name' | 'dims'> }[OnnxTensor['type']];
 
@@ -24,7 +24,7 @@ class Message {
     this.what = kind;
     if (nameField !== undefined) this.what = `${kind} ${this.str(nameField)}`;
     const other = this.fields.find((f) => !known.includes(f.no));
-    if (other) throw new Error(`ONNX ${this.what}: field ${other.no} is outside what onnx-read supports`);
+    if (other) throw new Error(`ONNX ${this.what}: field ${other.no} is outside what the ONNX reader supports`);
   }
   has(no: number): boolean {
     return this.fields.some((f) => f.no === no);
