@@ -9,7 +9,8 @@
 // Run alone: `node dist/bench/inprocess.js [out.json]`.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { loadConfig } from '../src/config';
-import { ModelRegistry, type Model } from '../src/models/registry';
+import type { Model } from '../src/models/model';
+import { ModelRegistry } from '../src/models/registry';
 import { loadModels, registryOptions } from '../src/models/runtime';
 import { benchOptions, fixturePhotos, fmt, log, percentile, PRECISIONS, type Precision } from './common';
 import { sampleGpu, type GpuUtilisation } from './gpu';

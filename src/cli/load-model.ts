@@ -2,9 +2,10 @@
 // session batch for them, the pack's graph rewrites and micro-batcher), without the others.
 import path from 'node:path';
 import type { Config } from '../config';
+import { Model } from '../models/model';
 import { loadPack, PackError } from '../models/pack';
 import { provenProviders } from '../models/provider-probe';
-import { Model, ModelRegistry } from '../models/registry';
+import { ModelRegistry } from '../models/registry';
 import { configureAddon, registryOptions } from '../models/runtime';
 
 /** The model asked for is not an enabled pack of the models folder. */

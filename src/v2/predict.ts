@@ -1,5 +1,5 @@
 // POST /v2/predict and POST /v2/models/{model_id}/predict (spec 2.1, 2.2, 4.1).
-import type { Model } from '../models/registry';
+import type { Model } from '../models/model';
 import { isDiscomfort, type Analysis } from '../pipeline/analysis';
 import type { SubmitOptions } from '../pipeline/batcher';
 import type { PredictResponse } from './schemas';

@@ -1,0 +1,95 @@
+// One loaded model pack: its native pipeline behind its micro-batcher (the request path), with the
+// metrics of each analysis, its session batches and host memory, and its warm-up.
+import { log } from '../log';
+import type { BatchingConfig } from '../config';
+import { describeFailure, type AnalyzeItem, type HostMemory, type ItemResult, type NativeAddon, type NativePipeline, type SessionBatch, type SessionStage } from '../native/addon';
+import { metrics } from '../ops/metrics';
+import { toAnalysis, type Analysis } from '../pipeline/analysis';
+import { DeadlineError, MicroBatcher, QueueFullError, type SubmitOptions } from '../pipeline/batcher';
+import type { Manifest } from './manifest';
+import { PackError, type Precision } from './pack';
+
+export class Model {
+  readonly batcher: MicroBatcher<AnalyzeItem, ItemResult>;
+
+  constructor(
+    readonly manifest: Manifest,
+    readonly dir: string,
+    private readonly addon: NativeAddon,
+    private readonly pipeline: NativePipeline,
+    private readonly maxPixels: number,
+    batching: BatchingConfig,
+    /** The detector's precision (int8 or fp32). */
+    readonly precision: Precision,
+    /** The ImageNet backbone's precision; null when the classifier has none. */
+    readonly backbonePrecision: Precision | null,
+  ) {
+    const model = manifest.id;
+    const onBatch = (queuedMs: number[]) => {
+      metrics.batchSize.observe({ model }, queuedMs.length);
+      for (const ms of queuedMs) metrics.stageDuration.observe({ model, stage: 'queue_wait' }, ms / 1000);
+    };
+    this.batcher = new MicroBatcher({ ...batching, ...manifest.batching, onBatch }, (items) => addon.analyze(pipeline, items));
+  }
+
+  get id(): string {
+    return this.manifest.id;
+  }
+
+  async analyze(item: AnalyzeItem, options: SubmitOptions = {}): Promise<Analysis> {
+    let result: ItemResult;
+    try {
+      result = await this.batcher.submit(item, options);
+    } catch (error) {
+      if (error instanceof QueueFullError) metrics.rejections.inc({ model: this.id, reason: 'queue_full' });
+      if (error instanceof DeadlineError) metrics.rejections.inc({ model: this.id, reason: 'deadline' });
+      throw error;
+    }
+    if (result.ok) {
+      const t = result.timings;
+      metrics.stageDuration.observe({ model: this.id, stage: 'decode' }, t.decodeMs / 1000);
+      metrics.stageDuration.observe({ model: this.id, stage: 'detector' }, t.detectMs / 1000);
+      if (result.score !== null) metrics.stageDuration.observe({ model: this.id, stage: 'classifier' }, t.classifyMs / 1000);
+      if (result.verification && !result.verification.passed) metrics.verifierVetoes.inc({ model: this.id });
+    }
+    return toAnalysis(result, this.maxPixels);
+  }
+
+  /** The batch sizes each session is run at, with the Runs made of each so far. */
+  sessionBatches(): Record<SessionStage, SessionBatch[]> {
+    return this.addon.sessionBatches(this.pipeline);
+  }
+
+  /** Where each session's tensors live: the GPU provider's pinned host memory, or plain CPU memory. */
+  hostMemory(): Record<SessionStage, HostMemory> {
+    return this.addon.hostMemory(this.pipeline);
+  }
+
+  /**
+   * Before traffic arrives: each session once at every batch size it is run at (so no request
+   * meets a new shape; on a GPU the first Run of a shape is slow), then the pipeline on `sample`
+   * at every micro-batch size. `onStep` hears what is about to run (the provider probe reports it).
+   */
+  async warmUp(sample: Buffer, onStep: (step: string) => void = () => {}): Promise<void> {
+    const batches = this.sessionBatches();
+    for (const stage of ['detector', 'classifier'] as const) {
+      for (const { batch } of batches[stage]) {
+        onStep(`${this.id} ${stage} at batch ${batch}`);
+        const ms = await this.addon.runSession(this.pipeline, stage, batch);
+        log.debug('session warmed up', { model: this.id, stage, batch, ms: Math.round(ms) });
+      }
+    }
+    for (let size = 1; size <= this.batcher.options.maxBatchSize; size++) {
+      onStep(`${this.id} pipeline on ${size} image(s)`);
+      const items = Array.from({ length: size }, (): AnalyzeItem => ({ data: sample, encoding: 'bytes' }));
+      const results = await this.addon.analyze(this.pipeline, items);
+      const failed = results.find((r) => !r.ok);
+      if (failed && !failed.ok) throw new PackError(`Warm-up of ${this.id} failed: ${describeFailure(failed)}`);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.batcher.close();
+    this.addon.releasePipeline(this.pipeline);
+  }
+}
