@@ -23,7 +23,7 @@ import { loadConfig } from '../src/config';
 import { loadPack } from '../src/models/pack';
 import { configureAddon, precisionFor, sessionBatchFor } from '../src/models/runtime';
 import { describeFailure, loadBenchAddon, type AnalyzeItem, type BenchAddon, type NativePipeline } from '../src/native/addon';
-import { defaultFfmpegPath } from '../src/v1/frames';
+import { defaultFfmpegPath } from '../src/config';
 import { benchOptions, fmt, log, photosDir, PRECISIONS, runCommand, SIZE_SOURCE_PHOTO, type Precision } from './common';
 import { phonePhotos } from './phone-photos';
 

@@ -4,7 +4,7 @@
 // committed) and reused while the fixture's sha256 is the same.
 import { existsSync, mkdirSync, renameSync } from 'node:fs';
 import path from 'node:path';
-import { defaultFfmpegPath } from '../src/v1/frames';
+import { defaultFfmpegPath } from '../src/config';
 import { fixturePhotos, log, runCommand, tmpDir, type Photo } from './common';
 
 const PIXELS = 12_000_000;

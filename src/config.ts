@@ -1,11 +1,13 @@
-// Service configuration from CATCOMFORT_* environment variables. Every variable is
-// documented in README.md; invalid values stop start-up with a message naming the variable.
+// Service configuration from CATCOMFORT_* environment variables, read here and nowhere else: the
+// service's Config, and the small readers the CLI, the installer, the tools and the health check
+// use (modelsDirFrom, modelMirrorFrom, sharedDirFrom, storeLocationFrom, listenAddressFrom). Every
+// variable is documented in README.md; invalid values stop start-up with a message naming it.
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { trustedProxyEntryError } from './http/front/client-address';
 import { POOL_DEFAULTS } from './http/front/upstream-pool';
 import type { CudnnConvAlgoSearch } from './native/addon';
-import { defaultFfmpegPath } from './v1/frames';
 
 export type ProviderName = 'tensorrt' | 'cuda' | 'cpu';
 
@@ -226,6 +228,40 @@ function readKeys(env: Env): string[] {
   return keys;
 }
 
+/** The repository (or bundle app folder) this code runs from: dist/src/.. /.. */
+const appRoot = path.resolve(__dirname, '../..');
+
+/** Where the model packs are: CATCOMFORT_MODELS_DIR, else models/ of this checkout. */
+export function modelsDirFrom(env: Env = process.env): string {
+  return path.resolve(env.CATCOMFORT_MODELS_DIR ?? path.join(appRoot, 'models'));
+}
+
+/** The folder holding copies of the model files to install from (CATCOMFORT_MODEL_MIRROR); undefined: their URLs. */
+export function modelMirrorFrom(env: Env = process.env): string | undefined {
+  return env.CATCOMFORT_MODEL_MIRROR?.trim() || undefined;
+}
+
+/** The shared fixtures folder of the tools (CATCOMFORT_SHARED_DIR, else ../shared beside the checkout). */
+export function sharedDirFrom(env: Env = process.env): string {
+  return path.resolve(appRoot, env.CATCOMFORT_SHARED_DIR ?? '../shared');
+}
+
+/** The scan store: PostgreSQL at CATCOMFORT_DATABASE_URL when set, else SQLite in CATCOMFORT_DATA_DIR (default data/). */
+export function storeLocationFrom(env: Env = process.env): { dataDir: string; databaseUrl: string | null } {
+  return { dataDir: path.resolve(env.CATCOMFORT_DATA_DIR?.trim() || path.join(appRoot, 'data')), databaseUrl: env.CATCOMFORT_DATABASE_URL?.trim() || null };
+}
+
+/** Where the service listens: CATCOMFORT_HOST (default all interfaces) and CATCOMFORT_PORT (default 8080). */
+export function listenAddressFrom(env: Env = process.env): { host: string; port: number } {
+  return { host: env.CATCOMFORT_HOST?.trim() || '0.0.0.0', port: readInt(env, 'CATCOMFORT_PORT', 8080, 0, 65535) };
+}
+
+/** The ffmpeg shipped in an npm package, unless CATCOMFORT_FFMPEG names another. */
+export function defaultFfmpegPath(): string {
+  const requireHere = createRequire(__filename);
+  return path.join(path.dirname(requireHere.resolve('@ffmpeg-installer/linux-x64/package.json')), 'ffmpeg');
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const cores = Math.max(1, os.availableParallelism());
   const logLevel = (env.CATCOMFORT_LOG_LEVEL ?? 'info').toLowerCase();
@@ -233,10 +269,9 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(`CATCOMFORT_LOG_LEVEL must be debug, info, warn or error, got "${logLevel}"`);
   }
   return {
-    host: env.CATCOMFORT_HOST ?? '0.0.0.0',
-    port: readInt(env, 'CATCOMFORT_PORT', 8080, 0, 65535),
+    ...listenAddressFrom(env),
     apiKeys: readKeys(env),
-    modelsDir: path.resolve(env.CATCOMFORT_MODELS_DIR ?? path.join(__dirname, '../../models')),
+    modelsDir: modelsDirFrom(env),
     defaultModel: env.CATCOMFORT_DEFAULT_MODEL ?? 'bc-v1',
     providers: readProviders(env),
     deviceId: readInt(env, 'CATCOMFORT_CUDA_DEVICE_ID', 0, 0, 64),
@@ -279,8 +314,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     buildNumber: env.CATCOMFORT_BUILD_NUMBER ?? 'local',
     scan: {
-      dataDir: path.resolve(env.CATCOMFORT_DATA_DIR ?? path.join(__dirname, '../../data')),
-      databaseUrl: env.CATCOMFORT_DATABASE_URL?.trim() || null,
+      ...storeLocationFrom(env),
       model: env.CATCOMFORT_SCAN_MODEL ?? 'bc-v1',
       workers: readInt(env, 'CATCOMFORT_SCAN_WORKERS', 2, 0, 64),
       leaseMs: readInt(env, 'CATCOMFORT_SCAN_LEASE_MS', 30_000, 100, 3_600_000),

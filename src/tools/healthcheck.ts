@@ -3,15 +3,13 @@
 // address. Exit 0 when it answers 200 (ready), 1 otherwise (not ready, draining, not listening,
 // no answer within 5 s); one line on stderr says why. No curl or wget needed in the image.
 import http from 'node:http';
+import { listenAddressFrom } from '../config';
 
 const TIMEOUT_MS = 5000;
 
 function target(env: Record<string, string | undefined>): { host: string; port: number } {
-  const host = env.CATCOMFORT_HOST?.trim() || '0.0.0.0';
-  const port = Number(env.CATCOMFORT_PORT?.trim() || '8080');
-  if (!Number.isInteger(port) || port < 1 || port > 65535) {
-    throw new Error(`CATCOMFORT_PORT must be a fixed port from 1 to 65535 for the health check, got "${env.CATCOMFORT_PORT}"`);
-  }
+  const { host, port } = listenAddressFrom(env);
+  if (port === 0) throw new Error(`CATCOMFORT_PORT must be a fixed port from 1 to 65535 for the health check, got "${env.CATCOMFORT_PORT}"`);
   return { host: host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host, port };
 }
 

@@ -8,6 +8,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { sharedDirFrom } from '../config';
 import { loadAddon } from '../native/addon';
 import { decodeModel } from '../models/onnx/read';
 import { readManifest } from '../models/pack';
@@ -37,7 +38,7 @@ async function main(): Promise<void> {
   const packDir = path.join(repoRoot, 'models', values.pack!);
   const manifest = await readManifest(packDir);
   const out = path.resolve(values.out ?? packDir);
-  const devDir = path.resolve(repoRoot, process.env.CATCOMFORT_SHARED_DIR ?? '../shared', 'fixtures/photos-dev');
+  const devDir = path.join(sharedDirFrom(process.env), 'fixtures/photos-dev');
   const addon = loadAddon();
   addon.configure({ providers: ['cpu'], deviceId: 0, trtCacheDir: os.tmpdir(), trtFp16: false, poolThreads: os.availableParallelism(), intraOpThreads: 1 });
   const float = readFileSync(path.join(packDir, manifest.detector.file));

@@ -4,7 +4,6 @@
 // file cannot make ffmpeg read playlists, other files or the network.
 import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -16,12 +15,6 @@ export interface FrameLimits {
   maxFrames: number;
   wallTimeMs: number;
   memoryBytes: number;
-}
-
-/** The ffmpeg shipped in an npm package, unless CATCOMFORT_FFMPEG names another. */
-export function defaultFfmpegPath(): string {
-  const requireHere = createRequire(__filename);
-  return path.join(path.dirname(requireHere.resolve('@ffmpeg-installer/linux-x64/package.json')), 'ffmpeg');
 }
 
 interface RunResult {

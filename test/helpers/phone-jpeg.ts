@@ -1,7 +1,7 @@
 // Phone-size JPEGs made from fixture photos at test time (nothing big is committed): an ffmpeg
 // scale, and optionally an EXIF orientation as phone cameras store portrait shots.
 import { execFileSync } from 'node:child_process';
-import { defaultFfmpegPath } from '../../src/v1/frames';
+import { defaultFfmpegPath } from '../../src/config';
 
 /** `source` through the ffmpeg video filter `filter`, as a 4:2:0 JPEG (like a camera's). */
 export function ffmpegJpeg(source: string, filter: string): Buffer {

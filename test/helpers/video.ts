@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { defaultFfmpegPath } from '../../src/v1/frames';
+import { defaultFfmpegPath } from '../../src/config';
 import { photo } from './paths';
 
 export function catVideo(): Buffer {

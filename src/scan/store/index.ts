@@ -3,7 +3,6 @@
 //  - SQLite (default, embedded): `<dataDir>/catcomfort.sqlite3`, WAL, synchronous=FULL.
 //  - PostgreSQL when a database URL is given: instances share scans and claim work with
 //    FOR UPDATE SKIP LOCKED.
-import path from 'node:path';
 import { log } from '../../log';
 import { ApiKeys } from './api-keys';
 import { ScanCredentials } from './credentials';
@@ -20,7 +19,7 @@ export { ApiKeys, ScanCredentials, ScanQueue };
 
 export interface StoreOptions {
   /** postgres://... ; when set, PostgreSQL is used and dataDir is ignored. */
-  databaseUrl?: string;
+  databaseUrl?: string | null;
   /** Folder of the SQLite file (created if missing). */
   dataDir: string;
   /** Run migrations on open (default true). */
@@ -38,19 +37,6 @@ export interface Store {
   close(): Promise<void>;
 }
 
-/** Default data folder: `data/` in the repository root. */
-export const defaultDataDir = path.resolve(__dirname, '../../../../data');
-
-/** Store options from CATCOMFORT_DATABASE_URL / CATCOMFORT_DATA_DIR. */
-export function storeOptionsFromEnv(env: Record<string, string | undefined> = process.env): StoreOptions {
-  const url = env.CATCOMFORT_DATABASE_URL?.trim();
-  const dir = env.CATCOMFORT_DATA_DIR?.trim();
-  return {
-    ...(url ? { databaseUrl: url } : {}),
-    dataDir: dir ? path.resolve(dir) : defaultDataDir,
-  };
-}
-
 /** An idle pooled connection lost (one per connection when the server restarts): the pool replaces it, and the next store call says whether the store is down. */
 function idlePostgresError(error: Error): void {
   log.debug('postgres idle connection lost', { error: error.message });
@@ -59,7 +45,7 @@ function idlePostgresError(error: Error): void {
 /** Opens the database the options select and (unless `migrate: false`) brings its schema up to date. */
 export async function openStore(opts: StoreOptions): Promise<Store> {
   const db: SqlDb =
-    opts.databaseUrl !== undefined && opts.databaseUrl !== ''
+    opts.databaseUrl
       ? new PostgresDb(opts.databaseUrl, { onIdleError: idlePostgresError })
       : new SqliteDb(opts.dataDir);
   if (opts.migrate !== false) {
