@@ -1,6 +1,6 @@
 // What request handlers share: configuration, keys, models and the release version.
 import type { Config } from './config';
-import type { DocsAsset } from './http/docs';
+import type { DocsAsset } from './http/docs/pages';
 import type { KeyRing } from './http/auth';
 import type { ModelRegistry } from './models/registry';
 

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from './config';
 import { KeyRing } from './http/auth';
-import { loadDocsAssets } from './http/docs';
+import { loadDocsAssets } from './http/docs/pages';
 import { Router } from './http/router';
 import { HttpServer } from './http/server';
 import { log } from './log';

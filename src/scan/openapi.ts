@@ -1,7 +1,7 @@
 // The scan interface's OpenAPI 3.1 document, from the TypeBox schemas that validate it, with
 // examples taken from real answers and the example photo as the request example.
-import { errorResponses, type ErrorDoc } from '../http/openapi-errors';
-import { EXAMPLE_REQUEST_ID, jsonContent, openApiDocument } from '../http/openapi-util';
+import { errorResponses, type ErrorDoc } from '../http/docs/openapi-errors';
+import { EXAMPLE_REQUEST_ID, jsonContent, openApiDocument } from '../http/docs/openapi-util';
 import { ErrorResponse } from '../v2/schemas';
 import { ScanAccepted, ScanList, ScanResource, ScanSubmitRequest } from './schemas';
 

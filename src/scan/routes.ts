@@ -2,8 +2,8 @@
 // Errors use v2's ErrorResponse and codes; credentials are `api-key` (key id) + `api-secret`.
 import { createHash } from 'node:crypto';
 import { isJsonContentType } from '../http/content-type';
-import { redocPage, swaggerPage } from '../http/docs';
-import { exampleImageBase64 } from '../http/example-image';
+import { redocPage, swaggerPage } from '../http/docs/pages';
+import { exampleImageBase64 } from '../http/docs/example-image';
 import type { Exchange } from '../http/exchange';
 import { requestIdFrom } from '../http/request-id';
 import type { Router } from '../http/router';

@@ -13,7 +13,7 @@ interface Manifest {
 
 /** Packages of which only some files are needed; `dependencies: false` = not their code either. */
 const ONLY_FILES: Record<string, { files: string[]; dependencies: boolean }> = {
-  // Static assets served by src/http/docs.ts: not the libraries behind them.
+  // Static assets served by src/http/docs/pages.ts: not the libraries behind them.
   redoc: { files: ['package.json', 'LICENSE', 'bundles/redoc.standalone.js'], dependencies: false },
   'swagger-ui-dist': { files: ['package.json', 'LICENSE', 'swagger-ui.css', 'swagger-ui-bundle.js'], dependencies: false },
   // src/http/uws.ts loads the binary of this platform and Node ABI directly (18 ship in the package).

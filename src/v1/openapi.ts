@@ -1,7 +1,7 @@
 // The v1 (legacy) OpenAPI description, shaped like the FastAPI app it replaces, with examples
 // taken from real answers and the example photo as the request example.
 import { Type } from '@sinclair/typebox';
-import { API_KEY_SCHEME, jsonContent, openApiDocument, type Example } from '../http/openapi-util';
+import { API_KEY_SCHEME, jsonContent, openApiDocument, type Example } from '../http/docs/openapi-util';
 
 const MediaData = Type.Object({
   image: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'Base64 image (lenient: characters outside the alphabet are skipped); no data: prefix' })),

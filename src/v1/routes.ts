@@ -2,8 +2,8 @@
 // /invocations/bc-legacy, /ping, and the key-protected /openapi.json and /docs.
 import { createHash } from 'node:crypto';
 import { isJsonContentType } from '../http/content-type';
-import { swaggerPage } from '../http/docs';
-import { exampleImageBase64 } from '../http/example-image';
+import { swaggerPage } from '../http/docs/pages';
+import { exampleImageBase64 } from '../http/docs/example-image';
 import { ApiError } from '../http/errors';
 import type { Exchange } from '../http/exchange';
 import { requestIdFrom } from '../http/request-id';

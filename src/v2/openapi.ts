@@ -1,7 +1,7 @@
 // The v2 OpenAPI 3.1 document, generated from the TypeBox schemas that validate requests,
 // with examples taken from real answers and the example photo as the request example.
-import { errorResponses, type ErrorDoc, type V2ErrorKind } from '../http/openapi-errors';
-import { API_KEY_SCHEME, EXAMPLE_REQUEST_ID, jsonContent, openApiDocument } from '../http/openapi-util';
+import { errorResponses, type ErrorDoc, type V2ErrorKind } from '../http/docs/openapi-errors';
+import { API_KEY_SCHEME, EXAMPLE_REQUEST_ID, jsonContent, openApiDocument } from '../http/docs/openapi-util';
 import { errorTable } from '../http/errors';
 import { ErrorResponse, ModelList, PredictRequest, PredictResponse, StatsResponse } from './schemas';
 

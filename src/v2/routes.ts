@@ -2,8 +2,8 @@
 // runs inside the uWS handler, as uWS requires; the rest is async.
 import type { Exchange } from '../http/exchange';
 import { isJsonContentType } from '../http/content-type';
-import { redocPage, swaggerPage } from '../http/docs';
-import { exampleImageBase64 } from '../http/example-image';
+import { redocPage, swaggerPage } from '../http/docs/pages';
+import { exampleImageBase64 } from '../http/docs/example-image';
 import { requestIdFrom } from '../http/request-id';
 import type { Router } from '../http/router';
 import type { Service } from '../service';

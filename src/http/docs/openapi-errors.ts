@@ -1,6 +1,6 @@
 // Error responses of an operation in the v2 ErrorResponse format (v2 and scan), built from the one
 // error table so that every status, code and example matches what the service sends.
-import { errorTable, type ErrorKind } from './errors';
+import { errorTable, type ErrorKind } from '../errors';
 import { EXAMPLE_REQUEST_ID, jsonContent, type Example } from './openapi-util';
 
 /** One error an operation can answer: its kind, when it happens, and optionally the example's details. */

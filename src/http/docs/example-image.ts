@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
-export const EXAMPLE_IMAGE_FILE = path.join(__dirname, '../../../models/example-cat.jpg');
+export const EXAMPLE_IMAGE_FILE = path.join(__dirname, '../../../../models/example-cat.jpg');
 
 /** The example photo as base64 (standard alphabet, padded), read from the file at each call. */
 export function exampleImageBase64(): string {

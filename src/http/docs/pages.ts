@@ -22,7 +22,7 @@ const EMPTY_SVG = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' 
 function redocBundle(): Buffer {
   const source = packageFile('redoc', 'bundles/redoc.standalone.js').toString('utf8');
   const uses = source.split(REDOC_CDN_LOGO).length - 1;
-  if (uses !== 1) throw new Error(`redoc.standalone.js names ${REDOC_CDN_LOGO} ${uses} times, not once: check src/http/docs.ts against this ReDoc version`);
+  if (uses !== 1) throw new Error(`redoc.standalone.js names ${REDOC_CDN_LOGO} ${uses} times, not once: check src/http/docs/pages.ts against this ReDoc version`);
   return Buffer.from(source.replace(REDOC_CDN_LOGO, EMPTY_SVG), 'utf8');
 }
 
