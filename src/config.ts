@@ -46,6 +46,25 @@ export interface Config {
   metrics: MetricsConfig;
 }
 
+/** The settings that set up the runtime and load the packs (the provider probe child gets them as JSON). */
+export type RuntimeConfig = Pick<
+  Config,
+  | 'providers'
+  | 'deviceId'
+  | 'trtCacheDir'
+  | 'trtFp16'
+  | 'cudnnConvAlgoSearch'
+  | 'pinnedMemory'
+  | 'precision'
+  | 'providerProbeTimeoutMs'
+  | 'poolThreads'
+  | 'intraOpThreads'
+  | 'sessionBatch'
+  | 'modelsDir'
+  | 'maxPixels'
+  | 'batching'
+>;
+
 export interface MetricsConfig {
   /** GET /metrics on the service port: behind the API key, open to all, or not served. */
   access: 'key' | 'open' | 'off';

@@ -12,10 +12,9 @@
 // service runs without pinned memory rather than without the provider.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import type { ProviderName } from '../config';
+import type { ProviderName, RuntimeConfig } from '../config';
 import { log } from '../log';
 import type { ProviderStatus } from '../native/addon';
-import type { RuntimeConfig } from './runtime';
 
 /** What the probe child prints on stdout, one JSON object per line (other lines are ignored). */
 export type ProbeLine =

@@ -2,31 +2,12 @@
 // the in-process benchmarks, the provider probe and the tools, so they all run the pipeline the same way.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Config } from '../config';
+import type { Config, RuntimeConfig } from '../config';
 import { log } from '../log';
 import { loadAddon, type NativeAddon, type NativeInfo } from '../native/addon';
 import type { Precision } from './pack';
 import { provenProviders } from './provider-probe';
 import { ModelRegistry, type RegistryOptions } from './registry';
-
-/** The settings that set up the runtime and load the packs (the provider probe child gets them as JSON). */
-export type RuntimeConfig = Pick<
-  Config,
-  | 'providers'
-  | 'deviceId'
-  | 'trtCacheDir'
-  | 'trtFp16'
-  | 'cudnnConvAlgoSearch'
-  | 'pinnedMemory'
-  | 'precision'
-  | 'providerProbeTimeoutMs'
-  | 'poolThreads'
-  | 'intraOpThreads'
-  | 'sessionBatch'
-  | 'modelsDir'
-  | 'maxPixels'
-  | 'batching'
->;
 
 /** Configures `addon` (by default the service's binding) from the service configuration. */
 export function configureAddon(config: RuntimeConfig): { addon: NativeAddon; info: NativeInfo };

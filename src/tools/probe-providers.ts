@@ -4,7 +4,8 @@
 // Whatever a provider does to this process, the service process is not touched.
 import type { ProbeLine } from '../models/provider-probe';
 import { ModelRegistry } from '../models/registry';
-import { configureAddon, registryOptions, warmUpAll, type RuntimeConfig } from '../models/runtime';
+import type { RuntimeConfig } from '../config';
+import { configureAddon, registryOptions, warmUpAll } from '../models/runtime';
 
 function report(line: ProbeLine): void {
   process.stdout.write(`${JSON.stringify(line)}\n`);
