@@ -1,7 +1,8 @@
 // v1/v2 API keys issued with the CLI: stored as sha256 hex digests. Written once for both
 // databases over the SQL seam (sql.ts).
 import { KeyRing } from '../../http/auth';
-import { checkName, newId, normalizeId, sha256Hex } from './common';
+import { checkName, newId, normalizeId } from './records';
+import { sha256Hex } from './secrets';
 import { isoOrNull, type SqlDb } from './sql';
 import type { ApiKeyInfo } from './types';
 

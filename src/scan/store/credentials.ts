@@ -1,6 +1,7 @@
 // Scan credentials (key id + secret): only the secret's scrypt hash is stored. Written once for
 // both databases over the SQL seam (sql.ts).
-import { checkName, hashSecret, newId, newKeyId, newSecret, normalizeId, verifySecret } from './common';
+import { checkName, newId, normalizeId } from './records';
+import { hashSecret, newKeyId, newSecret, verifySecret } from './secrets';
 import { isoOrNull, type SqlDb } from './sql';
 import type { ScanCredentialInfo } from './types';
 

@@ -13,7 +13,7 @@ import { SqliteDb } from './sqlite-db';
 
 export * from './types';
 export { SQLITE_FILE } from './sqlite-db';
-export { sha256Hex } from './common';
+export { sha256Hex } from './secrets';
 export type { SqlDb } from './sql';
 export { ApiKeys, ScanCredentials, ScanQueue };
 

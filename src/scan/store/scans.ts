@@ -19,7 +19,7 @@ import {
   normalizeId,
   requeuedMessage,
   submittedMessage,
-} from './common';
+} from './records';
 import { isoOrNull, placeholders, type SqlDb, type SqlValue } from './sql';
 import type { ClaimedScan, CreateResult, ListQuery, NewScan, ScanError, ScanLogEntry, ScanRecord, ScanResult, ScanSource, ScanStatus } from './types';
 
