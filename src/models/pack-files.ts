@@ -3,7 +3,7 @@
 // for a pack made by train-head (manifest filesFrom), in its base pack's folder beside it.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import type { Manifest, NpmSourceManifest } from './manifest';
+import type { ImagenetBackboneManifest, Manifest, NpmSourceManifest } from './manifest';
 
 export type PackFileRole = 'detector' | 'detector-int8' | 'calibration' | 'classifier' | 'backbone' | 'backbone-float' | 'head';
 
@@ -37,6 +37,11 @@ export function packFiles(m: Manifest): PackFile[] {
 function pick(f: { file: string; sha256: string; url?: string; mirrorPath?: string; source?: NpmSourceManifest }) {
   const { file, sha256, url, mirrorPath, source } = f;
   return { file, sha256, ...(url && { url }), ...(mirrorPath && { mirrorPath }), ...(source && { source }) };
+}
+
+/** The ImageNet backbone file a precision runs: the zoo's int8 file, or (fp32) its float copy. */
+export function backboneFile(backbone: ImagenetBackboneManifest, precision: 'int8' | 'fp32'): { file: string; sha256: string } {
+  return precision === 'int8' ? backbone : backbone.float;
 }
 
 /** The folder a pack's file is read from: the pack's own, else (filesFrom) its base pack's. */

@@ -11,7 +11,7 @@ import { CROP_OUTPUTS, composeCropNetwork } from './imagenet/crop-network';
 import { parseHead, type HeadWeights } from './imagenet/head';
 import { classList, validateManifest, type HeadClassifierManifest, type Manifest, type PreprocessManifest, type VerifierManifest } from './manifest';
 import { decodeModel } from './onnx/read';
-import { packFileDir } from './pack-files';
+import { backboneFile, packFileDir } from './pack-files';
 import { summarizeOnnx, withDynamicBatch } from './onnx/batch';
 import { withFocusAsSpaceToDepth } from './onnx/focus';
 
@@ -125,7 +125,7 @@ export async function readPackFile(dir: string, manifest: Manifest, file: { file
  */
 export async function cropNetwork(dir: string, manifest: Manifest, c: HeadClassifierManifest, precision: Precision): Promise<Buffer> {
   const form = precision === 'int8' ? 'int8' : 'float';
-  const backbone = await readPackFile(dir, manifest, form === 'int8' ? c.backbone : c.backbone.float, 'classifier backbone');
+  const backbone = await readPackFile(dir, manifest, backboneFile(c.backbone, precision), 'classifier backbone');
   const headFile = await readPackFile(dir, manifest, c.head, 'classifier head');
   let head: HeadWeights;
   try {

@@ -6,9 +6,8 @@
 // nothing here retries.
 import { log } from '../log';
 import { metrics } from '../ops/metrics';
+import type { StoreState } from '../ops/readiness';
 import { StoreUnavailableError } from './store/types';
-
-export type StoreState = 'ok' | 'unavailable';
 
 /** Store calls by name, the label of catcomfort_scan_store_errors_total. */
 export type StoreOperation =

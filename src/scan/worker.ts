@@ -34,9 +34,8 @@ export interface WorkerOptions {
 
 export class ScanWorkers {
   private running = false;
-  private wakeups: Array<() => void> = [];
-  /** Backoff waits, ended at once by stop(). */
-  private readonly stopWaits = new Set<() => void>();
+  /** Workers waiting: idle ones (woken by a new scan) and those backing off from a store failure. */
+  private readonly waiters = new Set<{ byNewScan: boolean; wake: () => void }>();
   private loops: Array<Promise<void>> = [];
   private purgeTimer: NodeJS.Timeout | null = null;
 
@@ -66,44 +65,29 @@ export class ScanWorkers {
 
   /** A new scan was stored: wake an idle worker instead of waiting for its next poll. */
   notify(): void {
-    this.wakeups.shift()?.();
+    [...this.waiters].find((w) => w.byNewScan)?.wake();
   }
 
   async stop(): Promise<void> {
     this.running = false;
     if (this.purgeTimer) clearInterval(this.purgeTimer);
-    for (const wake of this.wakeups.splice(0)) wake();
-    for (const stop of this.stopWaits) stop();
-    this.stopWaits.clear();
+    for (const waiter of [...this.waiters]) waiter.wake();
     await Promise.all(this.loops);
   }
 
-  /** Waits `ms`, or less when a new scan is stored or the workers stop. */
-  private idle(ms: number = this.options.idlePollMs): Promise<void> {
+  /** Waits `ms`, cut short by stop() and, when `byNewScan` (an idle worker), by a new scan stored. */
+  private wait(ms: number, byNewScan: boolean): Promise<void> {
     return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        const index = this.wakeups.indexOf(done);
-        if (index >= 0) this.wakeups.splice(index, 1);
-        resolve();
+      const waiter = {
+        byNewScan,
+        wake: () => {
+          clearTimeout(timer);
+          this.waiters.delete(waiter);
+          resolve();
+        },
       };
-      const timer = setTimeout(done, ms);
-      this.wakeups.push(done);
-    });
-  }
-
-  /** Waits out a store failure: backoffMs, cut short only by stop(). */
-  private backOff(failures: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.stopWaits.delete(stop);
-        resolve();
-      }, backoffMs(failures));
-      const stop = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-      this.stopWaits.add(stop);
+      const timer = setTimeout(waiter.wake, ms);
+      this.waiters.add(waiter);
     });
   }
 
@@ -116,11 +100,11 @@ export class ScanWorkers {
         failures = 0;
       } catch (error) {
         if (!(error instanceof StoreUnavailableError)) log.error('scan claim failed', { error: String(error) });
-        await this.backOff(++failures);
+        await this.wait(backoffMs(++failures), false);
         continue;
       }
       if (!claimed) {
-        await this.idle();
+        await this.wait(this.options.idlePollMs, true);
         continue;
       }
       // The lease is renewed while the scan is worked on, so a slow fetch or a busy model never
@@ -169,7 +153,7 @@ export class ScanWorkers {
         return await this.health.track(operation, write);
       } catch (error) {
         if (!(error instanceof StoreUnavailableError) || !this.running || Date.now() >= giveUpAt) throw error;
-        await this.backOff(failures);
+        await this.wait(backoffMs(failures), false);
       }
     }
   }

@@ -31,6 +31,7 @@ import { sharedDirFrom } from '../config';
 import { describeFailure, loadAddon, type DetectionState, type DetectorView, type NativeAddon, type NativePipeline, type PipelineSpec, type Verification, type VerifierSpec } from '../native/addon';
 import type { Manifest } from '../models/manifest';
 import { loadPack, readManifest, readModelFile, type LoadedPack, type Precision } from '../models/pack';
+import { backboneFile } from '../models/pack-files';
 import { iou } from './iou';
 
 interface PhotoEntry {
@@ -311,10 +312,10 @@ async function evaluatePrecision(addon: NativeAddon, dir: string, precision: Pre
 }
 
 /** The ImageNet backbone file the verifier read, at the run's precision. */
-function backboneFile(pack: LoadedPack): string {
+function verifierFile(pack: LoadedPack): string {
   const c = pack.manifest.classifier;
-  if (!('backbone' in c)) return '';
-  return pack.backbonePrecision === 'int8' ? c.backbone.file : c.backbone.float.file;
+  if (!('backbone' in c) || pack.backbonePrecision === null) return '';
+  return backboneFile(c.backbone, pack.backbonePrecision).file;
 }
 
 function heading(runs: Run[]): string {
@@ -324,7 +325,7 @@ function heading(runs: Run[]): string {
   const detectors = runs.length === 1 ? `detector ${file(runs[0]!.pack)}` : `detectors ${runs.map((r) => `${r.pack.precision} ${file(r.pack)}`).join(' and ')}`;
   const v = spec.classifier.verifier;
   const verifier = v
-    ? `${backboneFile(runs[0]!.pack)}: vetoes above ${v.maxLookalikeMass} on ${v.lookalikeClasses.length} look-alike classes, ` +
+    ? `${verifierFile(runs[0]!.pack)}: vetoes above ${v.maxLookalikeMass} on ${v.lookalikeClasses.length} look-alike classes, ` +
       `checks ${v.maxCandidates} candidates, prefers cat (${v.catClasses.length} classes) over dog (${v.dogClasses.length})`
     : 'none';
   return `# Detector evaluation: pack ${manifest.id} ${manifest.version}, ${detectors} (${d.output.format}), ` +

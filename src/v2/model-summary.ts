@@ -3,13 +3,14 @@
 import type { Static } from '@sinclair/typebox';
 import type { Manifest } from '../models/manifest';
 import type { Precision } from '../models/pack';
+import { backboneFile } from '../models/pack-files';
 import type { BackboneSummary, ClassifierSummary, VerifierSummary } from './schemas';
 
 /** The backbone file serving now: the ImageNet network at its precision, or the trained head's recorded backbone. */
 function backboneSummary(c: Manifest['classifier'], precision: Precision | null): Static<typeof BackboneSummary> | null {
-  if ('backbone' in c) {
-    const file = precision === 'int8' ? c.backbone : c.backbone.float;
-    return { name: c.backbone.name, file: file.file, sha256: file.sha256, precision };
+  if ('backbone' in c && precision !== null) {
+    const { file, sha256 } = backboneFile(c.backbone, precision);
+    return { name: c.backbone.name, file, sha256, precision };
   }
   const b = c.training?.backbone;
   return b ? { name: `detector:${b.stage}`, file: null, sha256: b.sha256, precision: null } : null;

@@ -14,6 +14,7 @@ import { findExecutable } from './executable';
 import path from 'node:path';
 import { freePort } from '../../bench/common';
 import { waitFor } from '../../test/helpers/wait';
+import { cleanupOnExit } from '../../test/helpers/cleanup-on-exit';
 
 export type NginxVariant = 'http10' | 'keepalive';
 
@@ -155,13 +156,7 @@ function handle(child: ChildProcess, closed: Promise<void>, dir: string, port: n
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     fs.rmSync(dir, { recursive: true, force: true });
   };
-  const onSignal = (signal: NodeJS.Signals) => {
-    killSync();
-    process.kill(process.pid, signal);
-  };
-  process.once('exit', killSync);
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const onExit = cleanupOnExit(killSync);
   let stopped: Promise<void> | null = null;
   return {
     url: `http://127.0.0.1:${port}`,
@@ -171,9 +166,7 @@ function handle(child: ChildProcess, closed: Promise<void>, dir: string, port: n
       stopped ??= (async () => {
         await kill(child, closed);
         fs.rmSync(dir, { recursive: true, force: true });
-        process.removeListener('exit', killSync);
-        process.removeListener('SIGINT', onSignal);
-        process.removeListener('SIGTERM', onSignal);
+        onExit.unregister();
       })();
       return stopped;
     },

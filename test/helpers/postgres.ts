@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { freePort } from '../../bench/common';
+import { cleanupOnExit } from './cleanup-on-exit';
 
 export interface TestPostgres {
   /** Where the server is (no database part). */
@@ -142,13 +143,7 @@ export async function startTestPostgres(): Promise<PostgresProbe> {
     cleanup();
   };
   // A test run that crashes or is interrupted still stops the server.
-  const onSignal = (signal: NodeJS.Signals) => {
-    stopSync();
-    process.kill(process.pid, signal);
-  };
-  process.once('exit', stopSync);
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const onExit = cleanupOnExit(stopSync);
   const baseUrl = `postgres://postgres@127.0.0.1:${port}/postgres`;
   return {
     pg: {
@@ -165,9 +160,7 @@ export async function startTestPostgres(): Promise<PostgresProbe> {
         },
       },
       stop: async () => {
-        process.removeListener('exit', stopSync);
-        process.removeListener('SIGINT', onSignal);
-        process.removeListener('SIGTERM', onSignal);
+        onExit.unregister();
         stopSync();
       },
     },
