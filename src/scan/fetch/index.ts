@@ -1,6 +1,7 @@
-// Public API of the SSRF-safe image fetcher. The test seam (fetchImageWithSeams) is
+// Public API of the SSRF-safe fetcher (images) and guarded requests (webhooks). The test seam (fetchImageWithSeams) is
 // deliberately not re-exported here.
 export { FetchRefusedError, isFetchRefusedError, type FetchErrorCode } from './errors';
 export { DEFAULT_FETCH_POLICY, fetchPolicy, type FetchPolicy, type ResolvedAddress } from './policy';
-export { checkUrl, fetchImage, MAX_URL_LENGTH, USER_AGENT, type FetchedImage } from './fetcher';
+export { fetchImage, USER_AGENT, type FetchedImage } from './fetcher';
+export { checkAddresses, checkUrl, guardedRequest, MAX_URL_LENGTH, type UrlWords } from './guarded-request';
 export { classifyAddress, type AddressVerdict } from './ip';
