@@ -8,6 +8,7 @@ import path from 'node:path';
 import { trustedProxyEntryError } from './http/front/client-address';
 import { POOL_DEFAULTS } from './http/front/upstream-pool';
 import type { CudnnConvAlgoSearch } from './native/addon';
+import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from './scan/webhooks/schedule';
 
 export type ProviderName = 'tensorrt' | 'cuda' | 'cpu';
 
@@ -110,6 +111,18 @@ export interface ScanConfig {
   authFailuresPerMinute: number;
   /** UNSAFE: lets scan URLs reach private and loopback addresses (tests, local development). */
   allowPrivateUrls: boolean;
+  webhooks: WebhookConfig;
+}
+
+export interface WebhookConfig {
+  /** Attempts in flight in this instance at most; 0: this instance delivers none. */
+  concurrency: number;
+  /** Attempts in flight to one callback URL at most (per instance). */
+  perReceiver: number;
+  /** Limit of one attempt, from connecting to the end of the answer. */
+  timeoutMs: number;
+  /** Waits after failed attempts 1..n, in ms. */
+  retrySchedule: number[];
 }
 
 export class ConfigError extends Error {}
@@ -164,6 +177,10 @@ export const KNOWN_VARIABLES = [
   'CATCOMFORT_SCAN_RETENTION_HOURS',
   'CATCOMFORT_SCAN_AUTH_FAILURES_PER_MINUTE',
   'CATCOMFORT_FETCH_ALLOW_PRIVATE',
+  'CATCOMFORT_WEBHOOK_CONCURRENCY',
+  'CATCOMFORT_WEBHOOK_PER_RECEIVER',
+  'CATCOMFORT_WEBHOOK_TIMEOUT_MS',
+  'CATCOMFORT_WEBHOOK_RETRY_SCHEDULE',
   // Tests and their fixtures only.
   'CATCOMFORT_TEST_PROBE_FAULT',
   'CATCOMFORT_TEST_DATABASE_URL',
@@ -270,6 +287,11 @@ export function storeLocationFrom(env: Env = process.env): { dataDir: string; da
   return { dataDir: path.resolve(env.CATCOMFORT_DATA_DIR?.trim() || path.join(appRoot, 'data')), databaseUrl: env.CATCOMFORT_DATABASE_URL?.trim() || null };
 }
 
+/** UNSAFE switch: scan image and callback URLs may reach private and loopback addresses (CATCOMFORT_FETCH_ALLOW_PRIVATE). */
+export function allowPrivateUrlsFrom(env: Env = process.env): boolean {
+  return readBool(env, 'CATCOMFORT_FETCH_ALLOW_PRIVATE', false);
+}
+
 /** Where the service listens: CATCOMFORT_HOST (default all interfaces) and CATCOMFORT_PORT (default 8080). */
 export function listenAddressFrom(env: Env = process.env): { host: string; port: number } {
   return { host: env.CATCOMFORT_HOST?.trim() || '0.0.0.0', port: readInt(env, 'CATCOMFORT_PORT', 8080, 0, 65535) };
@@ -340,11 +362,26 @@ export function loadConfig(env: Env = process.env): Config {
       maxAttempts: readInt(env, 'CATCOMFORT_SCAN_MAX_ATTEMPTS', 3, 1, 100),
       retentionMs: readInt(env, 'CATCOMFORT_SCAN_RETENTION_HOURS', 720, 1, 87_600) * 3_600_000,
       authFailuresPerMinute: readInt(env, 'CATCOMFORT_SCAN_AUTH_FAILURES_PER_MINUTE', 20, 1, 1_000_000),
-      allowPrivateUrls: readBool(env, 'CATCOMFORT_FETCH_ALLOW_PRIVATE', false),
+      allowPrivateUrls: allowPrivateUrlsFrom(env),
+      webhooks: {
+        concurrency: readInt(env, 'CATCOMFORT_WEBHOOK_CONCURRENCY', 64, 0, 1024),
+        perReceiver: readInt(env, 'CATCOMFORT_WEBHOOK_PER_RECEIVER', 4, 1, 1024),
+        timeoutMs: readInt(env, 'CATCOMFORT_WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
+        retrySchedule: readRetrySchedule(env),
+      },
     },
     logLevel: logLevel as Config['logLevel'],
     metrics: readMetrics(env),
   };
+}
+
+function readRetrySchedule(env: Env): number[] {
+  const raw = env.CATCOMFORT_WEBHOOK_RETRY_SCHEDULE;
+  try {
+    return parseRetrySchedule(raw === undefined || raw.trim() === '' ? DEFAULT_RETRY_SCHEDULE : raw);
+  } catch (error) {
+    throw new ConfigError(`CATCOMFORT_WEBHOOK_RETRY_SCHEDULE: ${(error as Error).message}`);
+  }
 }
 
 function readMetrics(env: Env): MetricsConfig {

@@ -25,6 +25,8 @@ import { registerScan } from './scan/routes';
 import { StoreHealth } from './scan/store-health';
 import { openStore, type Store } from './scan/store';
 import { ScanWorkers } from './scan/worker';
+import { presentEvent } from './scan/present';
+import { WebhookDispatcher } from './scan/webhooks/dispatcher';
 import { registerV1 } from './v1/routes';
 import { registerV2 } from './v2/routes';
 import { errorResponse } from './http/errors';
@@ -210,31 +212,44 @@ async function startInterfaces(
   if (config.scan.allowPrivateUrls) log.warn('CATCOMFORT_FETCH_ALLOW_PRIVATE is on: scan URLs may reach private and loopback addresses (UNSAFE)');
   const health = new StoreHealth();
   ctx.readiness.setScanStore(() => health.state);
-  const workers = new ScanWorkers(store, health, scanModel, {
+  const policy = fetchPolicy({ allowPrivate: config.scan.allowPrivateUrls });
+  const hooks = config.scan.webhooks;
+  const webhooks = new WebhookDispatcher(store, health, {
+    concurrency: hooks.concurrency,
+    perReceiver: hooks.perReceiver,
+    timeoutMs: hooks.timeoutMs,
+    retrySchedule: hooks.retrySchedule,
+    idlePollMs: 500,
+    policy: { ...policy, connectTimeoutMs: Math.min(policy.connectTimeoutMs, hooks.timeoutMs) },
+    body: (scan, delivery) => presentEvent(scan, { id: scanModel.id, version: ctx.version }, delivery),
+  });
+  const workers = new ScanWorkers(store, health, scanModel, webhooks, {
     workers: config.scan.workers,
     leaseMs: config.scan.leaseMs,
     maxAttempts: config.scan.maxAttempts,
     idlePollMs: 250,
     retentionMs: config.scan.retentionMs,
-    fetchPolicy: fetchPolicy({ allowPrivate: config.scan.allowPrivateUrls }),
+    fetchPolicy: policy,
     serviceVersion: ctx.version,
   });
   registerV2(ctx.router, service);
   registerV1(ctx.router, service);
   const verifier = new CredentialVerifier(store, health, new FailureThrottle(config.scan.authFailuresPerMinute));
-  registerScan(ctx.router, { service, store, health, workers, verifier, maxImageBytes: 4 * 1024 * 1024 });
+  registerScan(ctx.router, { service, store, health, workers, verifier, maxImageBytes: 4 * 1024 * 1024, fetchPolicy: policy });
   metrics.setSources({
     queueDepths: () => registry.list().map((m) => ({ model: m.id, queued: m.batcher.stats().queued })),
     scanQueue: () => health.track('queue_depth', () => store.scans.queueDepth()),
+    webhookQueue: () => health.track('queue_depth', () => store.webhooks.depth()),
   });
   workers.start();
+  webhooks.start();
   return {
     service,
     vipsVersion: info.vipsVersion,
     ortVersion: info.ortVersion,
     async close(drain) {
       clearInterval(keyTimer);
-      await Promise.all([drain(), workers.stop()]);
+      await Promise.all([drain(), workers.stop().then(() => webhooks.stop())]);
       await registry.closeAll();
       await store.close();
     },

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { IDEMPOTENCY_WINDOW_MS } from '../src/scan/store/scans';
 import { openStore, SQLITE_FILE, StoreUnavailableError, type NewScan, type Store } from '../src/scan/store';
-import { BACKOFF, backoffMs } from '../src/scan/worker';
+import { BACKOFF, backoffMs } from '../src/scan/backoff';
 import { parseMetrics, total } from './helpers/metrics';
 import { postJson, request } from './helpers/http';
 import { photo } from './helpers/paths';
@@ -124,6 +124,7 @@ describe('SQLite out of space', () => {
     source: 'base64',
     image,
     imageUrl: null,
+    callbackUrl: null,
     metadata: {},
     idempotencyKey: key,
     requestHash: hash,

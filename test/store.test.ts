@@ -48,6 +48,7 @@ function newScan(ownerId: string, over: Partial<NewScan> = {}): NewScan {
     source: 'base64',
     image: Buffer.from('fake image bytes'),
     imageUrl: null,
+    callbackUrl: null,
     metadata: {},
     idempotencyKey: null,
     requestHash: 'h1',

@@ -9,7 +9,8 @@ const COMMANDS: Record<string, Subcommand> = {
   'validate-pack': { args: 'DIR', summary: 'Check a model pack: manifest, sha256 of its files, one test inference', load: async () => (await import('./validate-pack.js')).validatePackCommand },
   'train-head': { args: '--data DIR|CSV --out PACK_DIR', summary: 'Train the comfort head on labelled photos; writes a model pack', load: async () => (await import('./train-head.js')).trainHead },
   keys: { args: '<command>', summary: 'Issue, list and revoke v1/v2 API keys', load: async () => (await import('./keys.js')).keysCommand },
-  credentials: { args: '<command>', summary: 'Issue, list and revoke scan credentials', load: async () => (await import('./credentials.js')).credentialsCommand },
+  credentials: { args: '<command>', summary: 'Issue, list and revoke scan credentials; their webhook URLs and signing secrets', load: async () => (await import('./credentials.js')).credentialsCommand },
+  webhooks: { args: '<command>', summary: "Send a scan's webhook again; receive and verify webhooks locally", load: async () => (await import('./webhooks.js')).webhooksCommand },
 };
 
 /** The commands of the former credentials CLI (`npm run credentials -- create-api-key ...`). */

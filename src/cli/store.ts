@@ -20,12 +20,13 @@ export async function withStore(work: (store: Store) => Promise<number>): Promis
 
 const state = (revokedAt: string | null): string => (revokedAt === null ? 'active' : `revoked ${revokedAt}`);
 
-/** A `list` subcommand: one tab-separated line per row (its state after `lead`), or `empty`. */
+/** A `list` subcommand: one tab-separated line per row (its state after `lead`, `tail` after its name), or `empty`. */
 export function listCommand<T extends { revokedAt: string | null; createdAt: string; name: string }>(
   usage: string,
   empty: string,
   rows: (store: Store) => Promise<T[]>,
   lead: (row: T) => string[],
+  tail: (row: T) => string[] = () => [],
 ) {
   return async (argv: string[]): Promise<number> => {
     const parsed = parse(argv, usage);
@@ -34,7 +35,7 @@ export function listCommand<T extends { revokedAt: string | null; createdAt: str
     return withStore(async (store) => {
       const all = await rows(store);
       if (all.length === 0) process.stdout.write(`${empty}\n`);
-      for (const r of all) process.stdout.write([...lead(r), state(r.revokedAt), `created ${r.createdAt}`, r.name].join('\t') + '\n');
+      for (const r of all) process.stdout.write([...lead(r), state(r.revokedAt), `created ${r.createdAt}`, r.name, ...tail(r)].join('\t') + '\n');
       return 0;
     });
   };

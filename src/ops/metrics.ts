@@ -13,6 +13,8 @@ export interface MetricSources {
   upstream?(): { open: number; idle: number; waiting: number };
   /** Scans waiting (PENDING) and being worked on (PROCESSING), from the store all instances share. */
   scanQueue?(): Promise<{ pending: number; processing: number }>;
+  /** Webhook deliveries not yet ended, from the shared store. */
+  webhookQueue?(): Promise<{ due: number; scheduled: number; in_flight: number }>;
 }
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -40,6 +42,8 @@ export class ServiceMetrics {
   readonly scanStoreErrors = this.counter('catcomfort_scan_store_errors_total', 'Scan store calls that failed because the store was unavailable, by operation', ['operation']);
 
   readonly scanOutcomes = this.counter('catcomfort_scan_outcomes_total', 'Scans finished by this instance: completed, or failed with its error code', ['outcome', 'code']);
+
+  readonly webhookDeliveries = this.counter('catcomfort_webhook_deliveries_total', 'Webhook attempts made by this instance, by outcome: delivered (2xx), retry (another attempt scheduled) or failed (given up)', ['outcome']);
 
   readonly provider = this.gauge('catcomfort_execution_provider', 'ONNX Runtime execution providers configured: 1 active, 0 not in use', ['provider']);
 
@@ -101,6 +105,18 @@ export class ServiceMetrics {
         if (!depth) return this.reset();
         this.set({ state: 'pending' }, depth.pending);
         this.set({ state: 'processing' }, depth.processing);
+      },
+    });
+    new Gauge({
+      name: 'catcomfort_webhook_queue_depth',
+      help: 'Webhook deliveries not yet ended, in the shared store: due (waiting for a dispatcher), scheduled (a retry later) and in_flight',
+      labelNames: ['state'] as const,
+      registers: [this.registry],
+      async collect() {
+        if (!metrics.sources.webhookQueue) return;
+        const depth = await metrics.sources.webhookQueue().catch(() => null);
+        if (!depth) return this.reset();
+        for (const state of ['due', 'scheduled', 'in_flight'] as const) this.set({ state }, depth[state]);
       },
     });
   }

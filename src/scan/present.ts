@@ -1,8 +1,9 @@
 // A stored scan as the client sees it (GET /scan/{scanId}).
 import { moodOf, V1_MESSAGES } from '../v1/respond';
 import type { DetectionState } from '../pipeline/analysis';
-import type { ScanResource } from './schemas';
-import type { ScanRecord } from './store';
+import type { ScanEvent, ScanResource } from './schemas';
+import type { ClaimedDelivery, ScanRecord, WebhookDelivery } from './store';
+import { redactUrl } from './webhooks/callback-url';
 
 /** What the worker stores as a scan's result. */
 export interface StoredResult {
@@ -26,7 +27,7 @@ function predictionsOf(r: StoredResult): ScanResource['predictions'] {
   return { prediction: 'Unknown', probability: 0, cat_quality: r.confidence, message };
 }
 
-export function presentScan(scan: ScanRecord, defaultModel: { id: string; version: string }): ScanResource {
+export function presentScan(scan: ScanRecord, defaultModel: { id: string; version: string }, delivery: WebhookDelivery | null): ScanResource {
   const r = scan.status === 'COMPLETED' ? (scan.result as unknown as StoredResult) : null;
   return {
     scanId: scan.id,
@@ -46,5 +47,12 @@ export function presentScan(scan: ScanRecord, defaultModel: { id: string; versio
     metadata: scan.metadata,
     logs: scan.logs,
     error: scan.error,
+    webhook: delivery && { ...delivery, url: redactUrl(delivery.url) },
   };
+}
+
+/** The body of a scan's webhook: its type, then the scan as it was when it finished. */
+export function presentEvent(scan: ScanRecord, defaultModel: { id: string; version: string }, delivery: ClaimedDelivery): ScanEvent {
+  const { webhook: _, ...resource } = presentScan({ ...scan, logs: scan.logs.filter((l) => !l.event.startsWith('webhook_')) }, defaultModel, null);
+  return { type: delivery.event, request_id: delivery.webhookId, ...resource };
 }

@@ -16,9 +16,12 @@ import type { CredentialVerifier } from './auth';
 import { buildScanOpenApi, scanOperations } from './openapi';
 import { presentScan } from './present';
 import type { StoreHealth } from './store-health';
-import { InvalidCursorError, type Store } from './store';
-import { validateListQuery, validateSubmission } from './validate';
+import { InvalidCursorError, type ScanRecord, type Store } from './store';
+import type { ScanResource } from './schemas';
+import { sentence, validateListQuery, validateSubmission } from './validate';
 import type { ScanWorkers } from './worker';
+import { isFetchRefusedError, type FetchPolicy } from './fetch';
+import { checkCallbackUrl } from './webhooks/callback-url';
 import { loadAddon } from '../native/addon';
 import { imageErrorMessage } from '../pipeline/analysis';
 
@@ -29,6 +32,8 @@ export interface ScanContext {
   verifier: CredentialVerifier;
   workers: ScanWorkers;
   maxImageBytes: number;
+  /** The address policy callback URLs are checked against (the image fetcher's). */
+  fetchPolicy: FetchPolicy;
 }
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
@@ -65,6 +70,31 @@ function defaultModel(ctx: ScanContext) {
   return { id: ctx.workers.modelId, version: ctx.service.version };
 }
 
+const callbackError = (message: string) =>
+  new ApiError('invalid_request', 'Request validation failed.', { errors: [{ field: 'callbackUrl', message }] });
+
+/** A submission's callback URL, checked: its scheme and addresses, and a signing secret to sign with. */
+async function checkedCallback(ctx: ScanContext, ownerId: string, url: string): Promise<string> {
+  let checked: string;
+  try {
+    checked = await checkCallbackUrl(url, ctx.fetchPolicy);
+  } catch (error) {
+    if (!isFetchRefusedError(error)) throw error;
+    throw callbackError(sentence(error.message));
+  }
+  const secrets = await ctx.health.track('submit', () => ctx.store.credentials.webhookSecrets(ownerId));
+  if (secrets.length === 0) {
+    throw callbackError('This credential has no webhook signing secret; an operator issues one with catcomfort credentials rotate-webhook-secret');
+  }
+  return checked;
+}
+
+/** The scans with their webhook deliveries, as the client sees them. */
+async function present(ctx: ScanContext, scans: ScanRecord[]): Promise<ScanResource[]> {
+  const deliveries = await ctx.health.track('get', () => ctx.store.webhooks.ofScans(scans.map((s) => s.id)));
+  return scans.map((s) => presentScan(s, defaultModel(ctx), deliveries.get(s.id) ?? null));
+}
+
 export function registerScan(router: Router, ctx: ScanContext): void {
   const ops = scanOperations(ctx.service.version, exampleImageBase64());
   const base64 = loadAddon(); // its strict decoder, the one v2 requests go through
@@ -95,6 +125,7 @@ export function registerScan(router: Router, ctx: ScanContext): void {
           image = decoded;
           if (image.length > ctx.maxImageBytes) throw new ApiError('invalid_image', `Image is larger than ${ctx.maxImageBytes} bytes.`);
         }
+        const callbackUrl = submission.callbackUrl === null ? null : await checkedCallback(ctx, ownerId, submission.callbackUrl);
         const created = await ctx.health.track('submit', () => ctx.store.scans.create({
           ownerId,
           source: image ? 'base64' : 'url',
@@ -102,6 +133,7 @@ export function registerScan(router: Router, ctx: ScanContext): void {
           imageUrl: submission.imageUrl,
           metadata: submission.metadata,
           idempotencyKey,
+          callbackUrl,
           requestHash: createHash('sha256').update(raw).digest('hex'),
         }));
         if ('conflict' in created) throw new ApiError('idempotency_conflict');
@@ -124,7 +156,7 @@ export function registerScan(router: Router, ctx: ScanContext): void {
           const page = await ctx.health.track('list', () => ctx.store.scans.list(ownerId, params));
           return {
             status: 200,
-            body: { request_id: requestId, items: page.items.map((s) => presentScan(s, defaultModel(ctx))), nextCursor: page.nextCursor },
+            body: { request_id: requestId, items: await present(ctx, page.items), nextCursor: page.nextCursor },
           };
         } catch (error) {
           if (error instanceof InvalidCursorError) {
@@ -141,7 +173,7 @@ export function registerScan(router: Router, ctx: ScanContext): void {
       authed(ctx, false, async (ex, requestId, ownerId) => {
         const scan = await ctx.health.track('get', () => ctx.store.scans.get(ownerId, ex.params.scanId!));
         if (!scan) throw new ApiError('not_found', 'Scan not found.', { scanId: ex.params.scanId });
-        return { status: 200, body: { request_id: requestId, ...presentScan(scan, defaultModel(ctx)) } };
+        return { status: 200, body: { request_id: requestId, ...(await present(ctx, [scan]))[0] } };
       }),
       doc(ops.get),
     );

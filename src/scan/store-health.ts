@@ -21,7 +21,10 @@ export type StoreOperation =
   | 'complete'
   | 'fail'
   | 'purge'
-  | 'queue_depth';
+  | 'queue_depth'
+  | 'webhook_claim'
+  | 'webhook_read'
+  | 'webhook_settle';
 
 /** How long calls must succeed, with none failing, before a store that was down counts as up. */
 export const STABLE_MS = 5000;

@@ -1,11 +1,14 @@
 // Validation of scan submissions and listing queries, with v2's error conventions.
 import { validationError, type FieldError } from '../http/errors';
-import { checkUrl, FetchRefusedError } from './fetch';
+import { checkUrl, FetchRefusedError, IMAGE_WORDS, type UrlWords } from './fetch';
 import { METADATA_LIMITS } from './schemas';
+import { CALLBACK_WORDS } from './webhooks/callback-url';
 
 export interface Submission {
   image: string | null;
   imageUrl: string | null;
+  /** Syntax checked; its scheme and addresses are checked by checkCallbackUrl. */
+  callbackUrl: string | null;
   metadata: Record<string, unknown>;
 }
 
@@ -36,22 +39,32 @@ function metadataProblem(value: unknown, depth: number): string | null {
   return null;
 }
 
+/** The first letter of a message up. */
+export const sentence = (text: string): string => text.charAt(0).toUpperCase() + text.slice(1);
+
+/** A URL field: a string whose syntax, scheme and credentials checkUrl accepts. */
+function checkUrlField(errors: FieldError[], field: string, value: unknown, words: UrlWords): void {
+  if (value === undefined || value === null) return;
+  if (typeof value !== 'string') {
+    errors.push({ field, message: 'Input should be a valid string' });
+    return;
+  }
+  try {
+    checkUrl(value, words);
+  } catch (error) {
+    errors.push({ field, message: sentence(error instanceof FetchRefusedError ? error.message : `the ${words.url} is invalid`) });
+  }
+}
+
 export function validateSubmission(body: Record<string, unknown>): Submission {
   const errors: FieldError[] = [];
-  const { image, imageUrl, metadata } = body;
+  const { image, imageUrl, callbackUrl, metadata } = body;
   const present = (v: unknown) => v !== undefined && v !== null;
   if (present(image) && typeof image !== 'string') errors.push({ field: 'image', message: 'Input should be a valid string' });
   else if (image === '') errors.push({ field: 'image', message: 'String should have at least 1 character' });
-  if (present(imageUrl) && typeof imageUrl !== 'string') errors.push({ field: 'imageUrl', message: 'Input should be a valid string' });
-  else if (typeof imageUrl === 'string') {
-    // Scheme, credentials and syntax are refused now; addresses are checked when fetching.
-    try {
-      checkUrl(imageUrl);
-    } catch (error) {
-      const text = error instanceof FetchRefusedError ? error.message : 'the image URL is invalid';
-      errors.push({ field: 'imageUrl', message: text.charAt(0).toUpperCase() + text.slice(1) });
-    }
-  }
+  // Scheme, credentials and syntax are refused now; an image URL's addresses when fetching.
+  checkUrlField(errors, 'imageUrl', imageUrl, IMAGE_WORDS);
+  checkUrlField(errors, 'callbackUrl', callbackUrl, CALLBACK_WORDS);
   if (!present(image) && !present(imageUrl)) errors.push({ field: 'body', message: 'Exactly one of image and imageUrl is required' });
   if (present(image) && present(imageUrl)) errors.push({ field: 'body', message: 'Send either image or imageUrl, not both' });
   if (present(metadata)) {
@@ -75,6 +88,7 @@ export function validateSubmission(body: Record<string, unknown>): Submission {
   return {
     image: typeof image === 'string' ? image : null,
     imageUrl: typeof imageUrl === 'string' ? imageUrl : null,
+    callbackUrl: typeof callbackUrl === 'string' ? callbackUrl : null,
     metadata: isObject(metadata) ? metadata : {},
   };
 }

@@ -9,18 +9,12 @@ import type { Model } from '../models/model';
 import { metrics } from '../ops/metrics';
 import { ImageError } from '../pipeline/analysis';
 import { QueueFullError } from '../pipeline/batcher';
+import { backoffMs } from './backoff';
 import { fetchImage, isFetchRefusedError, type FetchPolicy } from './fetch';
 import type { StoredResult } from './present';
 import { StoreUnavailableError, type ClaimedScan, type Store } from './store';
 import type { StoreHealth } from './store-health';
-
-/** Waits between store retries: BACKOFF.firstMs doubling up to BACKOFF.maxMs, each drawn in [half, whole]. */
-export const BACKOFF = { firstMs: 100, maxMs: 5000 } as const;
-
-export function backoffMs(failures: number, random: () => number = Math.random): number {
-  const ceiling = Math.min(BACKOFF.maxMs, BACKOFF.firstMs * 2 ** Math.min(failures - 1, 16));
-  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
-}
+import type { WebhookDispatcher } from './webhooks/dispatcher';
 
 export interface WorkerOptions {
   workers: number;
@@ -43,6 +37,7 @@ export class ScanWorkers {
     private readonly store: Store,
     private readonly health: StoreHealth,
     private readonly model: Model,
+    private readonly webhooks: WebhookDispatcher,
     private readonly options: WorkerOptions,
   ) {}
 
@@ -150,7 +145,9 @@ export class ScanWorkers {
     const giveUpAt = Date.now() + this.options.leaseMs;
     for (let failures = 1; ; failures++) {
       try {
-        return await this.health.track(operation, write);
+        const finished = await this.health.track(operation, write);
+        if (finished) this.webhooks.notify(); // its delivery, if it has a callback URL, is due now
+        return finished;
       } catch (error) {
         if (!(error instanceof StoreUnavailableError) || !this.running || Date.now() >= giveUpAt) throw error;
         await this.wait(backoffMs(failures), false);

@@ -3,5 +3,5 @@
 export { FetchRefusedError, isFetchRefusedError, type FetchErrorCode } from './errors';
 export { DEFAULT_FETCH_POLICY, fetchPolicy, type FetchPolicy, type ResolvedAddress } from './policy';
 export { fetchImage, USER_AGENT, type FetchedImage } from './fetcher';
-export { checkAddresses, checkUrl, guardedRequest, MAX_URL_LENGTH, type UrlWords } from './guarded-request';
+export { checkAddresses, checkUrl, guardedRequest, IMAGE_WORDS, MAX_URL_LENGTH, type UrlWords } from './guarded-request';
 export { classifyAddress, type AddressVerdict } from './ip';

@@ -1,5 +1,5 @@
-// Storage of the scan interface: three small stores (the scan queue, scan credentials, CLI-issued
-// API keys) written once over one SQL-dialect seam (sql.ts), with two drivers:
+// Storage of the scan interface: four small stores (the scan queue, scan credentials, CLI-issued
+// API keys, the webhook outbox) written once over one SQL-dialect seam (sql.ts), with two drivers:
 //  - SQLite (default, embedded): `<dataDir>/catcomfort.sqlite3`, WAL, synchronous=FULL.
 //  - PostgreSQL when a database URL is given: instances share scans and claim work with
 //    FOR UPDATE SKIP LOCKED.
@@ -10,12 +10,14 @@ import { PostgresDb } from './postgres-db';
 import { ScanQueue } from './scans';
 import type { SqlDb } from './sql';
 import { SqliteDb } from './sqlite-db';
+import { WebhookOutbox } from './webhooks';
 
 export * from './types';
 export { SQLITE_FILE } from './sqlite-db';
 export { sha256Hex } from './secrets';
 export type { SqlDb } from './sql';
-export { ApiKeys, ScanCredentials, ScanQueue };
+export { ApiKeys, ScanCredentials, ScanQueue, WebhookOutbox };
+export type { RedeliverResult } from './webhooks';
 
 export interface StoreOptions {
   /** postgres://... ; when set, PostgreSQL is used and dataDir is ignored. */
@@ -32,6 +34,7 @@ export interface Store {
   readonly scans: ScanQueue;
   readonly credentials: ScanCredentials;
   readonly apiKeys: ApiKeys;
+  readonly webhooks: WebhookOutbox;
   /** The database under the stores (migrations; tests reach the tables through it). */
   readonly db: SqlDb;
   close(): Promise<void>;
@@ -61,6 +64,7 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
     scans: new ScanQueue(db),
     credentials: new ScanCredentials(db),
     apiKeys: new ApiKeys(db),
+    webhooks: new WebhookOutbox(db),
     db,
     close: () => db.close(),
   };

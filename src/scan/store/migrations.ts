@@ -74,7 +74,38 @@ CREATE TABLE api_keys (
 );
 `;
 
-const migrations = (t: ColumnTypes): Migration[] => [{ version: 1, name: 'scans, scan logs, scan credentials, api keys', sql: v1(t) }];
+// Webhooks: a scan's own callback URL, a credential's default URL and signing secrets (the
+// previous one stays valid until webhook_previous_until), and the outbox of deliveries (one per
+// finished scan that has a URL), written in the transaction that finishes the scan.
+const v2 = (t: ColumnTypes): string => `
+ALTER TABLE scans ADD COLUMN callback_url text;
+ALTER TABLE scan_credentials ADD COLUMN webhook_url text;
+ALTER TABLE scan_credentials ADD COLUMN webhook_secret text;
+ALTER TABLE scan_credentials ADD COLUMN webhook_previous_secret text;
+ALTER TABLE scan_credentials ADD COLUMN webhook_previous_until ${t.time};
+CREATE TABLE webhook_deliveries (
+  scan_id ${t.id} PRIMARY KEY REFERENCES scans (id) ON DELETE CASCADE,
+  webhook_id text NOT NULL UNIQUE,
+  event text NOT NULL CHECK (event IN ('scan.completed', 'scan.failed')),
+  url text NOT NULL,
+  state text NOT NULL CHECK (state IN ('pending', 'delivered', 'failed')),
+  attempts integer NOT NULL DEFAULT 0,
+  next_attempt_at ${t.time} NOT NULL,
+  worker_id text,
+  lease_until ${t.time},
+  last_attempt_at ${t.time},
+  last_status integer,
+  last_error text,
+  created_at ${t.time} NOT NULL,
+  finished_at ${t.time}
+);
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';
+`;
+
+const migrations = (t: ColumnTypes): Migration[] => [
+  { version: 1, name: 'scans, scan logs, scan credentials, api keys', sql: v1(t) },
+  { version: 2, name: 'webhooks: callback urls, signing secrets, delivery outbox', sql: v2(t) },
+];
 
 export const sqliteMigrations = migrations(SQLITE);
 export const postgresMigrations = migrations(POSTGRES);

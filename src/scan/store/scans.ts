@@ -4,7 +4,8 @@
 // Lifecycle: PENDING -> PROCESSING (claimed by a worker, with a lease) -> COMPLETED | FAILED.
 // A PROCESSING scan whose lease ran out (the worker died or stalled) is claimable again, exactly
 // like a PENDING one; every claim counts one attempt, and a scan whose lease ran out after
-// `maxAttempts` attempts becomes FAILED with code `processing_failed`.
+// `maxAttempts` attempts becomes FAILED with code `processing_failed`. The transaction that
+// finishes a scan also writes its webhook delivery (webhooks.ts) when it has a callback URL.
 import {
   PROCESSING_FAILED,
   checkLease,
@@ -21,6 +22,7 @@ import {
   submittedMessage,
 } from './records';
 import { isoOrNull, placeholders, type SqlDb, type SqlValue } from './sql';
+import { enqueueDelivery } from './webhooks';
 import type { ClaimedScan, CreateResult, ListQuery, NewScan, ScanError, ScanLogEntry, ScanRecord, ScanResult, ScanSource, ScanStatus } from './types';
 
 interface ScanRow {
@@ -106,11 +108,23 @@ export class ScanQueue {
         }
         const rows = await tx.query<ScanRow>(
           `INSERT INTO scans (id, owner_id, status, source, image, image_url, metadata, pet_id, customer_id,
-             idempotency_key, request_hash, attempts, created_at, updated_at)
-           VALUES ($1, $2, 'PENDING', $3, $4, $5, $6, $7, $8, $9, $10, 0, ${now}, ${now})
+             idempotency_key, request_hash, callback_url, attempts, created_at, updated_at)
+           VALUES ($1, $2, 'PENDING', $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, ${now}, ${now})
            ON CONFLICT (owner_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
            RETURNING ${COLUMNS}`,
-          [newId(), scan.ownerId, scan.source, scan.image, scan.imageUrl, JSON.stringify(scan.metadata), petId, customerId, scan.idempotencyKey, scan.requestHash],
+          [
+            newId(),
+            scan.ownerId,
+            scan.source,
+            scan.image,
+            scan.imageUrl,
+            JSON.stringify(scan.metadata),
+            petId,
+            customerId,
+            scan.idempotencyKey,
+            scan.requestHash,
+            scan.callbackUrl,
+          ],
         );
         const row = rows[0];
         if (row === undefined) return null;
@@ -190,6 +204,7 @@ export class ScanQueue {
           [scan.id, PROCESSING_FAILED, message],
         );
         await this.log(tx, scan.id, 'failed', `${PROCESSING_FAILED}: ${message}`);
+        await enqueueDelivery(tx, scan.id, 'scan.failed');
       }
       const [picked] = await tx.query<{ id: string; owner_id: string; status: ScanStatus; source: ScanSource; image: Buffer | null; image_url: string | null; attempts: number }>(
         `SELECT id, owner_id, status, source, image, image_url, attempts FROM scans
@@ -234,8 +249,8 @@ export class ScanQueue {
     ]);
   }
 
-  /** The state change of a finished scan and its log line, in one transaction. */
-  private async finish(rawId: string, workerId: string, set: string, values: SqlValue[], event: string, message: string): Promise<boolean> {
+  /** The state change of a finished scan, its log line and its webhook delivery, in one transaction. */
+  private async finish(rawId: string, workerId: string, set: string, values: SqlValue[], event: 'completed' | 'failed', message: string): Promise<boolean> {
     const id = normalizeId(rawId);
     if (id === null) return false;
     const { now } = this.d;
@@ -247,6 +262,7 @@ export class ScanQueue {
       );
       if (changed !== 1) return false;
       await tx.run(`INSERT INTO scan_logs (scan_id, at, event, message) SELECT id, completed_at, $2, $3 FROM scans WHERE id = $1`, [id, event, message]);
+      await enqueueDelivery(tx, id, `scan.${event}`);
       return true;
     });
   }

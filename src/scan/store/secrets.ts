@@ -12,6 +12,14 @@ export function newSecret(): string {
   return `ss_${randomBytes(32).toString('base64url')}`;
 }
 
+/**
+ * Signing secret of a credential's webhooks, in the Standard Webhooks form: `whsec_` and the
+ * base64 of 32 random bytes. Kept as it is (signing needs it), shown once when issued.
+ */
+export function newWebhookSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
+}
+
 export function sha256Hex(value: string): string {
   return createHash('sha256').update(value, 'utf8').digest('hex');
 }

@@ -52,6 +52,8 @@ export interface NewScan {
   /** Free JSON echoed back; string `petId` / `customerId` values are indexed for listing filters. */
   metadata: Record<string, unknown>;
   idempotencyKey: string | null;
+  /** Where the scan's webhook goes (else the owner's default, if any); checked by the caller. */
+  callbackUrl: string | null;
   /** Hash of the request body, to tell a replay from a different request with the same key. */
   requestHash: string;
 }
@@ -81,6 +83,8 @@ export interface ScanCredentialInfo {
   id: string;
   keyId: string;
   name: string;
+  /** Default callback URL of the credential's scans; null when none. */
+  webhookUrl: string | null;
   createdAt: string;
   revokedAt: string | null;
 }
@@ -91,6 +95,51 @@ export interface ApiKeyInfo {
   createdAt: string;
   revokedAt: string | null;
 }
+
+export type WebhookEvent = 'scan.completed' | 'scan.failed';
+
+/** Lifecycle of a delivery: see webhooks.ts. */
+export type DeliveryState = 'pending' | 'delivered' | 'failed';
+
+/** A scan's webhook delivery (one per finished scan that had a callback URL). */
+export interface WebhookDelivery {
+  /** Sent as `webhook-id` on every attempt, so receivers can drop duplicates. */
+  webhookId: string;
+  event: WebhookEvent;
+  url: string;
+  state: DeliveryState;
+  /** Attempts begun so far. */
+  attempts: number;
+  /** When the next attempt is due (pending only). */
+  nextAttemptAt: string | null;
+  lastAttemptAt: string | null;
+  /** HTTP status of the last answered attempt. */
+  lastStatus: number | null;
+  /** Why the last attempt failed (a short text without secrets). */
+  lastError: string | null;
+  createdAt: string;
+  /** When the delivery was acknowledged or given up. */
+  finishedAt: string | null;
+}
+
+/** A delivery taken by one dispatcher for one attempt, under a lease. */
+export interface ClaimedDelivery {
+  scanId: string;
+  ownerId: string;
+  webhookId: string;
+  event: WebhookEvent;
+  url: string;
+  /** Attempt number of this claim (1 for the first). */
+  attempt: number;
+  /** The previous attempt's lease ran out without an outcome (its instance stopped). */
+  requeued: boolean;
+}
+
+/** What one attempt came to; `logMessage` is the scan log line written with it. */
+export type AttemptOutcome =
+  | { kind: 'delivered'; status: number; logMessage: string }
+  | { kind: 'retry'; status: number | null; error: string; retryInMs: number; logMessage: string }
+  | { kind: 'failed'; status: number | null; error: string; logMessage: string };
 
 /** A `cursor` that this store did not produce (HTTP layer: 400/422). */
 export class InvalidCursorError extends Error {
