@@ -3,7 +3,8 @@
 import { errorResponses, type ErrorDoc } from '../http/docs/openapi-errors';
 import { EXAMPLE_REQUEST_ID, jsonContent, openApiDocument } from '../http/docs/openapi-util';
 import { ErrorResponse } from '../v2/schemas';
-import { ScanAccepted, ScanList, ScanResource, ScanSubmitRequest } from './schemas';
+import { ScanAccepted, ScanEvent, ScanList, ScanResource, ScanSubmitRequest } from './schemas';
+import { DEFAULT_RETRY_SCHEDULE } from './webhooks/schedule';
 
 const security = [{ ScanKey: [], ScanSecret: [] }];
 const requestId = {
@@ -32,7 +33,11 @@ const storeUnavailable: ErrorDoc = {
   when: 'the scan store cannot be reached or cannot write (database stopped, disk full); transient, see `Retry-After`',
 };
 
-function completedScan(version: string): Record<string, unknown> {
+const WEBHOOK_ID = 'msg_5b0f0d1c9e8a4f3aa1d2c3b4e5f60718';
+const DELIVERED = '2026-11-23T15:16:14.101Z';
+
+/** A completed scan as GET gives it (with its delivery) or as its webhook carries it (`webhook: false`). */
+function completedScan(version: string, webhook = true): Record<string, unknown> {
   return {
     scanId: SCAN_ID,
     status: 'COMPLETED',
@@ -54,8 +59,68 @@ function completedScan(version: string): Record<string, unknown> {
       { at: '2026-11-23T15:16:14.042Z', event: 'claimed', message: 'Processing started (attempt 1).' },
       { at: '2026-11-23T15:16:14.043Z', event: 'worker', message: 'processed by worker 21727-6bb436fb (pid 21727)' },
       { at: DONE, event: 'completed', message: 'Scan completed.' },
+      ...(webhook
+        ? [{ at: DELIVERED, event: 'webhook_delivered', message: 'Attempt 1 (instance pid 21727) to https://hooks.example.org/cats?…: HTTP 204 in 13 ms; delivered.' }]
+        : []),
     ],
     error: null,
+    ...(webhook
+      ? {
+          webhook: {
+            webhookId: WEBHOOK_ID,
+            event: 'scan.completed',
+            url: 'https://hooks.example.org/cats?…',
+            state: 'delivered',
+            attempts: 1,
+            nextAttemptAt: null,
+            lastAttemptAt: DELIVERED,
+            lastStatus: 204,
+            lastError: null,
+            createdAt: DONE,
+            finishedAt: DELIVERED,
+          },
+        }
+      : {}),
+  };
+}
+
+const WEBHOOK_HEADERS = [
+  { name: 'webhook-id', description: 'Same on every attempt of one event (and on a redelivery): drop repeats by it', example: WEBHOOK_ID },
+  { name: 'webhook-timestamp', description: 'Unix seconds of this attempt; refuse old ones (the verifiers allow 5 minutes)', example: '1795446974' },
+  {
+    name: 'webhook-signature',
+    description: '`v1,<base64 HMAC-SHA256>` of `id.timestamp.body` with the credential\'s signing secret; two, space-separated, while a rotated secret\'s overlap lasts',
+    example: 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=',
+  },
+].map((h) => ({ name: h.name, in: 'header', required: true, description: h.description, schema: { type: 'string' }, example: h.example }));
+
+/** The events the service posts to callback URLs (OpenAPI `webhooks`). */
+function scanWebhooks(version: string): Record<string, unknown> {
+  const event = (type: 'scan.completed' | 'scan.failed', summary: string, value: Record<string, unknown>) => ({
+    post: {
+      operationId: type.replace('.', '_'),
+      summary,
+      description: `Posted to the scan's \`callbackUrl\`, else to its credential's webhook URL, once the scan is ${type === 'scan.completed' ? 'COMPLETED' : 'FAILED'}; signed per Standard Webhooks (verify with the \`standardwebhooks\` library of your language and the credential's \`whsec_...\` secret). Delivered at least once: any 2xx acknowledges; anything else, a time-out (CATCOMFORT_WEBHOOK_TIMEOUT_MS, 10 s) or a refused connection is retried after ${DEFAULT_RETRY_SCHEDULE} (each ±20 %), then the delivery is failed. Redirects are not followed. GET /scan/{scanId} shows the delivery (\`webhook\`) and each attempt in \`logs\`.`,
+      tags: ['Webhooks'],
+      security: [], // no credential: the receiver checks the signature headers instead
+      parameters: WEBHOOK_HEADERS,
+      requestBody: { required: true, content: jsonContent('ScanEvent', { event: { summary, value } }) },
+      responses: {
+        '2XX': { description: 'Acknowledged: no further attempts' },
+        default: { description: 'Not acknowledged: attempted again on the retry schedule' },
+      },
+    },
+  });
+  const failed = { ...completedScan(version, false), status: 'FAILED', isCat: null, isHappy: null, predictions: null, detection: null, boundingBox: null, image: null };
+  return {
+    'scan.completed': event('scan.completed', 'A scan completed', { type: 'scan.completed', request_id: WEBHOOK_ID, ...completedScan(version, false) }),
+    'scan.failed': event('scan.failed', 'A scan failed', {
+      type: 'scan.failed',
+      request_id: WEBHOOK_ID,
+      ...failed,
+      logs: [{ at: CREATED, event: 'submitted', message: 'Scan accepted (image from base64).' }, { at: DONE, event: 'failed', message: 'invalid_image: Image could not be decoded.' }],
+      error: { code: 'invalid_image', message: 'Image could not be decoded.' },
+    }),
   };
 }
 
@@ -86,6 +151,10 @@ export function scanOperations(serviceVersion: string, exampleImage: string) {
         content: jsonContent('ScanSubmitRequest', {
           image: { summary: 'A 160x106 JPEG of a cat, with metadata', value: { image: exampleImage, metadata: { petId: 'pet-7', customerId: 'customer-3' } } },
           url: { summary: 'A hosted photo', value: { imageUrl: 'https://images.example.org/cats/7.jpg', metadata: { petId: 'pet-7' } } },
+          callback: {
+            summary: 'A hosted photo, its result posted to a webhook',
+            value: { imageUrl: 'https://images.example.org/cats/7.jpg', callbackUrl: 'https://hooks.example.org/cats?token=abc' },
+          },
         }),
       },
       responses: {
@@ -106,7 +175,7 @@ export function scanOperations(serviceVersion: string, exampleImage: string) {
           { kind: 'unsupported_media_type', when: 'Content-Type is not JSON' },
           {
             kind: 'invalid_request',
-            when: '`details.errors` lists `{field, message}`',
+            when: '`details.errors` lists `{field, message}`; also a `callbackUrl` that is not https, carries credentials or reaches a private address, or whose credential has no webhook signing secret',
             details: { errors: [{ field: 'body', message: 'Exactly one of image and imageUrl is required' }] },
           },
           throttled,
@@ -175,8 +244,12 @@ export function buildScanOpenApi(serviceVersion: string, paths: Record<string, u
     title: 'Cat Comfort scan API',
     version: '1',
     description: `Asynchronous scans: submit a photo (base64 or URL), then fetch the result by scanId. Service release ${serviceVersion}. Errors use the v2 ErrorResponse. Statuses: PENDING -> PROCESSING -> COMPLETED | FAILED; a scan accepted with 202 always reaches COMPLETED or FAILED. Requests need a scan credential (\`api-key\` and \`api-secret\`, issued with \`catcomfort credentials create\`).`,
-    tags: [{ name: 'Scans', description: 'Submit photos and read their results' }],
+    tags: [
+      { name: 'Scans', description: 'Submit photos and read their results' },
+      { name: 'Webhooks', description: 'Results pushed to your callback URL: signed, retried until acknowledged' },
+    ],
     paths,
+    webhooks: scanWebhooks(serviceVersion),
     securitySchemes: {
       ScanKey: { type: 'apiKey', in: 'header', name: 'api-key', description: 'Scan credential key id' },
       ScanSecret: { type: 'apiKey', in: 'header', name: 'api-secret', description: 'Scan credential secret' },
@@ -186,6 +259,7 @@ export function buildScanOpenApi(serviceVersion: string, paths: Record<string, u
       ScanAccepted,
       ScanResource,
       ScanList,
+      ScanEvent,
       ErrorResponse,
     },
   });

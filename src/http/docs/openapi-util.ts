@@ -38,6 +38,8 @@ export interface DocumentParts {
   securitySchemes: Record<string, unknown>;
   /** Components, as TypeBox schemas, by name. */
   schemas: Record<string, TSchema>;
+  /** Requests the service makes to its clients (OpenAPI `webhooks`), by event name. */
+  webhooks?: Record<string, unknown>;
 }
 
 /** An OpenAPI 3.1 document: the parts every interface's document shares around its own. */
@@ -48,6 +50,7 @@ export function openApiDocument(parts: DocumentParts): Record<string, unknown> {
     servers: SERVERS,
     tags: parts.tags,
     paths: parts.paths,
+    ...(parts.webhooks ? { webhooks: parts.webhooks } : {}),
     components: {
       securitySchemes: parts.securitySchemes,
       schemas: Object.fromEntries(Object.entries(parts.schemas).map(([name, schema]) => [name, jsonSchema(schema)])),

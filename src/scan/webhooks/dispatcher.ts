@@ -134,7 +134,8 @@ export class WebhookDispatcher {
     if (scan === null) return; // purged meanwhile, and its delivery with it
     // Too little of the lease left to end the attempt within it: it is taken again after the lease.
     if (Date.now() + this.options.timeoutMs + 1000 > claimedAt + this.leaseMs) return;
-    const lead = `Attempt ${delivery.attempt}${delivery.requeued ? ' (the previous one ended without an outcome)' : ''} to ${redactUrl(delivery.url)}`;
+    const requeued = delivery.requeued ? '; the previous one ended without an outcome' : '';
+    const lead = `Attempt ${delivery.attempt} (instance pid ${process.pid}${requeued}) to ${redactUrl(delivery.url)}`;
     let outcome: AttemptOutcome;
     if (secrets.length === 0) {
       const error = 'the credential has no webhook signing secret (catcomfort credentials rotate-webhook-secret issues one)';
