@@ -11,6 +11,7 @@ import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KeyRing } from '../src/http/auth';
 import { InvalidCursorError, openStore, type NewScan, type Store } from '../src/scan/store';
+import { postgresMigrations } from '../src/scan/store/migrations';
 import { startTestPostgres } from './helpers/postgres';
 import { repoRoot } from './helpers/paths';
 
@@ -476,7 +477,7 @@ test('PostgreSQL store', { timeout: 180_000 }, async (t) => {
         const rows = await opened[0]!.db.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version');
         assert.deepEqual(
           rows.map((r) => r.version),
-          [1],
+          postgresMigrations.map((m) => m.version),
         );
       } finally {
         for (const s of opened) await s.close();

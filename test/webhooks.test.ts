@@ -9,7 +9,8 @@ import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { Webhook } from 'standardwebhooks';
 import { fetchPolicy } from '../src/scan/fetch';
-import { SQLITE_FILE } from '../src/scan/store';
+import { openStore, SQLITE_FILE } from '../src/scan/store';
+import { sqliteMigrations } from '../src/scan/store/migrations';
 import { checkCallbackUrl, redactUrl } from '../src/scan/webhooks/callback-url';
 import { parseRetrySchedule, retryDelayMs } from '../src/scan/webhooks/schedule';
 import { postWebhook } from '../src/scan/webhooks/send';
@@ -90,6 +91,28 @@ describe('webhook parts', () => {
     assert.throws(() => new Webhook(newSecret).verify(body.replace('x', 'y'), headers), /signature/i);
   });
 
+  test('a store from before webhooks: migrated in place; its credentials sign nothing until a secret is issued', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'cc-hooks-v1-'));
+    const old = new Database(path.join(dir, SQLITE_FILE));
+    old.exec(sqliteMigrations[0]!.sql);
+    old.exec("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL); INSERT INTO schema_migrations VALUES (1, 'v1', '2026-01-01')");
+    old.prepare("INSERT INTO scan_credentials (id, key_id, secret_hash, name, created_at) VALUES ('01a20000-0000-7000-8000-000000000001', 'sk_old', 'x', 'old', 0)").run();
+    old.close();
+    const store = await openStore({ dataDir: dir });
+    try {
+      const id = '01a20000-0000-7000-8000-000000000001';
+      assert.deepEqual(await store.credentials.webhookSecrets(id), []);
+      const first = await store.credentials.rotateWebhookSecret('sk_old', 3_600_000);
+      assert.equal(first!.previousValidUntil, null);
+      assert.deepEqual(await store.credentials.webhookSecrets(id), [first!.webhookSecret]);
+      const second = await store.credentials.rotateWebhookSecret(id, 0);
+      assert.deepEqual(await store.credentials.webhookSecrets(id), [second!.webhookSecret], 'no overlap: the old secret ends at once');
+      assert.equal(await store.credentials.rotateWebhookSecret('sk_missing', 0), null);
+    } finally {
+      await store.close();
+    }
+  });
+
   test('callback URLs: https only, no credentials, public addresses only (literal or resolved)', async () => {
     const strict = fetchPolicy({ resolve: async (host) => [{ address: host === 'public.test' ? '93.184.216.34' : '10.0.0.7', family: 4 }] });
     assert.equal(await checkCallbackUrl('https://public.test/hooks?t=1#frag', strict), 'https://public.test/hooks?t=1');
@@ -104,6 +127,8 @@ describe('webhook parts', () => {
       ['not a url', 'url_invalid'],
     ];
     for (const [url, code] of refusals) await assert.rejects(checkCallbackUrl(url, strict), { code }, url);
+    const silent = fetchPolicy({ connectTimeoutMs: 50, resolve: () => new Promise(() => undefined) });
+    await assert.rejects(checkCallbackUrl('https://slow-dns.test/', silent), { code: 'dns_failed', message: /could not be resolved within 50 ms/ });
     // Where private addresses are allowed (local development), http is too.
     assert.equal(await checkCallbackUrl('http://127.0.0.1:9/x', fetchPolicy({ allowPrivate: true })), 'http://127.0.0.1:9/x');
     assert.equal(redactUrl('https://h.test/p/q?token=secret'), 'https://h.test/p/q?…');

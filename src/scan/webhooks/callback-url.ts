@@ -5,13 +5,27 @@ import { checkAddresses, checkUrl, FetchRefusedError, type FetchPolicy, type Url
 
 export const CALLBACK_WORDS: UrlWords = { url: 'callback URL', host: 'callback host' };
 
-/** Checks a callback URL: syntax, scheme, credentials, then every address it resolves to. Throws FetchRefusedError. */
+/**
+ * Checks a callback URL: syntax, scheme, credentials, then every address it resolves to, within
+ * policy.connectTimeoutMs. Returns it without its fragment; throws FetchRefusedError.
+ */
 export async function checkCallbackUrl(raw: string, policy: FetchPolicy): Promise<string> {
   const u = checkUrl(raw, CALLBACK_WORDS);
   if (u.protocol !== 'https:' && !policy.allowPrivate) {
     throw new FetchRefusedError('url_scheme', 'callback URLs must use https (http only where private addresses are allowed)');
   }
-  await checkAddresses(u, policy, CALLBACK_WORDS);
+  let timer: NodeJS.Timeout | undefined;
+  const slow = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new FetchRefusedError('dns_failed', `the callback host name could not be resolved within ${policy.connectTimeoutMs} ms`)),
+      policy.connectTimeoutMs,
+    );
+  });
+  try {
+    await Promise.race([checkAddresses(u, policy, CALLBACK_WORDS), slow]);
+  } finally {
+    clearTimeout(timer);
+  }
   return u.href;
 }
 
