@@ -13,7 +13,7 @@ import { SQLITE_FILE } from '../src/scan/store';
 import { postJson, request } from './helpers/http';
 import { parseMetrics, total, type Sample } from './helpers/metrics';
 import { photo } from './helpers/paths';
-import { startTestPostgres, type TestPostgres } from './helpers/postgres';
+import { usePostgres } from './helpers/postgres';
 import { cli, createCredential, getScan, scanHeaders, storeEnv, waitForScan, type Credential } from './helpers/scan';
 import { startServer, type TestServer } from './helpers/server';
 import { waitFor } from './helpers/wait';
@@ -253,20 +253,11 @@ function scanSuite(name: string, backend: () => Promise<Backend>) {
   });
 }
 
-let postgres: TestPostgres | null = null;
-let postgresReason = '';
-before(async () => {
-  const probe = await startTestPostgres();
-  if (probe.pg) postgres = probe.pg;
-  else postgresReason = probe.reason;
-});
-after(async () => {
-  await postgres?.stop();
-});
+const postgres = usePostgres();
 
 scanSuite('SQLite', async () => ({ url: null }));
 scanSuite('PostgreSQL', async () =>
-  postgres ? { url: await postgres.createDatabase() } : { skip: `PostgreSQL not available: ${postgresReason}` },
+  postgres.pg ? { url: await postgres.pg.createDatabase() } : { skip: postgres.skip },
 );
 
 describe('durability and sharing', () => {
@@ -357,8 +348,8 @@ describe('durability and sharing', () => {
   });
 
   nodeTest('two instances on one PostgreSQL: submit on one, read on the other, both work the queue', async (t) => {
-    if (!postgres) return t.skip(`PostgreSQL not available: ${postgresReason}`);
-    const env = storeEnv(mkdtempSync(path.join(os.tmpdir(), 'cc-pg2-')), await postgres.createDatabase());
+    if (!postgres.pg) return t.skip(postgres.skip);
+    const env = storeEnv(mkdtempSync(path.join(os.tmpdir(), 'cc-pg2-')), await postgres.pg.createDatabase());
     const cred = createCredential(env, 'shared');
     // An instance without the unsafe switch, alone on the queue, refuses a private address.
     const guard = await startServer({ ...env, CATCOMFORT_SCAN_WORKERS: '1' });

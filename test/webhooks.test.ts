@@ -18,7 +18,7 @@ import { webhookHeaders } from '../src/scan/webhooks/signing';
 import { postJson } from './helpers/http';
 import { parseMetrics, total } from './helpers/metrics';
 import { photo } from './helpers/paths';
-import { startTestPostgres, type TestPostgres } from './helpers/postgres';
+import { usePostgres } from './helpers/postgres';
 import { cli, getScan, scanHeaders, storeEnv, type Credential } from './helpers/scan';
 import { startServer, TEST_KEY, type TestServer } from './helpers/server';
 import { startReceiver, type Receiver } from './helpers/webhook-receiver';
@@ -354,14 +354,7 @@ describe('callback URLs refused by the SSRF rules', () => {
 });
 
 describe('durability and sharing', () => {
-  let postgres: TestPostgres | null = null;
-  let postgresReason = '';
-  before(async () => {
-    const probe = await startTestPostgres();
-    if (probe.pg) postgres = probe.pg;
-    else postgresReason = probe.reason;
-  });
-  after(() => postgres?.stop());
+  const postgres = usePostgres();
 
   test('SIGKILL in the middle of deliveries: after the restart every event arrives; repeats only with the same webhook-id', async () => {
     const env = storeEnv(mkdtempSync(path.join(os.tmpdir(), 'cc-hooks-kill-')), null);
@@ -401,8 +394,8 @@ describe('durability and sharing', () => {
   });
 
   test('two instances on one PostgreSQL: every event delivered, never sent twice at the same time', async (t) => {
-    if (!postgres) return t.skip(`PostgreSQL not available: ${postgresReason}`);
-    const env = storeEnv(mkdtempSync(path.join(os.tmpdir(), 'cc-hooks-pg-')), await postgres.createDatabase());
+    if (!postgres.pg) return t.skip(postgres.skip);
+    const env = storeEnv(mkdtempSync(path.join(os.tmpdir(), 'cc-hooks-pg-')), await postgres.pg.createDatabase());
     // Every first attempt is answered 500, so each event is sent twice; every answer takes a while, and
     // each instance sends one at a time: both instances take part, and would overlap if they could.
     const seen = new Set<string>();

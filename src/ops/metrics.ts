@@ -93,30 +93,27 @@ export class ServiceMetrics {
         for (const state of ['open', 'idle', 'waiting'] as const) this.set({ state }, counts[state]);
       },
     });
+    this.storeDepthGauge('catcomfort_scan_queue_depth', 'Scans in the shared store by state: pending (waiting for a worker) and processing', () => metrics.sources.scanQueue?.());
+    this.storeDepthGauge(
+      'catcomfort_webhook_queue_depth',
+      'Webhook deliveries not yet ended, in the shared store: due (waiting for a dispatcher), scheduled (a retry later) and in_flight',
+      () => metrics.sources.webhookQueue?.(),
+    );
+  }
+
+  /** A gauge of counts by `state` read from the store at each scrape; a store that cannot answer leaves it out of that scrape rather than failing it. */
+  private storeDepthGauge(name: string, help: string, read: () => Promise<Record<string, number>> | undefined): void {
     new Gauge({
-      name: 'catcomfort_scan_queue_depth',
-      help: 'Scans in the shared store by state: pending (waiting for a worker) and processing',
+      name,
+      help,
       labelNames: ['state'] as const,
       registers: [this.registry],
       async collect() {
-        if (!metrics.sources.scanQueue) return;
-        // A store that cannot answer leaves the gauge out of this scrape rather than failing it.
-        const depth = await metrics.sources.scanQueue().catch(() => null);
+        const pending = read();
+        if (!pending) return;
+        const depth = await pending.catch(() => null);
         if (!depth) return this.reset();
-        this.set({ state: 'pending' }, depth.pending);
-        this.set({ state: 'processing' }, depth.processing);
-      },
-    });
-    new Gauge({
-      name: 'catcomfort_webhook_queue_depth',
-      help: 'Webhook deliveries not yet ended, in the shared store: due (waiting for a dispatcher), scheduled (a retry later) and in_flight',
-      labelNames: ['state'] as const,
-      registers: [this.registry],
-      async collect() {
-        if (!metrics.sources.webhookQueue) return;
-        const depth = await metrics.sources.webhookQueue().catch(() => null);
-        if (!depth) return this.reset();
-        for (const state of ['due', 'scheduled', 'in_flight'] as const) this.set({ state }, depth[state]);
+        for (const [state, n] of Object.entries(depth)) this.set({ state }, n);
       },
     });
   }

@@ -10,6 +10,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { after, before } from 'node:test';
 import pg from 'pg';
 import { freePort } from '../../bench/common';
 import { cleanupOnExit } from './cleanup-on-exit';
@@ -165,4 +166,19 @@ export async function startTestPostgres(): Promise<PostgresProbe> {
       },
     },
   };
+}
+
+/**
+ * One PostgreSQL for the tests of a file or suite: started before them, stopped after. `pg` is
+ * null when none can be had, and `skip` says why (for t.skip).
+ */
+export function usePostgres(): { readonly pg: TestPostgres | null; readonly skip: string } {
+  const state: { pg: TestPostgres | null; skip: string } = { pg: null, skip: '' };
+  before(async () => {
+    const probe = await startTestPostgres();
+    if (probe.pg) state.pg = probe.pg;
+    else state.skip = `PostgreSQL not available: ${probe.reason}`;
+  });
+  after(() => state.pg?.stop());
+  return state;
 }
