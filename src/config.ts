@@ -45,6 +45,7 @@ export interface Config {
   scan: ScanConfig;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   metrics: MetricsConfig;
+  admin: AdminConfig;
 }
 
 /** The settings that set up the runtime and load the packs (the provider probe child gets them as JSON). */
@@ -97,6 +98,18 @@ export interface VideoConfig {
   maxFrames: number;
   wallTimeMs: number;
   memoryBytes: number;
+}
+
+export interface AdminConfig {
+  /** The admin listener's port; null: no admin listener. */
+  port: number | null;
+  host: string;
+  /** CATCOMFORT_ADMIN_KEYS; keys issued with `keys create --admin` come from the store. */
+  keys: string[];
+  /** How often an instance converges to the pack versions recorded in the store. */
+  syncMs: number;
+  /** How long a previous version stays loaded after a promotion or rollback; 0: until unloaded. */
+  keepPreviousMs: number;
 }
 
 export interface ScanConfig {
@@ -177,6 +190,14 @@ export const KNOWN_VARIABLES = [
   'CATCOMFORT_SCAN_RETENTION_HOURS',
   'CATCOMFORT_SCAN_AUTH_FAILURES_PER_MINUTE',
   'CATCOMFORT_FETCH_ALLOW_PRIVATE',
+  'CATCOMFORT_ADMIN_PORT',
+  'CATCOMFORT_ADMIN_HOST',
+  'CATCOMFORT_ADMIN_KEYS',
+  'CATCOMFORT_PACK_SYNC_MS',
+  'CATCOMFORT_PREVIOUS_VERSION_KEEP_MINUTES',
+  // The catcomfort packs command.
+  'CATCOMFORT_ADMIN_URL',
+  'CATCOMFORT_ADMIN_KEY',
   'CATCOMFORT_WEBHOOK_CONCURRENCY',
   'CATCOMFORT_WEBHOOK_PER_RECEIVER',
   'CATCOMFORT_WEBHOOK_TIMEOUT_MS',
@@ -252,16 +273,40 @@ function readTrustedProxies(env: Env): string[] {
   return entries;
 }
 
-function readKeys(env: Env): string[] {
-  const raw = env.CATCOMFORT_API_KEYS;
+function readKeys(env: Env, name = 'CATCOMFORT_API_KEYS'): string[] {
+  const raw = env[name];
   if (raw === undefined) return [];
   const keys = raw.split(',').map((k) => k.trim()).filter((k) => k !== '');
   for (const key of keys) {
     if (!/^[\x21-\x7e]{16,256}$/.test(key)) {
-      throw new ConfigError('CATCOMFORT_API_KEYS: each key must be 16-256 printable ASCII characters without spaces');
+      throw new ConfigError(`${name}: each key must be 16-256 printable ASCII characters without spaces`);
     }
   }
   return keys;
+}
+
+function readAdmin(env: Env, publicPort: number): AdminConfig {
+  const port = env.CATCOMFORT_ADMIN_PORT?.trim() ? readInt(env, 'CATCOMFORT_ADMIN_PORT', 0, 0, 65535) : null;
+  if (port !== null && port !== 0 && port === publicPort) throw new ConfigError('CATCOMFORT_ADMIN_PORT must differ from CATCOMFORT_PORT: the admin listener never shares the public port');
+  const keys = readKeys(env, 'CATCOMFORT_ADMIN_KEYS');
+  const apiKeys = new Set(readKeys(env));
+  if (keys.some((k) => apiKeys.has(k))) throw new ConfigError('CATCOMFORT_ADMIN_KEYS: a key may not also be in CATCOMFORT_API_KEYS');
+  return {
+    port,
+    host: env.CATCOMFORT_ADMIN_HOST?.trim() || '127.0.0.1',
+    keys,
+    syncMs: readInt(env, 'CATCOMFORT_PACK_SYNC_MS', 10_000, 100, 3_600_000),
+    keepPreviousMs: readInt(env, 'CATCOMFORT_PREVIOUS_VERSION_KEEP_MINUTES', 60, 0, 10_080) * 60_000,
+  };
+}
+
+/** Where the CLI finds the admin listener: CATCOMFORT_ADMIN_URL, else 127.0.0.1 on CATCOMFORT_ADMIN_PORT; and its key, CATCOMFORT_ADMIN_KEY. */
+export function adminClientFrom(env: Env = process.env): { url: string | null; key: string | null } {
+  const port = env.CATCOMFORT_ADMIN_PORT?.trim();
+  return {
+    url: env.CATCOMFORT_ADMIN_URL?.trim() || (port ? `http://127.0.0.1:${port}` : null),
+    key: env.CATCOMFORT_ADMIN_KEY?.trim() || null,
+  };
 }
 
 /** The repository (or bundle app folder) this code runs from: dist/src/.. /.. */
@@ -372,6 +417,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     logLevel: logLevel as Config['logLevel'],
     metrics: readMetrics(env),
+    admin: readAdmin(env, listenAddressFrom(env).port),
   };
 }
 

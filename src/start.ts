@@ -10,6 +10,7 @@ import { loadDocsAssets } from './http/docs/pages';
 import { Router } from './http/router';
 import { HttpServer } from './http/server';
 import { log } from './log';
+import { startPackControl, versionStates } from './admin';
 import { loadModels, warmUpAll } from './models/runtime';
 import { ModelRegistry } from './models/registry';
 import { OPS_PATHS, recordFrontAnswer, recordRequest } from './ops/access-log';
@@ -160,7 +161,7 @@ async function startInterfaces(
   const keyTimer = setInterval(refreshKeys, 30_000);
   keyTimer.unref();
 
-  const { info, registry } = await loadModels(config);
+  const { addon, info, registry } = await loadModels(config);
   for (const id of ctx.packsDisabled) log.info('model pack disabled in its manifest; not loaded', { model: id });
   for (const p of info.providers) {
     metrics.provider.set({ provider: p.name }, p.active ? 1 : 0);
@@ -206,9 +207,12 @@ async function startInterfaces(
     }
   }
 
+  const packs = await startPackControl(config, { addon, info, registry, store });
+  ctx.readiness.setVersions(() => versionStates(registry, packs.control));
   const service: Service = { config, keys: ctx.keys, registry, version: ctx.version, docsAssets: loadDocsAssets() };
-  const scanModel = registry.get(config.scan.model);
-  if (!scanModel) throw new Error(`CATCOMFORT_SCAN_MODEL "${config.scan.model}" is not a loaded pack`);
+  if (!registry.get(config.scan.model)) throw new Error(`CATCOMFORT_SCAN_MODEL "${config.scan.model}" is not a loaded pack`);
+  // The scan model's serving version at the time of each use (it may be promoted while serving).
+  const scanModel = () => registry.get(config.scan.model)!;
   if (config.scan.allowPrivateUrls) log.warn('CATCOMFORT_FETCH_ALLOW_PRIVATE is on: scan URLs may reach private and loopback addresses (UNSAFE)');
   const health = new StoreHealth();
   ctx.readiness.setScanStore(() => health.state);
@@ -221,7 +225,7 @@ async function startInterfaces(
     retrySchedule: hooks.retrySchedule,
     idlePollMs: 500,
     policy: { ...policy, connectTimeoutMs: Math.min(policy.connectTimeoutMs, hooks.timeoutMs) },
-    body: (scan, delivery) => presentEvent(scan, { id: scanModel.id, version: ctx.version }, delivery),
+    body: (scan, delivery) => presentEvent(scan, { id: config.scan.model, version: ctx.version }, delivery),
   });
   const workers = new ScanWorkers(store, health, scanModel, webhooks, {
     workers: config.scan.workers,
@@ -249,6 +253,7 @@ async function startInterfaces(
     ortVersion: info.ortVersion,
     async close(drain) {
       clearInterval(keyTimer);
+      packs.close();
       await Promise.all([drain(), workers.stop().then(() => webhooks.stop())]);
       await registry.closeAll();
       await store.close();

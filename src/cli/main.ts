@@ -10,6 +10,7 @@ const COMMANDS: Record<string, Subcommand> = {
   'train-head': { args: '--data DIR|CSV --out PACK_DIR', summary: 'Train the comfort head on labelled photos; writes a model pack', load: async () => (await import('./train-head.js')).trainHead },
   keys: { args: '<command>', summary: 'Issue, list and revoke v1/v2 API keys', load: async () => (await import('./keys.js')).keysCommand },
   credentials: { args: '<command>', summary: 'Issue, list and revoke scan credentials; their webhook URLs and signing secrets', load: async () => (await import('./credentials.js')).credentialsCommand },
+  packs: { args: '<command>', summary: 'Load, shadow, canary, promote, roll back and unload pack versions while serving', load: async () => (await import('./packs.js')).packsCommand },
   webhooks: { args: '<command>', summary: "Send a scan's webhook again; receive and verify webhooks locally", load: async () => (await import('./webhooks.js')).webhooksCommand },
 };
 

@@ -2,7 +2,7 @@
 // CATCOMFORT_DATA_DIR) for one CLI command, and closes it afterwards.
 import { storeLocationFrom } from '../config';
 import { openStore, type Store } from '../scan/store';
-import { parse, positionals, requiredName } from './args';
+import { parse, positionals } from './args';
 
 export const STORAGE_HELP = `Storage: CATCOMFORT_DATABASE_URL (PostgreSQL) when set, else the SQLite file in
 CATCOMFORT_DATA_DIR (default: data/ in the repository root): the service's own.
@@ -53,19 +53,6 @@ export function revokeCommand(usage: string, argName: string, what: string, revo
         return 1;
       }
       process.stdout.write(`revoked ${what} ${target}; running instances refuse it within 30 s\n`);
-      return 0;
-    });
-  };
-}
-
-/** A `create --name NAME` subcommand; `issue` makes the thing and returns what to print once. */
-export function createCommand(usage: string, issue: (store: Store, name: string) => Promise<string>) {
-  return async (argv: string[]): Promise<number> => {
-    const parsed = parse(argv, usage, { name: { type: 'string' } });
-    if (!parsed) return 0;
-    const name = requiredName(parsed, usage);
-    return withStore(async (store) => {
-      process.stdout.write(await issue(store, name));
       return 0;
     });
   };

@@ -37,7 +37,10 @@ Trains the comfort head on your labelled photos and writes a model pack.
   --out PACK_DIR             the pack folder to write (its name is the pack id unless --id); put it
                              in the service's models folder (CATCOMFORT_MODELS_DIR) to serve it
   --base ID|DIR              pack whose detector, cutoffs and crop are used (default bc-v1)
-  --id ID                    pack id (default: the name of PACK_DIR)
+  --id ID                    pack id (default: the name of PACK_DIR). A new version of a serving pack
+                             has its id: --id bc-v1 --version 1.3.0 --out models/bc-v1@1.3.0 (README
+                             "Rolling out a pack")
+  --version V                pack version (default 1.0.0)
   --backbone ${BACKBONE_KINDS.join('|').padEnd(15)} imagenet (default): the base pack's ImageNet MobileNetV2 features;
                              the pack written holds only the head (a few KB) and takes the
                              other files from the base pack, which must sit beside it.
@@ -68,6 +71,7 @@ function parse(argv: string[]) {
       out: { type: 'string' },
       base: { type: 'string', default: 'bc-v1' },
       id: { type: 'string' },
+      version: { type: 'string', default: '1.0.0' },
       backbone: { type: 'string', default: DEFAULT_BACKBONE },
       stage: { type: 'string' },
       size: { type: 'string' },
@@ -97,11 +101,15 @@ function parse(argv: string[]) {
   if (!/^[a-z0-9][a-z0-9-]{0,63}$/.test(id)) {
     throw new UsageError(`pack id "${id}" must be lower-case letters, digits and dashes (at most 64); name PACK_DIR so or give --id`);
   }
+  if (!/^[0-9A-Za-z][0-9A-Za-z.+-]{0,63}$/.test(values.version!)) {
+    throw new UsageError(`--version "${values.version}" must be letters, digits, dots, plus and dashes (at most 64), e.g. 1.3.0`);
+  }
   const base = values.base!;
   return {
     data: path.resolve(values.data),
     out,
     id,
+    version: values.version!,
     baseDir: base.includes('/') || base.includes(path.sep) ? path.resolve(base) : path.join(modelsDirFrom(process.env), base),
     backbone,
     stage,
@@ -180,6 +188,7 @@ export async function trainHead(argv: string[]): Promise<number> {
       baseDir: args.baseDir,
       outDir: args.out,
       id: args.id,
+      version: args.version,
       classifier,
       backbone,
       threshold: fit.threshold,

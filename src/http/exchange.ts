@@ -48,7 +48,7 @@ export class Exchange {
   /** The route pattern that took the request; empty when none did. */
   route = '';
   /** What handlers tell the access log: the model used and the detection outcome. */
-  readonly notes: { model?: string; detection?: string } = {};
+  readonly notes: { model?: string; modelVersion?: string; detection?: string } = {};
   /** Set once the answer is written: its status, body size and X-Request-ID header. */
   status: number | null = null;
   bytesOut = 0;

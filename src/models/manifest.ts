@@ -386,7 +386,6 @@ export function validateManifest(value: unknown, source: string): Manifest {
         if (classes.some((k, i) => k === classes[i - 1])) problems.push('/verifier/rule: a class is named twice (within or across lookalikeClasses, catClasses, dogClasses)');
       }
     }
-    if (m.filesFrom === m.id) problems.push('/filesFrom: must name another pack');
     const batch = m.detector.dynamicBatch;
     if (batch && batch.reshapeFrom.length !== batch.reshapeTo.length) {
       problems.push('/detector/dynamicBatch: reshapeFrom and reshapeTo must have the same length');

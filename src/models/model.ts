@@ -36,6 +36,11 @@ export class Model {
     return this.manifest.id;
   }
 
+  /** The pack version (its manifest's). */
+  get version(): string {
+    return this.manifest.version;
+  }
+
   async analyze(item: AnalyzeItem, options: SubmitOptions = {}): Promise<Analysis> {
     let result: ItemResult;
     try {

@@ -1,5 +1,6 @@
 // The loaded model packs by id: which pack folders there are, loading each (src/models/pack.ts)
-// into its native pipeline and Model (src/models/model.ts), and closing them all.
+// into its native pipeline and Model (src/models/model.ts), the versions of each id
+// (src/models/versions.ts), and closing them all.
 import { existsSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -7,6 +8,7 @@ import type { BatchingConfig } from '../config';
 import type { NativeAddon } from '../native/addon';
 import { Model } from './model';
 import { loadPack, PackError, readManifest, type Precision } from './pack';
+import { PackVersions, VersionError, type Pick } from './versions';
 
 export interface RegistryOptions {
   modelsDir: string;
@@ -19,19 +21,29 @@ export interface RegistryOptions {
   jpegShrinkOnLoad?: boolean;
 }
 
+/** Loads the pack in `dir` into a Model (not warmed up). */
+export async function loadModel(addon: NativeAddon, dir: string, options: RegistryOptions): Promise<Model> {
+  const pack = await loadPack(dir, options);
+  const pipeline = await addon.createPipeline(pack.spec);
+  return new Model(pack.manifest, dir, addon, pipeline, options.maxPixels, options.batching, pack.precision, pack.backbonePrecision);
+}
+
 export class ModelRegistry {
   private constructor(
-    private readonly models: Map<string, Model>,
+    private readonly packs: Map<string, PackVersions>,
     /** Ids of the packs whose manifest says "disabled": validated, not loaded. */
     readonly disabled: string[],
   ) {}
 
-  /** The pack folders of `modelsDir` (those holding a manifest.json), split by their manifest's `disabled`. */
+  /**
+   * The pack folders of `modelsDir` (those holding a manifest.json and named as a pack id), split by
+   * their manifest's `disabled`. Folders named `ID@VERSION` are versions staged for `catcomfort packs load`.
+   */
   static async packIds(modelsDir: string): Promise<{ enabled: string[]; disabled: string[] }> {
     let entries: string[];
     try {
       entries = (await readdir(modelsDir, { withFileTypes: true }))
-        .filter((e) => e.isDirectory() && existsSync(path.join(modelsDir, e.name, 'manifest.json')))
+        .filter((e) => e.isDirectory() && !e.name.includes('@') && existsSync(path.join(modelsDir, e.name, 'manifest.json')))
         .map((e) => e.name)
         .sort();
     } catch (error) {
@@ -45,29 +57,57 @@ export class ModelRegistry {
 
   static async load(addon: NativeAddon, options: RegistryOptions): Promise<ModelRegistry> {
     const { enabled, disabled } = await ModelRegistry.packIds(options.modelsDir);
-    const models = new Map<string, Model>();
+    const packs = new Map<string, PackVersions>();
     for (const name of enabled) {
       const dir = path.join(options.modelsDir, name);
-      const pack = await loadPack(dir, options);
-      if (pack.manifest.id !== name) {
-        throw new PackError(`Model pack folder ${dir} holds manifest id "${pack.manifest.id}"; they must match`);
-      }
-      const pipeline = await addon.createPipeline(pack.spec);
-      models.set(name, new Model(pack.manifest, dir, addon, pipeline, options.maxPixels, options.batching, pack.precision, pack.backbonePrecision));
+      const manifest = await readManifest(dir);
+      if (manifest.id !== name) throw new PackError(`Model pack folder ${dir} holds manifest id "${manifest.id}"; they must match`);
+      packs.set(name, new PackVersions(await loadModel(addon, dir, options)));
     }
-    if (models.size === 0) throw new PackError(`No model packs found in ${options.modelsDir}`);
-    return new ModelRegistry(models, disabled);
+    if (packs.size === 0) throw new PackError(`No model packs found in ${options.modelsDir}`);
+    return new ModelRegistry(packs, disabled);
   }
 
+  /** The serving version of a pack id. */
   get(id: string): Model | undefined {
-    return this.models.get(id);
+    return this.packs.get(id)?.current;
   }
 
+  /** The serving version of every pack id. */
   list(): Model[] {
-    return [...this.models.values()];
+    return [...this.packs.values()].map((p) => p.current);
+  }
+
+  /** The versions of a pack id, or undefined. */
+  versions(id: string): PackVersions | undefined {
+    return this.packs.get(id);
+  }
+
+  /** Every pack id's versions. */
+  all(): PackVersions[] {
+    return [...this.packs.values()];
+  }
+
+  /** The version that answers one request for `id` (a canary draws its share), with its shadow. */
+  pick(id: string, random: number = Math.random()): Pick | undefined {
+    return this.packs.get(id)?.pick(random);
+  }
+
+  /** A new pack id, serving at once. */
+  addPack(model: Model): void {
+    if (this.packs.has(model.id)) throw new VersionError(`${model.id} is already loaded`);
+    this.packs.set(model.id, new PackVersions(model));
+  }
+
+  /** Removes a pack id with its versions and returns them (the caller closes them). */
+  removePack(id: string): Model[] {
+    const pack = this.packs.get(id);
+    if (!pack) throw new VersionError(`${id} is not loaded`);
+    this.packs.delete(id);
+    return pack.list().map((v) => v.model);
   }
 
   async closeAll(): Promise<void> {
-    await Promise.all([...this.models.values()].map((m) => m.close()));
+    await Promise.all(this.all().flatMap((p) => p.list().map((v) => v.model.close())));
   }
 }

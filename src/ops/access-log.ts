@@ -26,6 +26,8 @@ interface RequestRecord {
   route: string;
   client: string;
   model: string | undefined;
+  /** The pack version that answered, where one did. */
+  modelVersion: string | undefined;
   status: number | 'client_closed';
   startedAt: number;
   bytesIn: number;
@@ -48,6 +50,7 @@ function record(r: RequestRecord): void {
     route,
     client: r.client,
     model: r.model ?? null,
+    model_version: r.modelVersion ?? null,
     status: r.status,
     latency_ms: Math.round(seconds * 1e6) / 1e3,
     bytes_in: r.bytesIn,
@@ -65,6 +68,7 @@ export function recordRequest(ex: Exchange): void {
     route: ex.route,
     client: ex.peerAddress,
     model: ex.notes.model,
+    modelVersion: ex.notes.modelVersion,
     status: ex.status ?? 'client_closed',
     startedAt: ex.startedAt,
     bytesIn: ex.bytesIn,
@@ -75,5 +79,5 @@ export function recordRequest(ex: Exchange): void {
 }
 
 export function recordFrontAnswer(a: FrontAnswerRecord): void {
-  record({ ...a, requestId: requestIdFrom(a.requestId), model: undefined, detection: undefined, front: true });
+  record({ ...a, requestId: requestIdFrom(a.requestId), model: undefined, modelVersion: undefined, detection: undefined, front: true });
 }

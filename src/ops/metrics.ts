@@ -45,6 +45,20 @@ export class ServiceMetrics {
 
   readonly webhookDeliveries = this.counter('catcomfort_webhook_deliveries_total', 'Webhook attempts made by this instance, by outcome: delivered (2xx), retry (another attempt scheduled) or failed (given up)', ['outcome']);
 
+  readonly versionAnswers = this.counter('catcomfort_version_answers_total', 'Images answered by each pack version, by its role when it answered (serving or canary)', ['model', 'version', 'role']);
+
+  readonly shadowComparisons = this.counter(
+    'catcomfort_shadow_comparisons_total',
+    "A shadow version's result against the serving version's on the same image: detection state and comfort label agree or disagree (label none: neither detected a cat)",
+    ['model', 'version', 'detection', 'label'],
+  );
+
+  readonly shadowScoreDifference = this.histogram('catcomfort_shadow_score_difference', "|shadow score - serving score| where both scored the image", ['model', 'version'], [0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1]);
+
+  readonly shadowLatency = this.histogram('catcomfort_shadow_latency_seconds', "A shadow version's time per image, its queue included", ['model', 'version'], STAGE_BUCKETS);
+
+  readonly shadowSkipped = this.counter('catcomfort_shadow_skipped_total', 'Images a shadow version did not run: busy (its queue half full) or failed', ['model', 'version', 'reason']);
+
   readonly provider = this.gauge('catcomfort_execution_provider', 'ONNX Runtime execution providers configured: 1 active, 0 not in use', ['provider']);
 
   readonly ready = this.gauge('catcomfort_ready', '1 when every model pack has warmed up and the service takes requests, 0 while starting or draining', []);

@@ -7,9 +7,14 @@ export type StoreState = 'ok' | 'unavailable';
 export type ModelState = 'loading' | 'warming' | 'ready' | 'draining';
 export type Phase = 'starting' | 'ready' | 'draining';
 
+/** Per pack id, each loaded version's role (serving, standby, shadow, canary, previous) or load state (loading, warming). */
+export type VersionStates = Record<string, Record<string, string>>;
+
 export interface ReadinessReport {
   status: Phase;
   models: Record<string, ModelState>;
+  /** Once the packs are up: every version loaded or loading, by pack id. */
+  versions?: VersionStates;
   /** The scan store as its last call found it; absent until the scan interface is up. */
   scans?: StoreState;
 }
@@ -18,6 +23,7 @@ export class Readiness {
   private phase: Phase = 'starting';
   private readonly models = new Map<string, ModelState>();
   private scanStore: (() => StoreState) | null = null;
+  private versions: (() => VersionStates) | null = null;
 
   constructor(private readonly onChange: (ready: boolean) => void = () => {}) {}
 
@@ -32,6 +38,11 @@ export class Readiness {
 
   setScanStore(state: () => StoreState): void {
     this.scanStore = state;
+  }
+
+  /** Loading a version while serving never makes the service unready: it shows here. */
+  setVersions(states: () => VersionStates): void {
+    this.versions = states;
   }
 
   /** Every pack warmed and every route registered: requests are taken. */
@@ -52,6 +63,11 @@ export class Readiness {
   }
 
   report(): ReadinessReport {
-    return { status: this.phase, models: Object.fromEntries(this.models), ...(this.scanStore && { scans: this.scanStore() }) };
+    return {
+      status: this.phase,
+      models: Object.fromEntries(this.models),
+      ...(this.versions && { versions: this.versions() }),
+      ...(this.scanStore && { scans: this.scanStore() }),
+    };
   }
 }

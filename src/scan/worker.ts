@@ -36,13 +36,14 @@ export class ScanWorkers {
   constructor(
     private readonly store: Store,
     private readonly health: StoreHealth,
-    private readonly model: Model,
+    /** The scan model's serving version now. */
+    private readonly model: () => Model,
     private readonly webhooks: WebhookDispatcher,
     private readonly options: WorkerOptions,
   ) {}
 
   get modelId(): string {
-    return this.model.id;
+    return this.model().id;
   }
 
   start(): void {
@@ -122,10 +123,10 @@ export class ScanWorkers {
   }
 
   /** Scans share the model's queue with /v2: when it is full, wait and retry instead of failing. */
-  private async analyzeWhenAdmitted(bytes: Buffer) {
+  private async analyzeWhenAdmitted(model: Model, bytes: Buffer) {
     for (let delayMs = 100; ; delayMs = Math.min(delayMs * 2, 2000)) {
       try {
-        return await this.model.analyze({ data: bytes, encoding: 'bytes' });
+        return await model.analyze({ data: bytes, encoding: 'bytes' });
       } catch (error) {
         if (!(error instanceof QueueFullError) || !this.running) throw error;
         await new Promise((resolve) => setTimeout(resolve, delayMs));
@@ -171,7 +172,8 @@ export class ScanWorkers {
       }
     }
     try {
-      const analysis = await this.analyzeWhenAdmitted(bytes!);
+      const model = this.model();
+      const analysis = await this.analyzeWhenAdmitted(model, bytes!);
       const result: StoredResult = {
         detection: analysis.detection,
         width: analysis.width,
@@ -179,8 +181,8 @@ export class ScanWorkers {
         box: analysis.cat?.box ?? null,
         confidence: analysis.cat?.confidence ?? null,
         score: analysis.score,
-        threshold: this.model.manifest.defaultThreshold,
-        modelId: this.model.id,
+        threshold: model.manifest.defaultThreshold,
+        modelId: model.id,
         modelVersion: this.options.serviceVersion,
       };
       if (await this.finish('complete', () => this.store.scans.complete(scan.id, workerId, { ...result }))) {

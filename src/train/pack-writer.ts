@@ -25,6 +25,7 @@ export interface PackInput {
   baseDir: string;
   outDir: string;
   id: string;
+  version: string;
   classifier: TrainedClassifier;
   backbone: Backbone;
   threshold: number;
@@ -54,7 +55,7 @@ export function trainedManifest(input: Omit<PackInput, 'outDir' | 'card' | 'forc
   };
   const manifest: Manifest = {
     id: input.id,
-    version: '1.0.0',
+    version: input.version,
     name: input.id,
     description:
       `Comfort head trained by catcomfort train-head on ${photos} operator-labelled photos ` +

@@ -10,7 +10,7 @@ import { requestIdFrom } from '../http/request-id';
 import { sendError } from '../http/respond';
 import type { Router } from '../http/router';
 import { log } from '../log';
-import type { Model } from '../models/model';
+import { analyzeRouted } from '../models/routed';
 import { ImageError } from '../pipeline/analysis';
 import { Semaphore } from '../pipeline/semaphore';
 import type { Service } from '../service';
@@ -61,7 +61,8 @@ function sendFailure(ex: Exchange, error: unknown, headers: Record<string, strin
 }
 
 interface Variant {
-  model: Model;
+  /** The pack id; its answering version is picked per request (models/routed.ts). */
+  modelId: string;
   legacy: boolean;
 }
 
@@ -74,13 +75,15 @@ export interface V1Context {
 
 /** One image through the shared pipeline, answered the v1 way. */
 async function analyzeImage(ctx: V1Context, variant: Variant, request: V1Request, queryThreshold: number | null, ex: Exchange, deadline: number): Promise<V1Response> {
-  const { model, legacy } = variant;
-  const threshold = legacy ? model.manifest.defaultThreshold : queryThreshold ?? model.manifest.defaultThreshold;
+  const { modelId, legacy } = variant;
   const reported = legacy ? null : queryThreshold;
   if (request.image === null) return failure(V1_MESSAGES.loadError, reported);
   try {
-    const analysis = await model.analyze({ data: request.image, encoding: 'base64-lenient' }, { deadline, signal: ex.signal() });
+    const item = { data: request.image, encoding: 'base64-lenient' } as const;
+    const { analysis, model } = await analyzeRouted(ctx.service.registry, modelId, item, { deadline, signal: ex.signal() }, legacy ? null : queryThreshold);
+    const threshold = legacy ? model.manifest.defaultThreshold : queryThreshold ?? model.manifest.defaultThreshold;
     ex.notes.detection = analysis.detection;
+    ex.notes.modelVersion = model.version;
     const metadata = legacy ? null : { version: ctx.service.version, build_number: ctx.buildNumber };
     return fromAnalysis(analysis, threshold, { success: legacy ? null : threshold, failure: reported }, model.manifest.name, metadata);
   } catch (error) {
@@ -101,8 +104,8 @@ function invocation(ctx: V1Context, variant: Variant) {
     const headers = variant.legacy ? ctx.deprecationHeaders : {};
     const key = ex.header('api-key');
     if (!service.keys.check(key)) return sendFailure(ex, new ApiError('unauthorized'), headers);
-    ex.notes.model = variant.model.id;
-    if (variant.legacy) log.info('deprecated model used', { model: variant.model.id, key_fingerprint: keyFingerprint(key!) });
+    ex.notes.model = variant.modelId;
+    if (variant.legacy) log.info('deprecated model used', { model: variant.modelId, key_fingerprint: keyFingerprint(key!) });
     const deadline = performance.now() + service.config.requestTimeoutMs;
     const errors: V1Detail[] = [];
     const threshold = variant.legacy ? null : validateThreshold(queryParam(ex.query, 'threshold'), errors);
@@ -115,7 +118,9 @@ function invocation(ctx: V1Context, variant: Variant) {
         if (errors.length > 0 || request === null) throw new V1ValidationError(errors);
         if (request.mediaType === 'video') {
           if (!variant.legacy) return json(ex, 400, { detail: VIDEO_ON_IMAGE_ENDPOINT }, headers);
-          return json(ex, 200, await analyzeVideo(service, variant.model, request, ex, deadline, ctx.ffmpegSlots), headers);
+          const model = service.registry.get(variant.modelId)!;
+          ex.notes.modelVersion = model.version;
+          return json(ex, 200, await analyzeVideo(service, model, request, ex, deadline, ctx.ffmpegSlots), headers);
         }
         json(ex, 200, await analyzeImage(ctx, variant, request, threshold, ex, deadline), headers);
       })
@@ -136,10 +141,7 @@ function keyed(service: Service, handler: (ex: Exchange) => void) {
 const forwardKey = `(req) => { const k = new URLSearchParams(location.search).get('api_key'); if (k && !req.headers['api-key']) req.headers['api-key'] = k; return req; }`;
 
 export function registerV1(router: Router, service: Service): void {
-  const bcV1 = service.registry.get('bc-v1');
-  const legacy = service.registry.get('bc-legacy');
-  const defaultModel = service.registry.get(service.config.defaultModel);
-  if (!bcV1 || !legacy || !defaultModel) throw new Error('v1 needs the bc-v1 and bc-legacy packs');
+  if (!service.registry.get('bc-v1') || !service.registry.get('bc-legacy')) throw new Error('v1 needs the bc-v1 and bc-legacy packs');
   const ctx: V1Context = {
     service,
     ffmpegSlots: new Semaphore(service.config.video.concurrency),
@@ -150,9 +152,9 @@ export function registerV1(router: Router, service: Service): void {
   const doc = (operation: Record<string, unknown>) => ({ document: 'v1' as const, operation });
   const docs = swaggerPage('Cat Comfort API v1 (legacy)', '/openapi.json', '/docs', forwardKey);
   router
-    .add('POST', '/invocations', invocation(ctx, { model: defaultModel, legacy: false }), doc(ops.invocations))
-    .add('POST', '/invocations/bc-v1', invocation(ctx, { model: bcV1, legacy: false }), doc(ops.invocationsBcV1))
-    .add('POST', '/invocations/bc-legacy', invocation(ctx, { model: legacy, legacy: true }), doc(ops.invocationsBcLegacy))
+    .add('POST', '/invocations', invocation(ctx, { modelId: service.config.defaultModel, legacy: false }), doc(ops.invocations))
+    .add('POST', '/invocations/bc-v1', invocation(ctx, { modelId: 'bc-v1', legacy: false }), doc(ops.invocationsBcV1))
+    .add('POST', '/invocations/bc-legacy', invocation(ctx, { modelId: 'bc-legacy', legacy: true }), doc(ops.invocationsBcLegacy))
     .add('GET', '/ping', keyed(service, (ex) => json(ex, 200, { status: 'healthy', service: 'cat-comfort-detection' })), doc(ops.ping));
   const openapi = JSON.stringify(buildV1OpenApi(service.version, router.paths('v1')));
   router

@@ -1,5 +1,7 @@
 // POST /v2/predict and POST /v2/models/{model_id}/predict (spec 2.1, 2.2, 4.1).
 import type { Model } from '../models/model';
+import type { ModelRegistry } from '../models/registry';
+import { analyzeRouted } from '../models/routed';
 import { isDiscomfort, type Analysis } from '../pipeline/analysis';
 import type { SubmitOptions } from '../pipeline/batcher';
 import type { PredictResponse } from './schemas';
@@ -9,17 +11,18 @@ export interface PredictContext {
   serviceVersion: string;
 }
 
+/** Predicts with the version of pack `modelId` that answers this request (a canary takes its share). */
 export async function predict(
   ctx: PredictContext,
-  model: Model,
+  registry: ModelRegistry,
+  modelId: string,
   body: Record<string, unknown>,
   requestId: string,
   options: SubmitOptions,
 ): Promise<PredictResponse> {
   const request = validatePredictRequest(body);
-  const threshold = request.threshold ?? model.manifest.defaultThreshold;
-  const analysis = await model.analyze({ data: request.image, encoding: 'base64-strict' }, options);
-  return toPredictResponse(ctx, model, analysis, threshold, requestId);
+  const { analysis, model } = await analyzeRouted(registry, modelId, { data: request.image, encoding: 'base64-strict' }, options, request.threshold ?? null);
+  return toPredictResponse(ctx, model, analysis, request.threshold ?? model.manifest.defaultThreshold, requestId);
 }
 
 export function toPredictResponse(
@@ -32,7 +35,7 @@ export function toPredictResponse(
   const cat = analysis.cat;
   return {
     request_id: requestId,
-    model: { id: model.id, version: ctx.serviceVersion },
+    model: { id: model.id, version: ctx.serviceVersion, pack_version: model.version },
     detection: analysis.detection,
     prediction:
       analysis.score === null

@@ -38,11 +38,10 @@ function predictRoute(service: Service, modelFrom: (ex: Exchange) => string) {
     const requestId = requestIdFrom(ex.header('x-request-id'));
     if (!service.keys.check(ex.header('api-key'))) return sendError(ex, errorResponse, requestId, new ApiError('unauthorized'));
     const modelId = modelFrom(ex);
-    const model = service.registry.get(modelId);
-    if (!model) {
+    if (!service.registry.get(modelId)) {
       return sendError(ex, errorResponse, requestId, new ApiError('model_not_found', `Model '${modelId}' not found.`, { model_id: modelId }));
     }
-    ex.notes.model = model.id;
+    ex.notes.model = modelId;
     if (!isJsonContentType(ex.header('content-type'))) {
       return sendError(ex, errorResponse, requestId, new ApiError('unsupported_media_type'));
     }
@@ -52,11 +51,12 @@ function predictRoute(service: Service, modelFrom: (ex: Exchange) => string) {
       ex,
       requestId,
       body.then(async (raw) => {
-        const response = await predict({ serviceVersion: service.version }, model, parseJsonObject(raw), requestId, {
+        const response = await predict({ serviceVersion: service.version }, service.registry, modelId, parseJsonObject(raw), requestId, {
           deadline,
           signal: ex.signal(),
         });
         ex.notes.detection = response.detection;
+        ex.notes.modelVersion = response.model.pack_version;
         return { status: 200, body: response };
       }),
     );
@@ -91,6 +91,7 @@ export function registerV2(router: Router, service: Service): void {
             detector: { precision: m.precision, available_precisions: m.manifest.detector.int8 ? ['fp32', 'int8'] : ['fp32'] },
             classifier: classifierSummary(m.manifest.classifier, m.backbonePrecision),
             verifier: verifierSummary(m.manifest, m.backbonePrecision),
+            versions: service.registry.versions(m.id)!.list().map((v) => ({ pack_version: v.model.version, role: v.role, share: v.share, since: new Date(v.since).toISOString() })),
           })),
         },
       })),
@@ -101,7 +102,24 @@ export function registerV2(router: Router, service: Service): void {
       '/v2/stats',
       authedGet(service, async (requestId) => ({
         status: 200,
-        body: { request_id: requestId, models: Object.fromEntries(service.registry.list().map((m) => [m.id, { ...m.batcher.stats(), precision: m.precision, sessionBatches: m.sessionBatches(), hostMemory: m.hostMemory() }])) },
+        body: {
+          request_id: requestId,
+          models: Object.fromEntries(
+            service.registry.list().map((m) => [
+              m.id,
+              {
+                ...m.batcher.stats(),
+                precision: m.precision,
+                sessionBatches: m.sessionBatches(),
+                hostMemory: m.hostMemory(),
+                versions: service.registry.versions(m.id)!.list().map((v) => {
+                  const s = v.model.batcher.stats();
+                  return { pack_version: v.model.version, role: v.role, share: v.share, submitted: s.submitted, completed: s.completed, queued: s.queued, inFlight: s.inFlight };
+                }),
+              },
+            ]),
+          ),
+        },
       })),
       doc(ops.stats),
     )

@@ -23,6 +23,7 @@ const ModelInfo = Type.Object(
   {
     id: Type.String({ description: 'Model identifier, e.g. `bc-v1`' }),
     version: Type.String({ description: 'Service release version' }),
+    pack_version: Type.String({ description: 'Version of the model pack that produced this answer (a canary answers with its own)' }),
   },
   { $id: 'ModelInfo' },
 );
@@ -159,6 +160,20 @@ export const DetectorSummary = Type.Object(
   { $id: 'DetectorSummary' },
 );
 
+const Role = Type.Union([Type.Literal('serving'), Type.Literal('standby'), Type.Literal('shadow'), Type.Literal('canary'), Type.Literal('previous')], {
+  description: 'serving: answers requests; standby: loaded, idle; shadow: runs beside the serving version, results only compared; canary: answers `share` of requests; previous: served before, kept for a rollback',
+});
+
+export const VersionSummary = Type.Object(
+  {
+    pack_version: Type.String(),
+    role: Role,
+    share: Type.Number({ description: 'Share of requests a canary answers (0..1); 0 for the other roles' }),
+    since: Type.String({ format: 'date-time', description: 'When it took this role' }),
+  },
+  { $id: 'VersionSummary' },
+);
+
 export const ModelSummary = Type.Object(
   {
     id: Type.String(),
@@ -170,6 +185,7 @@ export const ModelSummary = Type.Object(
     detector: DetectorSummary,
     classifier: ClassifierSummary,
     verifier: Type.Union([VerifierSummary, Type.Null()], { description: 'What decides that a detected candidate is a cat and not a look-alike; null when the pack has none' }),
+    versions: Type.Array(VersionSummary, { description: 'The versions of this pack loaded now (at most two); the fields above describe the serving one' }),
   },
   { $id: 'ModelSummary' },
 );
@@ -205,6 +221,10 @@ const ModelStats = Type.Object(
     hostMemory: Type.Object(
       { detector: HostMemory, classifier: HostMemory },
       { description: "Where each session's inputs are staged and outputs land: pinned (the GPU provider's page-locked host memory) or cpu" },
+    ),
+    versions: Type.Array(
+      Type.Object({ pack_version: Type.String(), role: Role, share: Type.Number(), submitted: Type.Integer(), completed: Type.Integer(), queued: Type.Integer(), inFlight: Type.Integer() }),
+      { description: 'Each loaded version of this pack with its own counters since it was loaded; the counters above are the serving version\'s' },
     ),
   },
   { $id: 'ModelStats' },

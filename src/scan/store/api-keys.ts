@@ -1,29 +1,35 @@
-// v1/v2 API keys issued with the CLI: stored as sha256 hex digests. Written once for both
+// Keys issued with the CLI, stored as sha256 hex digests: v1/v2 API keys (scope `api`) and keys of
+// the admin listener (scope `admin`); a key of one scope is never accepted for the other. Written once for both
 // databases over the SQL seam (sql.ts).
 import { KeyRing } from '../../http/auth';
 import { checkName, newId, normalizeId } from './records';
 import { sha256Hex } from './secrets';
 import { isoOrNull, type SqlDb } from './sql';
-import type { ApiKeyInfo } from './types';
+import type { ApiKeyInfo, KeyScope } from './types';
 
 export class ApiKeys {
   constructor(private readonly db: SqlDb) {}
 
   /** New key (format of KeyRing.generateKey); returned once, stored as its sha256 hex digest. */
-  async create(name: string): Promise<{ id: string; key: string }> {
+  async create(name: string, scope: KeyScope = 'api'): Promise<{ id: string; key: string }> {
     const cleanName = checkName(name);
     const id = newId();
     const key = KeyRing.generateKey();
-    await this.db.run(`INSERT INTO api_keys (id, name, digest, created_at) VALUES ($1, $2, $3, ${this.db.dialect.now})`, [id, cleanName, sha256Hex(key)]);
+    await this.db.run(`INSERT INTO api_keys (id, name, digest, scope, created_at) VALUES ($1, $2, $3, $4, ${this.db.dialect.now})`, [
+      id,
+      cleanName,
+      sha256Hex(key),
+      scope,
+    ]);
     return { id, key };
   }
 
   async list(): Promise<ApiKeyInfo[]> {
-    const rows = await this.db.query<{ id: string; name: string; created_at: unknown; revoked_at: unknown }>(
-      'SELECT id, name, created_at, revoked_at FROM api_keys ORDER BY created_at, id',
+    const rows = await this.db.query<{ id: string; name: string; scope: KeyScope; created_at: unknown; revoked_at: unknown }>(
+      'SELECT id, name, scope, created_at, revoked_at FROM api_keys ORDER BY created_at, id',
     );
     const d = this.db.dialect;
-    return rows.map((r) => ({ id: r.id, name: r.name, createdAt: d.iso(r.created_at), revokedAt: isoOrNull(d, r.revoked_at) }));
+    return rows.map((r) => ({ id: r.id, name: r.name, scope: r.scope, createdAt: d.iso(r.created_at), revokedAt: isoOrNull(d, r.revoked_at) }));
   }
 
   /** True if the key exists (revoked now or before). */
@@ -38,9 +44,13 @@ export class ApiKeys {
     });
   }
 
-  /** sha256 hex digests of the keys not revoked, for KeyRing.setIssuedDigests. */
+  /** sha256 hex digests of the API keys not revoked, for KeyRing.setIssuedDigests. */
   async activeDigests(): Promise<string[]> {
-    const rows = await this.db.query<{ digest: string }>('SELECT digest FROM api_keys WHERE revoked_at IS NULL ORDER BY created_at, id');
-    return rows.map((r) => r.digest);
+    return (await this.active('api')).map((k) => k.digest);
+  }
+
+  /** Ids and sha256 hex digests of the keys of `scope` not revoked. */
+  async active(scope: KeyScope): Promise<Array<{ id: string; digest: string }>> {
+    return this.db.query<{ id: string; digest: string }>('SELECT id, digest FROM api_keys WHERE revoked_at IS NULL AND scope = $1 ORDER BY created_at, id', [scope]);
   }
 }

@@ -1,5 +1,5 @@
-// Storage of the scan interface: four small stores (the scan queue, scan credentials, CLI-issued
-// API keys, the webhook outbox) written once over one SQL-dialect seam (sql.ts), with two drivers:
+// Storage of the service: five small stores (the scan queue, scan credentials, CLI-issued API and
+// admin keys, the webhook outbox, pack rollouts) written once over one SQL-dialect seam (sql.ts), with two drivers:
 //  - SQLite (default, embedded): `<dataDir>/catcomfort.sqlite3`, WAL, synchronous=FULL.
 //  - PostgreSQL when a database URL is given: instances share scans and claim work with
 //    FOR UPDATE SKIP LOCKED.
@@ -10,13 +10,15 @@ import { PostgresDb } from './postgres-db';
 import { ScanQueue } from './scans';
 import type { SqlDb } from './sql';
 import { SqliteDb } from './sqlite-db';
+import { PackRollouts } from './rollouts';
 import { WebhookOutbox } from './webhooks';
 
 export * from './types';
 export { SQLITE_FILE } from './sqlite-db';
 export { sha256Hex } from './secrets';
 export type { SqlDb } from './sql';
-export { ApiKeys, ScanCredentials, ScanQueue, WebhookOutbox };
+export { ApiKeys, PackRollouts, ScanCredentials, ScanQueue, WebhookOutbox };
+export type { Rollout, RolloutVersion } from './rollouts';
 export type { RedeliverResult } from './webhooks';
 
 export interface StoreOptions {
@@ -35,6 +37,7 @@ export interface Store {
   readonly credentials: ScanCredentials;
   readonly apiKeys: ApiKeys;
   readonly webhooks: WebhookOutbox;
+  readonly rollouts: PackRollouts;
   /** The database under the stores (migrations; tests reach the tables through it). */
   readonly db: SqlDb;
   close(): Promise<void>;
@@ -65,6 +68,7 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
     credentials: new ScanCredentials(db),
     apiKeys: new ApiKeys(db),
     webhooks: new WebhookOutbox(db),
+    rollouts: new PackRollouts(db),
     db,
     close: () => db.close(),
   };

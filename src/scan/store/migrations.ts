@@ -8,17 +8,18 @@ export interface Migration {
   sql: string;
 }
 
-/** Column types: uuid ids, times (SQLite: epoch ms), JSON, bytes, and the log's sequence key. */
+/** Column types: uuid ids, times (SQLite: epoch ms), JSON, bytes, the log's sequence key, and floating point. */
 interface ColumnTypes {
   id: string;
   time: string;
   json: string;
   blob: string;
   serial: string;
+  real: string;
 }
 
-const SQLITE: ColumnTypes = { id: 'TEXT', time: 'INTEGER', json: 'TEXT', blob: 'BLOB', serial: 'INTEGER PRIMARY KEY AUTOINCREMENT' };
-const POSTGRES: ColumnTypes = { id: 'uuid', time: 'timestamptz(3)', json: 'jsonb', blob: 'bytea', serial: 'bigserial PRIMARY KEY' };
+const SQLITE: ColumnTypes = { id: 'TEXT', time: 'INTEGER', json: 'TEXT', blob: 'BLOB', serial: 'INTEGER PRIMARY KEY AUTOINCREMENT', real: 'REAL' };
+const POSTGRES: ColumnTypes = { id: 'uuid', time: 'timestamptz(3)', json: 'jsonb', blob: 'bytea', serial: 'bigserial PRIMARY KEY', real: 'double precision' };
 
 const v1 = (t: ColumnTypes): string => `
 CREATE TABLE scans (
@@ -102,9 +103,28 @@ CREATE TABLE webhook_deliveries (
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';
 `;
 
+// Pack rollouts: admin keys beside API keys, and each pack id's wanted versions (the serving one
+// and the one beside it, with its role), which every instance converges to.
+const v3 = (t: ColumnTypes): string => `
+ALTER TABLE api_keys ADD COLUMN scope text NOT NULL DEFAULT 'api' CHECK (scope IN ('api', 'admin'));
+CREATE TABLE pack_rollouts (
+  pack_id text PRIMARY KEY,
+  serving_version text NOT NULL,
+  serving_dir text NOT NULL,
+  other_version text,
+  other_dir text,
+  other_role text CHECK (other_role IN ('standby', 'shadow', 'canary', 'previous')),
+  other_share ${t.real},
+  generation integer NOT NULL,
+  updated_at ${t.time} NOT NULL,
+  updated_by text NOT NULL
+);
+`;
+
 const migrations = (t: ColumnTypes): Migration[] => [
   { version: 1, name: 'scans, scan logs, scan credentials, api keys', sql: v1(t) },
   { version: 2, name: 'webhooks: callback urls, signing secrets, delivery outbox', sql: v2(t) },
+  { version: 3, name: 'pack rollouts and admin keys', sql: v3(t) },
 ];
 
 export const sqliteMigrations = migrations(SQLITE);

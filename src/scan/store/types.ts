@@ -89,9 +89,13 @@ export interface ScanCredentialInfo {
   revokedAt: string | null;
 }
 
+/** What an issued key opens: the v1/v2 interfaces, or the admin listener. */
+export type KeyScope = 'api' | 'admin';
+
 export interface ApiKeyInfo {
   id: string;
   name: string;
+  scope: KeyScope;
   createdAt: string;
   revokedAt: string | null;
 }

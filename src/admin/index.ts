@@ -1,0 +1,72 @@
+// Pack control at start: the fleet's recorded pack versions applied before the service turns
+// ready, a sync with the store every CATCOMFORT_PACK_SYNC_MS, and (with CATCOMFORT_ADMIN_PORT) the
+// admin listener with its keys, issued ones reloaded with the API keys.
+import type { Config } from '../config';
+import { KeyRing } from '../http/auth';
+import { log } from '../log';
+import type { NativeAddon, NativeInfo } from '../native/addon';
+import { PackControl } from '../models/pack-control';
+import type { ModelRegistry } from '../models/registry';
+import { registryOptions } from '../models/runtime';
+import type { VersionStates } from '../ops/readiness';
+import type { Store } from '../scan/store';
+import { AdminKeys } from './keys';
+import { startAdminServer } from './server';
+
+export interface PackControlRunning {
+  control: PackControl;
+  close(): void;
+}
+
+/** /readyz's versions: each loaded version's role, and the versions being loaded. */
+export function versionStates(registry: ModelRegistry, control: PackControl): VersionStates {
+  const states: VersionStates = {};
+  for (const pack of registry.all()) states[pack.id] = Object.fromEntries(pack.list().map((v) => [v.model.version, v.role]));
+  for (const [name, state] of Object.entries(control.loadingStates())) {
+    const [id, version] = name.split('@') as [string, string];
+    (states[id] ??= {})[version] = state;
+  }
+  return states;
+}
+
+export async function startPackControl(config: Config, parts: { addon: NativeAddon; info: NativeInfo; registry: ModelRegistry; store: Store }): Promise<PackControlRunning> {
+  const control = new PackControl({
+    addon: parts.addon,
+    registry: parts.registry,
+    registryOptions: registryOptions(config, parts.info),
+    rollouts: parts.store.rollouts,
+    pinned: new Set([config.defaultModel, config.scan.model, 'bc-v1', 'bc-legacy']),
+    keepPreviousMs: config.admin.keepPreviousMs,
+  });
+  await control.sync().catch((error: unknown) => log.warn('pack versions could not be read from the store at start', { error: String(error) }));
+  const timer = setInterval(() => void control.sync().catch((error: unknown) => log.warn('pack version sync failed', { error: String(error) })), config.admin.syncMs);
+  timer.unref();
+
+  const keys = new AdminKeys(config.admin.keys);
+  const refreshKeys = () =>
+    parts.store.apiKeys.active('admin').then(
+      (issued) => keys.setIssued(issued),
+      (error: unknown) => log.warn('admin key refresh failed', { error: String(error) }),
+    );
+  let server: Awaited<ReturnType<typeof startAdminServer>> | null = null;
+  const keyTimer = setInterval(refreshKeys, 30_000);
+  keyTimer.unref();
+  if (config.admin.port !== null) {
+    await refreshKeys();
+    if (config.admin.keys.length === 0) {
+      const key = KeyRing.generateKey();
+      keys.addConfigured(key);
+      process.stdout.write(`No CATCOMFORT_ADMIN_KEYS set; generated this admin key for this run only: ${key}\n`);
+    }
+    server = await startAdminServer(config.admin.host, config.admin.port, { keys, control, registry: parts.registry });
+    log.info('admin listening', { host: config.admin.host, admin_port: server.port });
+  }
+  return {
+    control,
+    close() {
+      clearInterval(timer);
+      clearInterval(keyTimer);
+      server?.close();
+    },
+  };
+}

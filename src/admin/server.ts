@@ -1,0 +1,170 @@
+// The admin listener (CATCOMFORT_ADMIN_PORT, on CATCOMFORT_ADMIN_HOST, never the public port): pack
+// versions changed while serving (src/models/pack-control.ts), for `catcomfort packs`. A plain
+// node:http server with JSON in and out, keys in `Authorization: Bearer`, and one audit log line
+// per action naming the admin key's id.
+import http from 'node:http';
+import { ListenError } from '../http/listen-error';
+import { log } from '../log';
+import { PackError } from '../models/pack';
+import type { PackControl } from '../models/pack-control';
+import type { ModelRegistry } from '../models/registry';
+import { VersionError, type CandidateRole } from '../models/versions';
+import type { AdminKeys } from './keys';
+
+const MAX_BODY = 64 * 1024;
+const ROLES: readonly CandidateRole[] = ['standby', 'shadow', 'canary'];
+
+class AdminError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const invalid = (message: string) => new AdminError(400, 'invalid_request', message);
+
+function readJson(req: http.IncomingMessage): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY) reject(invalid(`the body is over ${MAX_BODY} bytes`));
+      else chunks.push(c);
+    });
+    req.on('error', reject);
+    req.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      try {
+        const value: unknown = text === '' ? {} : JSON.parse(text);
+        if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('not an object');
+        resolve(value as Record<string, unknown>);
+      } catch {
+        reject(invalid('the body must be a JSON object'));
+      }
+    });
+  });
+}
+
+function text(body: Record<string, unknown>, field: string): string {
+  const value = body[field];
+  if (typeof value !== 'string' || value === '') throw invalid(`"${field}" must be a non-empty string`);
+  return value;
+}
+
+/** `id@version` (or `id` alone where `versionOptional`). */
+function packRef(body: Record<string, unknown>, versionOptional = false): { id: string; version: string | null } {
+  const ref = text(body, 'pack');
+  const at = ref.indexOf('@');
+  if (at === -1) {
+    if (!versionOptional) throw invalid('"pack" must be ID@VERSION');
+    return { id: ref, version: null };
+  }
+  return { id: ref.slice(0, at), version: ref.slice(at + 1) };
+}
+
+/** Role and share of a candidate: standby, shadow, or canary with share in (0, 1]. */
+function roleOf(body: Record<string, unknown>): { role: CandidateRole; share: number } {
+  const role = body.role ?? 'standby';
+  if (typeof role !== 'string' || !ROLES.includes(role as CandidateRole)) throw invalid(`"role" must be one of ${ROLES.join(', ')}`);
+  if (role !== 'canary') return { role: role as CandidateRole, share: 0 };
+  const share = body.share;
+  if (typeof share !== 'number' || !(share > 0 && share <= 1)) throw invalid('a canary needs "share", a number in (0, 1] (0.1 = 10 %)');
+  return { role: 'canary', share };
+}
+
+export interface AdminContext {
+  keys: AdminKeys;
+  control: PackControl;
+  registry: ModelRegistry;
+}
+
+/** Every pack id with its loaded versions, and the versions being loaded. */
+function listing(ctx: AdminContext) {
+  return {
+    packs: ctx.registry.all().map((p) => ({
+      id: p.id,
+      versions: p.list().map((v) => ({ version: v.model.version, role: v.role, share: v.share, since: new Date(v.since).toISOString(), dir: v.model.dir })),
+    })),
+    loading: ctx.control.loadingStates(),
+  };
+}
+
+type Action = (ctx: AdminContext, body: Record<string, unknown>, keyId: string) => Promise<{ pack: string; versions: string }>;
+
+const ACTIONS: Record<string, Action> = {
+  load: (ctx, body, keyId) => {
+    const { role, share } = roleOf(body);
+    return ctx.control.load(text(body, 'dir'), role, share, keyId);
+  },
+  route: (ctx, body, keyId) => {
+    const { id, version } = packRef(body);
+    const { role, share } = roleOf(body);
+    return ctx.control.route(id, version!, role, share, keyId);
+  },
+  promote: (ctx, body, keyId) => {
+    const { id, version } = packRef(body);
+    return ctx.control.promote(id, version!, keyId);
+  },
+  rollback: (ctx, body, keyId) => ctx.control.rollback(text(body, 'pack'), keyId),
+  unload: (ctx, body, keyId) => {
+    const { id, version } = packRef(body, true);
+    return ctx.control.unload(id, version, keyId);
+  },
+};
+
+function statusOf(error: unknown): AdminError {
+  if (error instanceof AdminError) return error;
+  if (error instanceof VersionError) return new AdminError(409, 'conflict', error.message);
+  if (error instanceof PackError) return new AdminError(422, 'pack_refused', error.message);
+  log.error('admin action failed', { error: String(error) });
+  return new AdminError(500, 'internal_error', 'The action failed unexpectedly; see the service log.');
+}
+
+async function handle(ctx: AdminContext, req: http.IncomingMessage): Promise<{ status: number; body: unknown }> {
+  const auth = req.headers.authorization ?? '';
+  const keyId = ctx.keys.identify(auth.startsWith('Bearer ') ? auth.slice(7).trim() : undefined);
+  if (keyId === null) throw new AdminError(401, 'unauthorized', 'Missing or invalid admin key (Authorization: Bearer <key>).');
+  const path = (req.url ?? '').split('?')[0]!;
+  if (req.method === 'GET' && path === '/packs') return { status: 200, body: listing(ctx) };
+  const name = /^\/packs\/([a-z]+)$/.exec(path)?.[1];
+  const action = req.method === 'POST' && name !== undefined && Object.hasOwn(ACTIONS, name) ? ACTIONS[name]! : null;
+  if (!action) throw new AdminError(404, 'not_found', 'Routes: GET /packs; POST /packs/load, /packs/route, /packs/promote, /packs/rollback, /packs/unload.');
+  const body = await readJson(req);
+  const started = performance.now();
+  try {
+    const result = await action(ctx, body, keyId);
+    log.info('admin action', { action: name, key_id: keyId, request: body, outcome: 'done', versions: result.versions, ms: Math.round(performance.now() - started) });
+    return { status: 200, body: { ...result, ...listing(ctx) } };
+  } catch (error) {
+    const failure = statusOf(error);
+    log.warn('admin action', { action: name, key_id: keyId, request: body, outcome: failure.code, error: failure.message, ms: Math.round(performance.now() - started) });
+    throw failure;
+  }
+}
+
+export async function startAdminServer(host: string, port: number, ctx: AdminContext): Promise<{ port: number; close(): void }> {
+  const server = http.createServer((req, res) => {
+    handle(ctx, req).then(
+      (r) => res.writeHead(r.status, { 'Content-Type': 'application/json' }).end(JSON.stringify(r.body)),
+      (error: unknown) => {
+        const e = statusOf(error);
+        res.writeHead(e.status, { 'Content-Type': 'application/json' }).end(JSON.stringify({ error: { code: e.code, message: e.message } }));
+      },
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (error: NodeJS.ErrnoException) => reject(ListenError.from(host, port, error, 'CATCOMFORT_ADMIN_PORT')));
+    server.listen(port, host, () => resolve());
+  });
+  return {
+    port: (server.address() as { port: number }).port,
+    close: () => {
+      server.close();
+      server.closeAllConnections();
+    },
+  };
+}

@@ -1,0 +1,55 @@
+// One image through the version of a pack id that answers it (a canary takes its share), with the
+// shadow version, if any, run on the same image after the answer: its result only compared with
+// the serving one's (metrics per version), never answered, and skipped while its queue is half
+// full so it never slows the serving path.
+import { metrics } from '../ops/metrics';
+import { isDiscomfort, type Analysis } from '../pipeline/analysis';
+import type { AnalyzeItem } from '../native/addon';
+import type { SubmitOptions } from '../pipeline/batcher';
+import type { Model } from './model';
+import type { ModelRegistry } from './registry';
+
+export interface Routed {
+  analysis: Analysis;
+  /** The version that answered. */
+  model: Model;
+}
+
+/** Analyses `item` with pack `id`'s answering version; `threshold` (or each version's default) decides the compared labels. */
+export async function analyzeRouted(registry: ModelRegistry, id: string, item: AnalyzeItem, options: SubmitOptions, threshold: number | null): Promise<Routed> {
+  const pick = registry.pick(id);
+  if (!pick) throw new RangeError(`pack ${id} is not loaded`);
+  const { model, shadow } = pick;
+  const analysis = await model.analyze(item, options);
+  const role = model === registry.get(id) ? 'serving' : 'canary';
+  metrics.versionAnswers.inc({ model: id, version: model.version, role });
+  if (shadow) runShadow(shadow, item, analysis, model, threshold);
+  return { analysis, model };
+}
+
+function label(analysis: Analysis, model: Model, threshold: number | null): boolean | null {
+  return analysis.score === null ? null : isDiscomfort(analysis.score, threshold ?? model.manifest.defaultThreshold);
+}
+
+function runShadow(shadow: Model, item: AnalyzeItem, served: Analysis, serving: Model, threshold: number | null): void {
+  const labels = { model: shadow.id, version: shadow.version };
+  const stats = shadow.batcher.stats();
+  if (stats.queued * 2 >= shadow.batcher.options.maxQueue) {
+    metrics.shadowSkipped.inc({ ...labels, reason: 'busy' });
+    return;
+  }
+  const started = performance.now();
+  shadow.analyze(item).then(
+    (shadowed) => {
+      metrics.shadowLatency.observe(labels, (performance.now() - started) / 1000);
+      const [a, b] = [label(served, serving, threshold), label(shadowed, shadow, threshold)];
+      metrics.shadowComparisons.inc({
+        ...labels,
+        detection: served.detection === shadowed.detection ? 'agree' : 'disagree',
+        label: a === null && b === null ? 'none' : a === b ? 'agree' : 'disagree',
+      });
+      if (served.score !== null && shadowed.score !== null) metrics.shadowScoreDifference.observe(labels, Math.abs(served.score - shadowed.score));
+    },
+    () => metrics.shadowSkipped.inc({ ...labels, reason: 'failed' }),
+  );
+}

@@ -1,0 +1,106 @@
+// The versions of one pack id that are loaded: the serving one, and at most one other beside it
+// (two versions at once, never more). The other is a candidate (standby: loaded and idle; shadow:
+// runs every request beside the serving one, its answer only compared; canary: answers a share of
+// requests) or, after a promotion or rollback, the previous serving version, kept for a quick
+// rollback. A version is its manifest's `version`.
+import type { Model } from './model';
+
+export type CandidateRole = 'standby' | 'shadow' | 'canary';
+export type VersionRole = 'serving' | CandidateRole | 'previous';
+
+export interface LoadedVersion {
+  model: Model;
+  role: VersionRole;
+  /** Share of requests a canary answers, 0..1 (0 for the other roles). */
+  share: number;
+  /** When it took this role (ms since the epoch). */
+  since: number;
+}
+
+/** A request's versions: the one that answers, and a shadow to run beside it. */
+export interface Pick {
+  model: Model;
+  shadow: Model | null;
+}
+
+export class VersionError extends Error {}
+
+export class PackVersions {
+  private serving: LoadedVersion;
+  private other: LoadedVersion | null = null;
+
+  constructor(model: Model) {
+    this.serving = { model, role: 'serving', share: 0, since: Date.now() };
+  }
+
+  get id(): string {
+    return this.serving.model.id;
+  }
+
+  get current(): Model {
+    return this.serving.model;
+  }
+
+  list(): LoadedVersion[] {
+    return this.other ? [this.serving, this.other] : [this.serving];
+  }
+
+  find(version: string): LoadedVersion | undefined {
+    return this.list().find((v) => v.model.manifest.version === version);
+  }
+
+  /** The version answering one request (`random` in [0, 1) draws the canary's share). */
+  pick(random: number): Pick {
+    const other = this.other;
+    if (other?.role === 'canary' && random < other.share) return { model: other.model, shadow: null };
+    return { model: this.serving.model, shadow: other?.role === 'shadow' ? other.model : null };
+  }
+
+  /** Adds a loaded version beside the serving one; throws VersionError when one is already there. */
+  add(model: Model, role: CandidateRole, share: number): void {
+    const version = model.manifest.version;
+    if (this.find(version)) throw new VersionError(`${this.id}@${version} is already loaded`);
+    if (this.other) {
+      throw new VersionError(
+        `${this.id} already has two versions loaded (${this.describe()}); unload ${this.id}@${this.other.model.manifest.version} first`,
+      );
+    }
+    this.other = { model, role, share: role === 'canary' ? share : 0, since: Date.now() };
+  }
+
+  /** Gives the other version a candidate role. */
+  route(version: string, role: CandidateRole, share: number): void {
+    const other = this.otherVersion(version);
+    this.other = { model: other.model, role, share: role === 'canary' ? share : 0, since: Date.now() };
+  }
+
+  /** The other version serves; the one that served stays loaded as `previous`. */
+  promote(version: string): void {
+    const other = this.otherVersion(version);
+    const now = Date.now();
+    this.other = { model: this.serving.model, role: 'previous', share: 0, since: now };
+    this.serving = { model: other.model, role: 'serving', share: 0, since: now };
+  }
+
+  /** Removes the other version and returns it (the caller closes it); the serving one cannot be removed. */
+  remove(version: string): Model {
+    const other = this.otherVersion(version);
+    this.other = null;
+    return other.model;
+  }
+
+  /** `1.2.0 serving, 1.3.0 canary 10%`. */
+  describe(): string {
+    return this.list()
+      .map((v) => `${v.model.manifest.version} ${v.role}${v.role === 'canary' ? ` ${Math.round(v.share * 100)}%` : ''}`)
+      .join(', ');
+  }
+
+  private otherVersion(version: string): LoadedVersion {
+    if (this.serving.model.manifest.version === version && this.other?.model.manifest.version !== version) {
+      throw new VersionError(`${this.id}@${version} is the serving version`);
+    }
+    if (!this.other || this.other.model.manifest.version !== version) throw new VersionError(`${this.id}@${version} is not loaded (${this.describe()})`);
+    return this.other;
+  }
+}
