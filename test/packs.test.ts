@@ -1,0 +1,241 @@
+// Pack versions changed while serving, through the real admin listener and the real `catcomfort
+// packs` command: a version trained by train-head in the test is loaded, shadowed, canaried at 50 %,
+// promoted and rolled back while 32 clients send requests without pause; corrupt packs are refused;
+// admin and API keys stay apart; two instances on one PostgreSQL converge after a promotion.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { createHash } from 'node:crypto';
+import { request, postJson } from './helpers/http';
+import { parseMetrics, total } from './helpers/metrics';
+import { photo, repoRoot } from './helpers/paths';
+import { usePostgres } from './helpers/postgres';
+import { cli, storeEnv } from './helpers/scan';
+import { startServer, TEST_KEY, type TestServer } from './helpers/server';
+import { waitFor } from './helpers/wait';
+
+const ADMIN_KEY = 'admin-key-0123456789abcdef';
+const CAT = readFileSync(photo('000_skimage_chelsea.png')).toString('base64');
+const LABELS = {
+  discomfort: ['004_oxford_Persian_163.jpg', '005_oxford_British_Shorthair_139.jpg', '006_oxford_Maine_Coon_144.jpg', '007_oxford_Siamese_151.jpg'],
+  comfort: ['018_oxford_Abyssinian_13.jpg', '019_oxford_Bengal_109.jpg', '020_oxford_Egyptian_Mau_10.jpg', '021_oxford_British_Shorthair_113.jpg'],
+};
+
+function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [path.join(repoRoot, 'dist/src/cli/main.js'), ...args], { env: { ...process.env, ...env } }, (error, stdout, stderr) =>
+      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+/** A models folder with bc-v1 and bc-legacy, and bc-v1@2.0.0 trained by train-head beside them. */
+async function modelsWithTrainedVersion(): Promise<string> {
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'cc-packs-'));
+  const models = path.join(tmp, 'models');
+  for (const id of ['bc-v1', 'bc-legacy']) cpSync(path.join(repoRoot, 'models', id), path.join(models, id), { recursive: true });
+  const csv = path.join(tmp, 'labels.csv');
+  const lines = Object.entries(LABELS).flatMap(([label, files]) => files.map((f) => `${photo(f)},${label}`));
+  writeFileSync(csv, `path,label\n${lines.join('\n')}\n`);
+  const trained = await run(['train-head', '--data', csv, '--out', path.join(models, 'bc-v1@2.0.0'), '--id', 'bc-v1', '--version', '2.0.0', '--cache', path.join(tmp, 'cache')]);
+  assert.equal(trained.code, 0, trained.stderr);
+  return models;
+}
+
+function adminPort(server: TestServer): Promise<number> {
+  return waitFor('the admin listening line', () => {
+    const m = /"admin_port":(\d+)/.exec(server.output());
+    return m ? Number(m[1]) : null;
+  });
+}
+
+const servingVersion = (models: any[], id: string) => models.find((m) => m.id === id).pack_version;
+
+describe('pack versions while serving', () => {
+  let models: string;
+  let server: TestServer;
+  let env: Record<string, string>;
+  let packs: (...args: string[]) => Promise<{ code: number; stdout: string; stderr: string }>;
+  let issuedAdmin: string;
+  let issuedApi: string;
+
+  before(async () => {
+    models = await modelsWithTrainedVersion();
+    const data = storeEnv(mkdtempSync(path.join(os.tmpdir(), 'cc-packs-data-')), null);
+    issuedAdmin = /admin key: (\S+)/.exec(cli(data, 'keys', 'create', '--name', 'ops', '--admin'))![1]!;
+    issuedApi = /api key: (\S+)/.exec(cli(data, 'keys', 'create', '--name', 'partner'))![1]!;
+    env = { ...data, CATCOMFORT_MODELS_DIR: models, CATCOMFORT_ADMIN_PORT: '0', CATCOMFORT_ADMIN_KEYS: ADMIN_KEY };
+    server = await startServer(env);
+    const url = `http://127.0.0.1:${await adminPort(server)}`;
+    packs = (...args) => run(['packs', ...args], { CATCOMFORT_ADMIN_URL: url, CATCOMFORT_ADMIN_KEY: ADMIN_KEY });
+  });
+  after(() => server?.stop());
+
+  test('32 clients without pause through load, shadow, canary 50 %, promote and rollback: all 2xx, each answer from a version serving then', async () => {
+    type Answer = { start: number; end: number; status: number; version: string | null };
+    const answers: Answer[] = [];
+    const ready: number[] = [];
+    let stop = false;
+    const client = async () => {
+      while (!stop) {
+        const start = performance.now();
+        const res = await postJson(`${server.url}/v2/predict`, { image: CAT });
+        answers.push({ start, end: performance.now(), status: res.status, version: res.body?.model?.pack_version ?? null });
+      }
+    };
+    const readiness = async () => {
+      while (!stop) ready.push((await request(`${server.url}/readyz`, { key: null })).status);
+    };
+    const clients = [...Array.from({ length: 32 }, client), readiness()];
+    // Each step: [command, versions answering once it is done]. Before the first: 1.2.0 alone.
+    const steps: Array<[string[], string[]]> = [
+      [['load', path.join(models, 'bc-v1@2.0.0')], ['1.2.0']],
+      [['route', 'bc-v1@2.0.0', '--shadow'], ['1.2.0']],
+      [['route', 'bc-v1@2.0.0', '--canary', '50%'], ['1.2.0', '2.0.0']],
+      [['promote', 'bc-v1@2.0.0'], ['2.0.0']],
+      [['rollback', 'bc-v1'], ['1.2.0']],
+    ];
+    const phases: Array<{ from: number; to: number; versions: string[] }> = [];
+    let previous = { at: performance.now(), versions: ['1.2.0'] };
+    const roles: string[] = [];
+    try {
+      await waitFor('answers before the first step', () => answers.length >= 64);
+      for (const [args, versions] of steps) {
+        const began = performance.now();
+        phases.push({ from: previous.at, to: began, versions: previous.versions });
+        const done = await packs(...args);
+        assert.equal(done.code, 0, `${args.join(' ')}: ${done.stderr}`);
+        const ended = performance.now();
+        phases.push({ from: began, to: ended, versions: [...new Set([...previous.versions, ...versions])] }); // the change lands within the call
+        previous = { at: ended, versions };
+        roles.push(done.stdout.trim());
+        const count = answers.length;
+        await waitFor('answers after the step', () => answers.length >= count + 64);
+        if (args.includes('--canary')) {
+          const list = await request(`${server.url}/v2/models`);
+          const bc = list.body.models.find((m: any) => m.id === 'bc-v1');
+          assert.deepEqual(bc.versions.map((v: any) => [v.pack_version, v.role, v.share]), [['1.2.0', 'serving', 0], ['2.0.0', 'canary', 0.5]]);
+          await waitFor('the canary answering', () => answers.filter((a) => a.start > ended && a.version === '2.0.0').length >= 8);
+        }
+      }
+    } finally {
+      stop = true;
+      await Promise.all(clients);
+    }
+    phases.push({ from: previous.at, to: Infinity, versions: previous.versions });
+    assert.deepEqual(roles, [
+      'bc-v1: 1.2.0 serving, 2.0.0 standby',
+      'bc-v1: 1.2.0 serving, 2.0.0 shadow',
+      'bc-v1: 1.2.0 serving, 2.0.0 canary 50%',
+      'bc-v1: 2.0.0 serving, 1.2.0 previous',
+      'bc-v1: 1.2.0 serving, 2.0.0 previous',
+    ]);
+    const failed = answers.filter((a) => a.status !== 200);
+    assert.equal(failed.length, 0, `non-2xx answers: ${JSON.stringify(failed.slice(0, 3))}`);
+    assert.deepEqual([...new Set(ready)], [200], '/readyz stayed 200');
+    for (const a of answers) {
+      const allowed = new Set(phases.filter((p) => p.from <= a.end && a.start <= p.to).flatMap((p) => p.versions));
+      assert.ok(allowed.has(a.version!), `an answer from ${a.version} between ${a.start} and ${a.end}; serving then: ${[...allowed]}`);
+    }
+    assert.ok(answers.some((a) => a.version === '2.0.0'), 'the new version answered');
+    const samples = parseMetrics(await (await fetch(`${server.url}/metrics`, { headers: { 'api-key': TEST_KEY } })).text());
+    assert.ok(total(samples, 'catcomfort_shadow_comparisons_total', { model: 'bc-v1', version: '2.0.0', detection: 'agree' }) > 0, 'shadow comparisons counted');
+    assert.ok(total(samples, 'catcomfort_shadow_latency_seconds_count', { version: '2.0.0' }) > 0);
+    assert.ok(total(samples, 'catcomfort_version_answers_total', { model: 'bc-v1', version: '2.0.0', role: 'canary' }) > 0);
+    const readyz = (await request(`${server.url}/readyz`, { key: null })).body;
+    assert.deepEqual(readyz.versions['bc-v1'], { '1.2.0': 'serving', '2.0.0': 'previous' });
+    // One audit line per action, naming the admin key's id and never the key.
+    const audit = server.output().split('\n').filter((l) => l.includes('"msg":"admin action"'));
+    assert.equal(audit.length, steps.length);
+    const keyId = `env-${createHash('sha256').update(ADMIN_KEY).digest('hex').slice(0, 12)}`;
+    for (const line of audit) assert.equal(JSON.parse(line).key_id, keyId);
+    assert.ok(!server.output().includes(ADMIN_KEY));
+    // The access log names the version that answered.
+    assert.ok(server.output().split('\n').some((l) => l.includes('"route":"/v2/predict"') && l.includes('"model_version":"2.0.0"')));
+  });
+
+  test('corrupt packs are refused with the reason, and the serving version keeps answering', async () => {
+    const bad = path.join(models, 'bc-v1@2.0.1');
+    cpSync(path.join(models, 'bc-v1@2.0.0'), bad, { recursive: true });
+    const manifest = JSON.parse(readFileSync(path.join(bad, 'manifest.json'), 'utf8'));
+    writeFileSync(path.join(bad, 'manifest.json'), JSON.stringify({ ...manifest, version: '2.0.1' }));
+    writeFileSync(path.join(bad, 'head.json'), '{"weights": []}');
+    assert.equal((await packs('unload', 'bc-v1@2.0.0')).code, 0);
+    const sha = await packs('load', bad);
+    assert.equal(sha.code, 1);
+    assert.match(sha.stderr, /^pack_refused: Model file .*head\.json has sha256 [0-9a-f]{64}, expected [0-9a-f]{64}/);
+    // A self-contained pack whose detector is not ONNX (its sha256 matching its bytes).
+    const broken = path.join(models, 'bc-v1@3.0.0');
+    cpSync(path.join(models, 'bc-v1'), broken, { recursive: true });
+    const own = JSON.parse(readFileSync(path.join(broken, 'manifest.json'), 'utf8'));
+    const detector = own.detector.int8 ?? own.detector;
+    const garbage = Buffer.from('this is not an ONNX model');
+    writeFileSync(path.join(broken, detector.file), garbage);
+    detector.sha256 = createHash('sha256').update(garbage).digest('hex');
+    writeFileSync(path.join(broken, 'manifest.json'), JSON.stringify({ ...own, version: '3.0.0' }));
+    const onnx = await packs('load', broken);
+    assert.equal(onnx.code, 1);
+    assert.match(onnx.stderr, /^pack_refused: bc-v1@3.0.0 could not be loaded from .*bc-v1@3\.0\.0: /);
+    assert.match((await packs('list')).stdout, /^bc-v1\t1\.2\.0 serving$/m);
+    const res = await postJson(`${server.url}/v2/predict`, { image: CAT });
+    assert.equal(res.status, 200);
+    assert.equal(res.body.model.pack_version, '1.2.0');
+  });
+
+  test('admin keys and API keys are separate in both directions', async () => {
+    const admin = (await adminPort(server)).toString();
+    const adminGet = (key: string) => request(`http://127.0.0.1:${admin}/packs`, { key: null, headers: { Authorization: `Bearer ${key}` } });
+    for (const key of [ADMIN_KEY, issuedAdmin]) {
+      assert.equal((await adminGet(key)).status, 200);
+      assert.equal((await postJson(`${server.url}/v2/predict`, { image: CAT }, {}, key)).status, 401);
+    }
+    for (const key of [TEST_KEY, issuedApi]) {
+      assert.equal((await postJson(`${server.url}/v2/predict`, { image: CAT }, {}, key)).status, 200);
+      const refused = await adminGet(key);
+      assert.equal(refused.status, 401);
+      assert.equal(refused.body.error.code, 'unauthorized');
+    }
+    assert.equal((await request(`http://127.0.0.1:${admin}/packs`, { key: null })).status, 401);
+    // The public port has no admin routes.
+    assert.equal((await request(`${server.url}/packs`, { key: null, headers: { Authorization: `Bearer ${ADMIN_KEY}` } })).status, 404);
+  });
+});
+
+describe('a fleet on one PostgreSQL', () => {
+  const postgres = usePostgres();
+
+  test('a promotion on one instance: the other converges to it within the sync interval', async (t) => {
+    if (!postgres.pg) return t.skip(postgres.skip);
+    const models = await modelsWithTrainedVersion();
+    const env = {
+      ...storeEnv(mkdtempSync(path.join(os.tmpdir(), 'cc-packs-pg-')), await postgres.pg.createDatabase()),
+      CATCOMFORT_MODELS_DIR: models,
+      CATCOMFORT_ADMIN_PORT: '0',
+      CATCOMFORT_ADMIN_KEYS: ADMIN_KEY,
+      CATCOMFORT_PACK_SYNC_MS: '500',
+      CATCOMFORT_SCAN_WORKERS: '0',
+    };
+    const [a, b] = await Promise.all([startServer(env), startServer(env)]);
+    try {
+      const url = `http://127.0.0.1:${await adminPort(a)}`;
+      const onA = (...args: string[]) => run(['packs', ...args], { CATCOMFORT_ADMIN_URL: url, CATCOMFORT_ADMIN_KEY: ADMIN_KEY });
+      assert.equal((await onA('load', path.join(models, 'bc-v1@2.0.0'), '--canary', '10%')).code, 0);
+      assert.equal((await onA('promote', 'bc-v1@2.0.0')).code, 0);
+      const serving = await waitFor('instance B serving bc-v1 2.0.0', async () => {
+        const list = await request(`${b.url}/v2/models`);
+        return servingVersion(list.body.models, 'bc-v1') === '2.0.0' && list.body.models;
+      }, { timeoutMs: 60_000 });
+      assert.deepEqual(serving.find((m: any) => m.id === 'bc-v1').versions.map((v: any) => v.role), ['serving', 'previous']);
+      assert.equal((await postJson(`${b.url}/v2/predict`, { image: CAT })).body.model.pack_version, '2.0.0');
+      await waitFor('B logging its convergence', () => /"pack":"bc-v1".*"msg":"pack versions converged"/.test(b.output()));
+      // A rollback on A: B follows again.
+      assert.equal((await onA('rollback', 'bc-v1')).code, 0);
+      await waitFor('instance B serving bc-v1 1.2.0 again', async () => servingVersion((await request(`${b.url}/v2/models`)).body.models, 'bc-v1') === '1.2.0', { timeoutMs: 60_000 });
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
+  });
+});
