@@ -79,7 +79,12 @@ describe('a ready service', () => {
     assert.deepEqual(health.body, { status: 'alive' });
     const ready = await request(`${server.url}/readyz`, { key: null });
     assert.equal(ready.status, 200);
-    assert.deepEqual(ready.body, { status: 'ready', models: { 'bc-legacy': 'ready', 'bc-v1': 'ready' }, scans: 'ok' });
+    assert.deepEqual(ready.body, {
+      status: 'ready',
+      models: { 'bc-legacy': 'ready', 'bc-v1': 'ready' },
+      versions: { 'bc-legacy': { '1.0.0': 'serving' }, 'bc-v1': { '1.2.0': 'serving' } },
+      scans: 'ok',
+    });
   });
 
   test('the ready log line names the URL of /v2/docs, which answers', async () => {
@@ -190,7 +195,12 @@ describe('a ready service', () => {
     probe.write('GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n');
     const draining = await probe.answer(2);
     assert.match(draining, /^HTTP\/1\.1 503/);
-    assert.deepEqual(JSON.parse(draining.slice(draining.indexOf('\r\n\r\n') + 4)), { status: 'draining', models: { 'bc-legacy': 'draining', 'bc-v1': 'draining' }, scans: 'ok' });
+    assert.deepEqual(JSON.parse(draining.slice(draining.indexOf('\r\n\r\n') + 4)), {
+      status: 'draining',
+      models: { 'bc-legacy': 'draining', 'bc-v1': 'draining' },
+      versions: { 'bc-legacy': { '1.0.0': 'serving' }, 'bc-v1': { '1.2.0': 'serving' } },
+      scans: 'ok',
+    });
     upload.write(body.subarray(1000));
     assert.match(await upload.answer(1), /^HTTP\/1\.1 200/);
     await server.stop();

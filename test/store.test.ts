@@ -548,7 +548,7 @@ test('keys and credentials commands of the catcomfort CLI against SQLite', async
     assert.equal(listed.code, 0);
     assert.match(listed.stdout, new RegExp(`${keyId}\\t.*\\tactive\\t.*partner A`));
     assert.ok(!listed.stdout.includes(secret));
-    assert.match((await runCli(['keys', 'list'], env)).stdout, new RegExp(`${keyRowId}\\tactive\\t.*mobile`));
+    assert.match((await runCli(['keys', 'list'], env)).stdout, new RegExp(`${keyRowId}\\tapi\\tactive\\t.*mobile`));
 
     assert.equal((await runCli(['credentials', 'revoke', keyId], env)).code, 0);
     assert.equal((await runCli(['credentials', 'revoke', 'sk_unknown'], env)).code, 1);

@@ -59,7 +59,7 @@ function predictExamples(version: string) {
       summary: 'A cat was found and classified (the example photo with bc-v1)',
       value: {
       request_id: EXAMPLE_REQUEST_ID,
-        model: { id: 'bc-v1', version },
+        model: { id: 'bc-v1', version, pack_version: '1.2.0' },
         detection: 'detected',
         prediction: { label: 'discomfort', score: 0.319968, threshold: 0.3 },
         cat: { bounding_box: { x_min: 1, y_min: 0, x_max: 158, y_max: 106 }, detection_confidence: 0.943509 },
@@ -70,7 +70,7 @@ function predictExamples(version: string) {
       summary: 'No cat in the photo',
       value: {
       request_id: EXAMPLE_REQUEST_ID,
-        model: { id: 'bc-v1', version },
+        model: { id: 'bc-v1', version, pack_version: '1.2.0' },
         detection: 'not_detected',
       prediction: null,
       cat: null,
@@ -136,6 +136,10 @@ const statsExample = {
       precision: 'int8',
       sessionBatches: { detector: [{ batch: 1, runs: 28, padRows: 0 }], classifier: [{ batch: 1, runs: 14, padRows: 0 }] },
       hostMemory: { detector: 'cpu', classifier: 'cpu' },
+      versions: [
+        { pack_version: '1.2.0', role: 'serving', share: 0, submitted: 4, completed: 4, queued: 0, inFlight: 0 },
+        { pack_version: '2.0.0', role: 'canary', share: 0.1, submitted: 0, completed: 0, queued: 0, inFlight: 0 },
+      ],
     },
   },
 };
@@ -147,7 +151,7 @@ function modelsExample(version: string) {
   return {
     request_id: EXAMPLE_REQUEST_ID,
     models: [
-      { id: 'bc-legacy', name: 'BC-Legacy', version, pack_version: '1.0.0', default_threshold: 0.5, deprecated: true, detector: { precision: 'fp32', available_precisions: ['fp32'] }, classifier: { trained: false, backbone: null, training: null }, verifier: null },
+      { id: 'bc-legacy', name: 'BC-Legacy', version, pack_version: '1.0.0', default_threshold: 0.5, deprecated: true, detector: { precision: 'fp32', available_precisions: ['fp32'] }, classifier: { trained: false, backbone: null, training: null }, verifier: null, versions: [{ pack_version: '1.0.0', role: 'serving', share: 0, since: '2026-11-25T21:40:00.000Z' }] },
       {
         id: 'bc-v1',
         name: 'BC-V1',
@@ -168,6 +172,10 @@ function modelsExample(version: string) {
             dog_classes: { dogs: [[151, 268]] },
           },
         },
+        versions: [
+          { pack_version: '1.2.0', role: 'serving', share: 0, since: '2026-11-25T21:40:00.000Z' },
+          { pack_version: '2.0.0', role: 'canary', share: 0.1, since: '2026-11-25T21:52:10.114Z' },
+        ],
       },
     ],
   };
