@@ -3,7 +3,7 @@
 // node:http server with JSON in and out, keys in `Authorization: Bearer`, and one audit log line
 // per action naming the admin key's id.
 import http from 'node:http';
-import { ListenError } from '../http/listen-error';
+import { listenBeside, type SideListener } from '../http/side-listener';
 import { log } from '../log';
 import { PackError } from '../models/pack';
 import type { PackControl } from '../models/pack-control';
@@ -146,7 +146,7 @@ async function handle(ctx: AdminContext, req: http.IncomingMessage): Promise<{ s
   }
 }
 
-export async function startAdminServer(host: string, port: number, ctx: AdminContext): Promise<{ port: number; close(): void }> {
+export function startAdminServer(host: string, port: number, ctx: AdminContext): Promise<SideListener> {
   const server = http.createServer((req, res) => {
     handle(ctx, req).then(
       (r) => res.writeHead(r.status, { 'Content-Type': 'application/json' }).end(JSON.stringify(r.body)),
@@ -156,15 +156,5 @@ export async function startAdminServer(host: string, port: number, ctx: AdminCon
       },
     );
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (error: NodeJS.ErrnoException) => reject(ListenError.from(host, port, error, 'CATCOMFORT_ADMIN_PORT')));
-    server.listen(port, host, () => resolve());
-  });
-  return {
-    port: (server.address() as { port: number }).port,
-    close: () => {
-      server.close();
-      server.closeAllConnections();
-    },
-  };
+  return listenBeside(server, host, port, 'CATCOMFORT_ADMIN_PORT');
 }
