@@ -6,6 +6,7 @@ import { KeyRing } from '../http/auth';
 import { log } from '../log';
 import type { NativeAddon, NativeInfo } from '../native/addon';
 import { PackControl } from '../models/pack-control';
+import { probePack } from '../models/provider-probe';
 import type { ModelRegistry } from '../models/registry';
 import { registryOptions } from '../models/runtime';
 import type { VersionStates } from '../ops/readiness';
@@ -29,6 +30,13 @@ export function versionStates(registry: ModelRegistry, control: PackControl): Ve
   return states;
 }
 
+/** With an accelerated provider in use, a new version is probed on the providers in use first, as packs are at start. */
+function gpuProbe(config: Config, info: NativeInfo): ((dir: string) => Promise<string | null>) | null {
+  const active = config.providers.filter((name) => info.providers.some((p) => p.name === name && p.active));
+  if (!active.some((p) => p !== 'cpu')) return null;
+  return (dir) => probePack({ ...config, providers: active, pinnedMemory: false }, dir);
+}
+
 export async function startPackControl(config: Config, parts: { addon: NativeAddon; info: NativeInfo; registry: ModelRegistry; store: Store }): Promise<PackControlRunning> {
   const control = new PackControl({
     addon: parts.addon,
@@ -37,6 +45,7 @@ export async function startPackControl(config: Config, parts: { addon: NativeAdd
     rollouts: parts.store.rollouts,
     pinned: new Set([config.defaultModel, config.scan.model, 'bc-v1', 'bc-legacy']),
     keepPreviousMs: config.admin.keepPreviousMs,
+    probe: gpuProbe(config, parts.info),
   });
   await control.sync().catch((error: unknown) => log.warn('pack versions could not be read from the store at start', { error: String(error) }));
   const timer = setInterval(() => void control.sync().catch((error: unknown) => log.warn('pack version sync failed', { error: String(error) })), config.admin.syncMs);

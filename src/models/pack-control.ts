@@ -43,6 +43,8 @@ export interface PackControlOptions {
   pinned: ReadonlySet<string>;
   /** How long a previous version stays loaded after a promotion or rollback; 0: until unloaded. */
   keepPreviousMs: number;
+  /** With a GPU provider in use: the pack folder probed in a child first (provider-probe.ts); null when it passed, else why not. */
+  probe: ((dir: string) => Promise<string | null>) | null;
 }
 
 export interface ActionResult {
@@ -179,6 +181,8 @@ export class PackControl {
     this.loading.set(name, 'loading');
     let model: Model | null = null;
     try {
+      const failed = this.o.probe ? await this.o.probe(dir) : null;
+      if (failed !== null) throw new PackError(`${name} failed its probe on the execution providers in use (${failed}); nothing was loaded`);
       model = await loadModel(this.o.addon, dir, this.o.registryOptions);
       this.loading.set(name, 'warming');
       await model.warmUp(readWarmUpSample());

@@ -36,10 +36,10 @@ function parseLine(line: string): ProbeLine | null {
   }
 }
 
-/** Runs one probe child on `config.providers` and says how it ended. */
-function probe(config: RuntimeConfig): Promise<ProbeOutcome> {
+/** Runs one probe child on `config.providers` (on every pack, or only on `packDir`) and says how it ended. */
+function probe(config: RuntimeConfig, packDir?: string): Promise<ProbeOutcome> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [probeScript, JSON.stringify(config)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [probeScript, JSON.stringify(config), ...(packDir ? [packDir] : [])], { stdio: ['ignore', 'pipe', 'pipe'] });
     let step = 'starting';
     let result: ProbeLine | null = null;
     let pending = '';
@@ -77,6 +77,15 @@ function probe(config: RuntimeConfig): Promise<ProbeOutcome> {
       else failed('probe process ended without a result');
     });
   });
+}
+
+/**
+ * A pack version about to be loaded while serving, probed in a child on the providers in use (the
+ * same crash and hang protection as at start): null when it passed, else the cause.
+ */
+export async function probePack(config: RuntimeConfig, packDir: string): Promise<string | null> {
+  const outcome = await probe(config, packDir);
+  return outcome.ok ? null : outcome.cause;
 }
 
 /** The configured providers that passed their probe, in order, then 'cpu'; and whether pinned memory stays on. */

@@ -1,11 +1,12 @@
 // Child process of the provider probe (src/models/provider-probe.ts): configures the addon with
-// the providers it is given (argv[2]: the runtime settings as JSON), loads every pack, and warms
-// each up exactly as the service does, announcing each step; then prints the providers' status.
+// the providers it is given (argv[2]: the runtime settings as JSON), loads every pack (or only the
+// pack folder argv[3], a version about to be loaded while serving), and warms each up exactly as the
+// service does, announcing each step; then prints the providers' status.
 // Whatever a provider does to this process, the service process is not touched.
 import type { ProbeLine } from '../models/provider-probe';
-import { ModelRegistry } from '../models/registry';
+import { loadModel, ModelRegistry } from '../models/registry';
 import type { RuntimeConfig } from '../config';
-import { configureAddon, registryOptions, warmUpAll } from '../models/runtime';
+import { configureAddon, readWarmUpSample, registryOptions, warmUpAll } from '../models/runtime';
 
 function report(line: ProbeLine): void {
   process.stdout.write(`${JSON.stringify(line)}\n`);
@@ -38,9 +39,16 @@ async function main(): Promise<void> {
   report({ probe: 'step', step: 'configuring the providers' });
   const { addon, info } = configureAddon(config);
   report({ probe: 'step', step: 'building the sessions' });
-  const registry = await ModelRegistry.load(addon, registryOptions(config, info));
-  await testFault(config);
-  await warmUpAll(registry, (step) => report({ probe: 'step', step }));
+  const packDir = process.argv[3];
+  if (packDir) {
+    const model = await loadModel(addon, packDir, registryOptions(config, info));
+    await testFault(config);
+    await model.warmUp(readWarmUpSample(), (step) => report({ probe: 'step', step }));
+  } else {
+    const registry = await ModelRegistry.load(addon, registryOptions(config, info));
+    await testFault(config);
+    await warmUpAll(registry, (step) => report({ probe: 'step', step }));
+  }
   report({ probe: 'done', providers: info.providers });
 }
 
