@@ -45,10 +45,10 @@ export function fixturePhotos(): Photo[] {
 /** The photo that the size-scaled micro-benchmark JPEGs are made from (640x480, two cats). */
 export const SIZE_SOURCE_PHOTO = '041_ggoni_cats_couch.jpg';
 
-export type Target = 'micro' | 'inprocess' | 'us' | 'fastapi' | 'fastify';
-export const ALL_TARGETS: Target[] = ['micro', 'inprocess', 'us', 'fastapi', 'fastify'];
-export type ServerName = 'us' | 'fastapi' | 'fastify';
-export const SERVER_NAMES: ServerName[] = ['us', 'fastapi', 'fastify'];
+export type Target = 'micro' | 'inprocess' | 'us' | 'fastapi' | 'fastify' | 'ray';
+export const ALL_TARGETS: Target[] = ['micro', 'inprocess', 'us', 'fastapi', 'fastify', 'ray'];
+export type ServerName = 'us' | 'fastapi' | 'fastify' | 'ray';
+export const SERVER_NAMES: ServerName[] = ['us', 'fastapi', 'fastify', 'ray'];
 
 /** Detector precision of a run (PackLimits.precision, CATCOMFORT_PRECISION, the peers' PEER_PRECISION). */
 export type Precision = 'int8' | 'fp32';
@@ -210,14 +210,18 @@ function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   }
 }
 
-/** SIGTERM to the child's group, SIGKILL after graceMs; resolves when it has exited. */
-export async function stopChild(child: ChildProcess, graceMs = 5000): Promise<void> {
+/**
+ * SIGTERM to the child's group (with `leaderOnly`, to the child alone: it stops its own children,
+ * as Ray's driver stops its local cluster), SIGKILL to the group after graceMs; resolves when it has exited.
+ */
+export async function stopChild(child: ChildProcess, graceMs = 5000, leaderOnly = false): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) {
     killGroup(child, 'SIGKILL'); // leftovers of its group (e.g. uvicorn workers), if any
     return;
   }
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  killGroup(child, 'SIGTERM');
+  if (leaderOnly) child.kill('SIGTERM');
+  else killGroup(child, 'SIGTERM');
   const timer = setTimeout(() => killGroup(child, 'SIGKILL'), graceMs);
   await exited;
   clearTimeout(timer);

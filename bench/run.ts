@@ -9,7 +9,7 @@
 // BENCH_RESULTS_DIR, PEER_PRECISION; see bench/README.md.
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import type { ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../src/config';
@@ -50,6 +50,7 @@ const SERVER_LABELS: Record<ServerName, string> = {
   us: 'us (uWS + native addon)',
   fastapi: 'FastAPI peer',
   fastify: 'Fastify peer',
+  ray: 'Ray Serve peer',
 };
 
 /** A server run's name with its detector precision, e.g. "FastAPI peer, int8". */
@@ -100,14 +101,16 @@ function sha256File(file: string): string {
 
 // ---- Peer installation (first use only; stamps remember what was installed).
 
-async function ensureFastapiVenv(options: { python: string }): Promise<string> {
+/** The Python peers' venv (bench/.venv) with the requirements of `peer` installed (the FastAPI peer's first: Ray Serve's run the same pipeline). */
+async function ensurePythonPeer(options: { python: string }, peer: 'fastapi' | 'ray-serve'): Promise<string> {
+  if (peer !== 'fastapi') await ensurePythonPeer(options, 'fastapi');
   const venv = path.join(benchDir, '.venv');
   const python = path.join(venv, 'bin', 'python');
-  const requirements = path.join(benchDir, 'peers/fastapi/requirements.txt');
-  const stamp = path.join(venv, '.requirements.sha256');
+  const requirements = path.join(benchDir, `peers/${peer}/requirements.txt`);
+  const stamp = path.join(venv, `.requirements.${peer}.sha256`);
   const want = sha256File(requirements);
   if (existsSync(python) && existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === want) return python;
-  log(`creating ${path.relative(repoRoot, venv)} and installing ${path.relative(repoRoot, requirements)} (first use)`);
+  log(`${existsSync(python) ? 'in' : 'creating'} ${path.relative(repoRoot, venv)}: installing ${path.relative(repoRoot, requirements)} (first use)`);
   if (!existsSync(python)) await runCommand(options.python, ['-m', 'venv', venv], { label: 'python3 -m venv' });
   // PIP_RETRIES=0: with only a local wheel store reachable, pip must not spend minutes retrying
   // an unreachable default index before it looks at the others.
@@ -168,6 +171,17 @@ interface Started {
   output: () => string;
 }
 
+/** The batching our service gets in this run (its CATCOMFORT_BATCH_* settings). */
+function settingsBatching(settings: Record<string, string>): { maxBatchSize: number; maxQueueDelayUs: number } {
+  return { maxBatchSize: Number(settings.CATCOMFORT_BATCH_MAX_SIZE), maxQueueDelayUs: Number(settings.CATCOMFORT_BATCH_MAX_DELAY_US) };
+}
+
+/** Versions of a Python peer's main packages, e.g. "FastAPI 0.142.2, Ray 2.58.0, onnxruntime 1.30.0". */
+function peerVersions(python: string): string {
+  const script = 'import importlib.metadata as m\nfor p in ("fastapi", "uvicorn", "ray", "onnxruntime", "pillow", "numpy"):\n    try: print(p, m.version(p))\n    except m.PackageNotFoundError: pass';
+  return execFileSync(python, ['-c', script], { encoding: 'utf8' }).trim().split('\n').join(', ');
+}
+
 async function startServer(name: ServerName, precision: Precision, o: BenchOptions, settings: Record<string, string>, python: string | null): Promise<Started> {
   const port = await freePort();
   const cores = os.availableParallelism();
@@ -190,11 +204,28 @@ async function startServer(name: ServerName, precision: Precision, o: BenchOptio
       PEER_PRECISION: precision,
       ...(crop && { PEER_CROP_NETWORK: crop }),
     };
-    if (name === 'fastapi') {
+    if (name === 'ray') {
+      // Batches as our micro-batcher does: the pack's batching section, else the service's settings.
+      const batching = { ...settingsBatching(settings), ...((await readManifest(peerModelDir)).batching ?? {}) };
+      command = python!;
+      args = [path.join(benchDir, 'peers/ray-serve/serve_app.py')];
+      env = {
+        ...process.env,
+        ...peerEnv,
+        PEER_HOST: '127.0.0.1',
+        PEER_PORT: String(port),
+        PEER_WORKERS: String(o.peerWorkers),
+        PEER_MAX_BATCH_SIZE: String(batching.maxBatchSize),
+        PEER_MAX_BATCH_DELAY_US: String(batching.maxQueueDelayUs),
+      };
+      description =
+        `PEER_PRECISION=${precision}; ${peerVersions(python!)}; ${o.peerWorkers} replicas (1 CPU each), @serve.batch max ${batching.maxBatchSize} / ${batching.maxQueueDelayUs} us, ` +
+        `crops of a batch in one Run, ORT intra-op threads ${peerIntraOp} per replica`;
+    } else if (name === 'fastapi') {
       command = python!;
       args = ['-m', 'uvicorn', 'app:app', '--app-dir', path.join(benchDir, 'peers/fastapi'), '--host', '127.0.0.1', '--port', String(port), '--workers', String(o.peerWorkers), '--log-level', 'warning', '--no-access-log'];
       env = { ...process.env, ...peerEnv };
-      description = `PEER_PRECISION=${precision}; uvicorn --workers ${o.peerWorkers} (uvloop, httptools), sync endpoint, ORT intra-op threads ${peerIntraOp} per worker`;
+      description = `PEER_PRECISION=${precision}; ${peerVersions(python!)}; uvicorn --workers ${o.peerWorkers} (uvloop, httptools), sync endpoint, ORT intra-op threads ${peerIntraOp} per worker`;
     } else {
       command = process.execPath;
       args = [path.join(benchDir, 'peers/fastify/server.js')];
@@ -234,7 +265,8 @@ async function waitReady(server: Started, body: string, timeoutS: number): Promi
     try {
       const r = await post(server.url, body);
       if (r.status === 200) return;
-      if (r.status !== 503) throw new Error(`readiness request answered ${r.status}: ${JSON.stringify(r.json)}`);
+      // 503: starting (us); 404: Ray Serve's proxy is up but the application is not deployed yet.
+      if (r.status !== 503 && r.status !== 404) throw new Error(`readiness request answered ${r.status}: ${JSON.stringify(r.json)}`);
     } catch (error) {
       if (!(error instanceof TypeError)) throw error; // TypeError: connection refused, not up yet
     }
@@ -591,8 +623,8 @@ async function main(): Promise<void> {
     const label = runLabel(run);
     let server: Started | null = null;
     try {
-      if (name === 'fastapi' && python === null) {
-        python = await ensureFastapiVenv({ python: process.env.BENCH_PYTHON ?? 'python3' });
+      if (name === 'fastapi' || name === 'ray') {
+        python = await ensurePythonPeer({ python: process.env.BENCH_PYTHON ?? 'python3' }, name === 'ray' ? 'ray-serve' : 'fastapi');
         machine.python = (await runCommand(python, ['--version'])).trim();
       }
       if (name === 'fastify' && role === 'main') await ensureFastifyModules();
@@ -614,7 +646,8 @@ async function main(): Promise<void> {
       log(`${label} failed: ${(error as Error).message}`);
     } finally {
       if (server) {
-        await stopChild(server.child);
+        // Ray's driver shuts its local cluster down on SIGTERM; its actors run in process groups of their own.
+        await stopChild(server.child, name === 'ray' ? 20_000 : 5000, name === 'ray');
         log(`${label}: stopped`);
       }
     }
