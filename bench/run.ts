@@ -1,5 +1,5 @@
 // `npm run bench`: micro-benchmarks, in-process pipeline throughput, then our HTTP service, the
-// FastAPI peer and the Fastify peer in turn on this machine (127.0.0.1 only), each under the
+// FastAPI, Fastify and Ray Serve peers in turn on this machine (127.0.0.1 only), each under the
 // same HTTP load, each at the main detector precision (int8 where the pack has it), then at the
 // other one for the fp32-vs-int8 comparison (us: every concurrency; peers: one level).
 // Writes bench/results/latest.md, latest.svg and latest.json (or into BENCH_RESULTS_DIR).
