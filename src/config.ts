@@ -354,8 +354,9 @@ export function loadConfig(env: Env = process.env): Config {
   if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) {
     throw new ConfigError(`CATCOMFORT_LOG_LEVEL must be debug, info, warn or error, got "${logLevel}"`);
   }
+  const listen = listenAddressFrom(env);
   return {
-    ...listenAddressFrom(env),
+    ...listen,
     apiKeys: readKeys(env),
     modelsDir: modelsDirFrom(env),
     defaultModel: env.CATCOMFORT_DEFAULT_MODEL ?? 'bc-v1',
@@ -417,7 +418,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     logLevel: logLevel as Config['logLevel'],
     metrics: readMetrics(env),
-    admin: readAdmin(env, listenAddressFrom(env).port),
+    admin: readAdmin(env, listen.port),
   };
 }
 

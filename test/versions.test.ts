@@ -11,7 +11,7 @@ test('a canary answers its share of requests, a shadow none, a standby none', ()
   const pack = new PackVersions(model('1.0.0'));
   const next = model('2.0.0');
   pack.add(next, 'standby', 0);
-  assert.deepEqual([0, 0.5, 0.99].map((r) => pack.pick(r)), [0, 0.5, 0.99].map(() => ({ model: pack.current, shadow: null })));
+  assert.deepEqual([0, 0.5, 0.99].map((r) => pack.pick(r)), [0, 0.5, 0.99].map(() => ({ model: pack.current, role: 'serving', shadow: null })));
   pack.route('2.0.0', 'shadow', 0);
   assert.equal(pack.pick(0).shadow, next);
   assert.equal(pack.pick(0).model, pack.current);

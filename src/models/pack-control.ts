@@ -171,11 +171,7 @@ export class PackControl {
     if (!PACK_ID.test(manifest.id)) throw new PackError(`Pack id "${manifest.id}" in ${dir} must be lower-case letters, digits and dashes`);
     const name = `${manifest.id}@${manifest.version}`;
     const existing = this.o.registry.versions(manifest.id);
-    if (existing?.find(manifest.version)) throw new VersionError(`${name} is already loaded`);
-    if (existing && existing.list().length > 1) {
-      const other = existing.list()[1]!.model.version;
-      throw new VersionError(`${manifest.id} already has two versions loaded (${existing.describe()}); unload ${manifest.id}@${other} first`);
-    }
+    existing?.checkRoom(manifest.version);
     if (this.loading.has(name)) throw new VersionError(`${name} is being loaded`);
     const started = performance.now();
     this.loading.set(name, 'loading');

@@ -19,9 +19,8 @@ export interface Routed {
 export async function analyzeRouted(registry: ModelRegistry, id: string, item: AnalyzeItem, options: SubmitOptions, threshold: number | null): Promise<Routed> {
   const pick = registry.pick(id);
   if (!pick) throw new RangeError(`pack ${id} is not loaded`);
-  const { model, shadow } = pick;
+  const { model, role, shadow } = pick;
   const analysis = await model.analyze(item, options);
-  const role = model === registry.get(id) ? 'serving' : 'canary';
   metrics.versionAnswers.inc({ model: id, version: model.version, role });
   if (shadow) runShadow(shadow, item, analysis, model, threshold);
   return { analysis, model };

@@ -17,13 +17,16 @@ export interface LoadedVersion {
   since: number;
 }
 
-/** A request's versions: the one that answers, and a shadow to run beside it. */
+/** A request's versions: the one that answers (in its role), and a shadow to run beside it. */
 export interface Pick {
   model: Model;
+  role: 'serving' | 'canary';
   shadow: Model | null;
 }
 
 export class VersionError extends Error {}
+
+const candidate = (model: Model, role: CandidateRole, share: number): LoadedVersion => ({ model, role, share: role === 'canary' ? share : 0, since: Date.now() });
 
 export class PackVersions {
   private serving: LoadedVersion;
@@ -52,26 +55,29 @@ export class PackVersions {
   /** The version answering one request (`random` in [0, 1) draws the canary's share). */
   pick(random: number): Pick {
     const other = this.other;
-    if (other?.role === 'canary' && random < other.share) return { model: other.model, shadow: null };
-    return { model: this.serving.model, shadow: other?.role === 'shadow' ? other.model : null };
+    if (other?.role === 'canary' && random < other.share) return { model: other.model, role: 'canary', shadow: null };
+    return { model: this.serving.model, role: 'serving', shadow: other?.role === 'shadow' ? other.model : null };
   }
 
-  /** Adds a loaded version beside the serving one; throws VersionError when one is already there. */
-  add(model: Model, role: CandidateRole, share: number): void {
-    const version = model.manifest.version;
+  /** Throws VersionError unless `version` could be added beside the serving one (callers check before loading it). */
+  checkRoom(version: string): void {
     if (this.find(version)) throw new VersionError(`${this.id}@${version} is already loaded`);
     if (this.other) {
       throw new VersionError(
         `${this.id} already has two versions loaded (${this.describe()}); unload ${this.id}@${this.other.model.manifest.version} first`,
       );
     }
-    this.other = { model, role, share: role === 'canary' ? share : 0, since: Date.now() };
+  }
+
+  /** Adds a loaded version beside the serving one; throws VersionError when there is no room (checkRoom). */
+  add(model: Model, role: CandidateRole, share: number): void {
+    this.checkRoom(model.manifest.version);
+    this.other = candidate(model, role, share);
   }
 
   /** Gives the other version a candidate role. */
   route(version: string, role: CandidateRole, share: number): void {
-    const other = this.otherVersion(version);
-    this.other = { model: other.model, role, share: role === 'canary' ? share : 0, since: Date.now() };
+    this.other = candidate(this.otherVersion(version).model, role, share);
   }
 
   /** The other version serves; the one that served stays loaded as `previous`. */

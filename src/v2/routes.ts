@@ -14,6 +14,7 @@ import { sendError, sendJson } from '../http/respond';
 import { classifierSummary, verifierSummary } from './model-summary';
 import { buildV2OpenApi, v2Operations } from './openapi';
 import { predict } from './predict';
+import type { Model } from '../models/model';
 
 type Work = (requestId: string) => Promise<{ status: number; body: unknown }>;
 
@@ -63,6 +64,21 @@ function predictRoute(service: Service, modelFrom: (ex: Exchange) => string) {
   };
 }
 
+/** What GET /v2/models says of a pack's serving version. */
+function modelSummary(service: Service, m: Model) {
+  return {
+    id: m.id,
+    name: m.manifest.name,
+    version: service.version,
+    pack_version: m.manifest.version,
+    default_threshold: m.manifest.defaultThreshold,
+    deprecated: m.manifest.deprecated ?? false,
+    detector: { precision: m.precision, available_precisions: m.manifest.detector.int8 ? ['fp32', 'int8'] : ['fp32'] },
+    classifier: classifierSummary(m.manifest.classifier, m.backbonePrecision),
+    verifier: verifierSummary(m.manifest, m.backbonePrecision),
+  };
+}
+
 function staticRoute(body: string | Buffer, contentType: string) {
   return (ex: Exchange): void =>
     ex.send(200, { 'Content-Type': contentType, 'Cache-Control': 'public, max-age=3600', 'X-Request-ID': requestIdFrom(ex.header('x-request-id')) }, body);
@@ -81,17 +97,9 @@ export function registerV2(router: Router, service: Service): void {
         status: 200,
         body: {
           request_id: requestId,
-          models: service.registry.list().map((m) => ({
-            id: m.id,
-            name: m.manifest.name,
-            version: service.version,
-            pack_version: m.manifest.version,
-            default_threshold: m.manifest.defaultThreshold,
-            deprecated: m.manifest.deprecated ?? false,
-            detector: { precision: m.precision, available_precisions: m.manifest.detector.int8 ? ['fp32', 'int8'] : ['fp32'] },
-            classifier: classifierSummary(m.manifest.classifier, m.backbonePrecision),
-            verifier: verifierSummary(m.manifest, m.backbonePrecision),
-            versions: service.registry.versions(m.id)!.list().map((v) => ({ pack_version: v.model.version, role: v.role, share: v.share, since: new Date(v.since).toISOString() })),
+          models: service.registry.all().map((pack) => ({
+            ...modelSummary(service, pack.current),
+            versions: pack.list().map((v) => ({ pack_version: v.model.version, role: v.role, share: v.share, since: new Date(v.since).toISOString() })),
           })),
         },
       })),
@@ -105,19 +113,14 @@ export function registerV2(router: Router, service: Service): void {
         body: {
           request_id: requestId,
           models: Object.fromEntries(
-            service.registry.list().map((m) => [
-              m.id,
-              {
-                ...m.batcher.stats(),
-                precision: m.precision,
-                sessionBatches: m.sessionBatches(),
-                hostMemory: m.hostMemory(),
-                versions: service.registry.versions(m.id)!.list().map((v) => {
-                  const s = v.model.batcher.stats();
-                  return { pack_version: v.model.version, role: v.role, share: v.share, submitted: s.submitted, completed: s.completed, queued: s.queued, inFlight: s.inFlight };
-                }),
-              },
-            ]),
+            service.registry.all().map((pack) => {
+              const m = pack.current;
+              const versions = pack.list().map((v) => {
+                const { submitted, completed, queued, inFlight } = v.model.batcher.stats();
+                return { pack_version: v.model.version, role: v.role, share: v.share, submitted, completed, queued, inFlight };
+              });
+              return [pack.id, { ...m.batcher.stats(), precision: m.precision, sessionBatches: m.sessionBatches(), hostMemory: m.hostMemory(), versions }];
+            }),
           ),
         },
       })),

@@ -92,6 +92,9 @@ export class WebhookOutbox {
   async claim(workerId: string, leaseMs: number, maxAttempts: number, limit: number, skip: (url: string) => boolean): Promise<ClaimedDelivery[]> {
     if (limit < 1) return [];
     const { now, lockSkipLocked } = this.d;
+    const due = `state = 'pending' AND next_attempt_at <= ${now} AND (lease_until IS NULL OR lease_until < ${now})`;
+    // Idle dispatchers ask often: a read first, so that nothing due costs no write transaction.
+    if ((await this.db.query(`SELECT 1 AS due FROM webhook_deliveries WHERE ${due} LIMIT 1`)).length === 0) return [];
     return this.db.transaction(async (tx) => {
       const lost = `state = 'pending' AND lease_until IS NOT NULL AND lease_until < ${now}`;
       const exhausted = await tx.query<{ scan_id: string; attempts: number }>(
@@ -109,7 +112,7 @@ export class WebhookOutbox {
       const candidates = await tx.query<{ scan_id: string; owner_id: string; webhook_id: string; event: WebhookEvent; url: string; attempts: number; lease_until: unknown }>(
         `SELECT scan_id, (SELECT owner_id FROM scans s WHERE s.id = d.scan_id) AS owner_id, webhook_id, event, url, attempts, lease_until
          FROM webhook_deliveries d
-         WHERE state = 'pending' AND next_attempt_at <= ${now} AND (lease_until IS NULL OR lease_until < ${now})
+         WHERE ${due}
          ORDER BY next_attempt_at, scan_id LIMIT $1${lockSkipLocked}`,
         [limit * 4],
       );

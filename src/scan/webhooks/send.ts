@@ -2,7 +2,6 @@
 // to the end of the answer. Redirects are not followed (a 3xx is just not an acknowledgement). Of
 // the answer only the status and a short printable excerpt are kept.
 import { guardedRequest, FetchRefusedError, type FetchPolicy } from '../fetch';
-import type { FetchSeams } from '../fetch/guarded-request';
 import { CALLBACK_WORDS } from './callback-url';
 
 export const WEBHOOK_USER_AGENT = 'CatComfort-Webhooks/1.0';
@@ -28,7 +27,6 @@ export async function postWebhook(
   headers: Record<string, string>,
   policy: FetchPolicy,
   timeoutMs: number,
-  seams?: FetchSeams,
 ): Promise<AttemptAnswer> {
   const deadline = AbortSignal.timeout(timeoutMs);
   const timeoutError = () => new FetchRefusedError('timeout', `no answer from the callback host within ${timeoutMs} ms`);
@@ -39,7 +37,6 @@ export async function postWebhook(
     words: CALLBACK_WORDS,
     deadline,
     timeoutError,
-    seams,
   });
   const status = response.statusCode ?? 0;
   return new Promise((resolve, reject) => {
