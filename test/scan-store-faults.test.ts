@@ -16,7 +16,8 @@ import { parseMetrics, total } from './helpers/metrics';
 import { postJson, request } from './helpers/http';
 import { photo } from './helpers/paths';
 import { startTestPostgres, type TestPostgres } from './helpers/postgres';
-import { createCredential, scanHeaders, storeEnv, waitForScan, type Credential } from './helpers/scan';
+import { cli, createCredential, scanHeaders, storeEnv, waitForScan, type Credential } from './helpers/scan';
+import { startReceiver } from './helpers/webhook-receiver';
 import { startServer, type TestServer } from './helpers/server';
 import { waitFor } from './helpers/wait';
 
@@ -107,6 +108,35 @@ describe('PostgreSQL stopped and started under traffic', () => {
     assert.ok(lines.some((l) => l.includes('scan store available again')));
     assert.ok(noisy.length <= 12, `background warnings and errors bounded, got ${noisy.length}:\n${noisy.join('\n')}`);
     t.diagnostic(`warning and error lines in the service log: ${noisy.length}`);
+  });
+
+  test('a webhook whose outcome could not be recorded (store stopped mid-attempt) is sent again, with its webhook-id, once the store is back', async (t) => {
+    if (!postgres) return t.skip(skip);
+    const hooks = await startReceiver((i) => (i === 0 ? 'hold' : 204));
+    const env = { ...storeEnv(mkdtempSync(path.join(os.tmpdir(), 'cc-pgdown-hooks-')), await postgres.createDatabase()), CATCOMFORT_FETCH_ALLOW_PRIVATE: 'true' };
+    const server: TestServer = await startServer({ ...env, CATCOMFORT_WEBHOOK_TIMEOUT_MS: '2000', CATCOMFORT_WEBHOOK_RETRY_SCHEDULE: '100ms' });
+    try {
+      const out = cli(env, 'credentials', 'create', '--name', 'hooked', '--webhook-url', `${hooks.url}/`);
+      const partner: Credential = { keyId: /key id: (\S+)/.exec(out)![1]!, secret: /^secret: (\S+)/m.exec(out)![1]! };
+      const submitted = await postJson(`${server.url}/scan`, { image: CAT }, scanHeaders(partner), null);
+      assert.equal(submitted.status, 202);
+      await waitFor('the first attempt held by the receiver', () => hooks.held() === 1);
+      postgres.outage!.serverDown();
+      hooks.release(204); // acknowledged, but the instance cannot record it
+      await waitFor('the service finding the store down', async () => (await request(`${server.url}/readyz`, { key: null })).body.scans === 'unavailable');
+      postgres.outage!.serverUp();
+      const scan = await waitFor('the delivery recorded', async () => {
+        const res = await request(`${server.url}/scan/${submitted.body.scanId}`, { headers: scanHeaders(partner), key: null });
+        return res.status === 200 && res.body.webhook?.state === 'delivered' && res.body;
+      });
+      assert.ok(hooks.received.length >= 2, 'sent again after its lease');
+      assert.deepEqual([...new Set(hooks.received.map((r) => r.headers['webhook-id']))], [scan.webhook.webhookId]);
+      assert.match(scan.logs.find((l: any) => l.event === 'webhook_delivered').message, /the previous one ended without an outcome/);
+    } finally {
+      await server.stop();
+      await hooks.close();
+    }
+    assert.ok(!server.output().split('\n').some((l) => l.includes('"level":"error"')), 'no error lines: a store outage is not a bug');
   });
 });
 
