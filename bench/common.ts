@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { cpuFeatures } from '../src/native/cpu-features';
 
 /** Repository root (this file runs from dist/bench/). */
 export const repoRoot = path.resolve(__dirname, '../..');
@@ -166,7 +167,7 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-export function machineInfo(): { cpu: string; cores: number; memoryGiB: number; node: string; platform: string } {
+export function machineInfo(): { cpu: string; cpuFeatures: string[]; cores: number; memoryGiB: number; node: string; platform: string } {
   const cpus = os.cpus();
   let cpu = cpus[0]?.model?.trim() ?? 'unknown';
   try {
@@ -178,6 +179,7 @@ export function machineInfo(): { cpu: string; cores: number; memoryGiB: number; 
   }
   return {
     cpu,
+    cpuFeatures: cpuFeatures(),
     cores: os.availableParallelism(),
     memoryGiB: Math.round(os.totalmem() / 2 ** 30),
     node: process.version,

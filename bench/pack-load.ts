@@ -93,7 +93,7 @@ async function main(): Promise<void> {
     const errors = latencies.filter((l) => l.status !== 200).length;
     process.stdout.write(
       `Service RSS with bc-v1 and bc-legacy serving: ${baseline} MiB; ${latencies.length} predicts by 4 clients, ${errors} not 200.\n\n` +
-        '| version loaded beside bc-v1@1.2.0 (as shadow) | load, ms | RSS MiB before → after | predicts during the load, ms | predicts in the 3 s before, ms |\n|---|---:|---|---|---|\n' +
+        '| version loaded beside bc-v1@1.3.0 (as shadow) | load, ms | RSS MiB before → after | predicts during the load, ms | predicts in the 3 s before, ms |\n|---|---:|---|---|---|\n' +
         `${rows.join('\n')}\n`,
     );
   } finally {

@@ -420,7 +420,7 @@ function markdown(report: Report): string {
   const lines: string[] = [];
   lines.push('# Benchmark results', '');
   lines.push(`- Date: ${report.date}`);
-  lines.push(`- Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB; ${m.platform}; Node ${m.node}${m.python ? `; ${m.python}` : ''}`);
+  lines.push(`- Machine: ${m.cpu} (${m.cpuFeatures.join(', ') || 'no AVX2'}), ${m.cores} cores, ${m.memoryGiB} GiB; ${m.platform}; Node ${m.node}${m.python ? `; ${m.python}` : ''}`);
   lines.push(`- Load: autocannon in a separate process on the same machine, 127.0.0.1; ${fixturePhotos().length} fixture photos (cat and no-cat) rotated across requests; ` +
     `${o.warmupS} s warm-up + ${o.durationS} s measured per concurrency level; latency of 2xx responses.`);
   lines.push(`- Our service: ${Object.entries(report.ourSettings).map(([k, v]) => `\`${k}=${v}\``).join(', ')}`);
@@ -578,7 +578,7 @@ async function main(): Promise<void> {
     ourSettings,
     servers: [],
   };
-  log(`machine: ${machine.cpu}, ${machine.cores} cores, Node ${machine.node}; running: ${[...o.only].join(', ')}`);
+  log(`machine: ${machine.cpu} (${machine.cpuFeatures.join(', ') || 'no AVX2'}), ${machine.cores} cores, Node ${machine.node}; running: ${[...o.only].join(', ')}`);
 
   if (o.only.has('micro')) {
     log('micro-benchmarks (tinybench, in-process)');
@@ -661,7 +661,7 @@ async function main(): Promise<void> {
     renderChart(
       // Peers' one-level fp32 references are no line; they are in latest.md.
       report.servers.filter((s) => s.levels.length > 1 || (s.levels.length > 0 && s.role === 'main')).map((s) => ({ name: runLabel(s), levels: s.levels })),
-      `${machine.cpu}, ${machine.cores} cores · ${report.date.slice(0, 10)}`,
+      `${machine.cpu} (${machine.cpuFeatures.join(", ") || "no AVX2"}), ${machine.cores} cores · ${report.date.slice(0, 10)}`,
     ),
   );
   log(`wrote ${path.relative(repoRoot, path.join(resultsDir, 'latest.md'))}, latest.svg, latest.json`);

@@ -11,6 +11,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { before, describe, test } from 'node:test';
 import { composeCropNetwork, CROP_OUTPUTS } from '../src/models/imagenet/crop-network';
+import { requantize } from '../src/models/imagenet/requantize';
+import { WEIGHT_QMAX } from '../src/models/quantize/qdq';
 import { floatCopy } from '../src/models/imagenet/float-copy';
 import { encodeHead, parseHead } from '../src/models/imagenet/head';
 import { decodeModel } from '../src/models/onnx/read';
@@ -67,7 +69,7 @@ describe('ImageNet backbone', { skip: !zooMobileNetV2Int8 && 'mobilenetv2-12-int
 
   for (const form of ['int8', 'float'] as const) {
     test(`the ${form} crop network declares and gives p_discomfort [N,1], probs [N,1000], features [N,1280]`, async () => {
-      const model = decodeModel(composeCropNetwork(form === 'int8' ? int8 : float, head, form));
+      const model = decodeModel(composeCropNetwork(form === 'int8' ? requantize(int8, float) : float, head));
       assert.deepEqual(model.graph.inputs, [{ name: 'input', dims: ['batch_size', 3, 224, 224] }]);
       assert.deepEqual(model.graph.outputs, [
         { name: 'p_discomfort', dims: ['batch_size', 1] },
@@ -77,7 +79,7 @@ describe('ImageNet backbone', { skip: !zooMobileNetV2Int8 && 'mobilenetv2-12-int
       assert.deepEqual(CROP_OUTPUTS, ['p_discomfort', 'probs', 'features']);
       const quantized = model.graph.nodes.filter((n) => n.domain !== undefined || /QLinear|QuantizeLinear/.test(n.opType));
       if (form === 'float') assert.deepEqual(quantized, []);
-      else assert.ok(model.graph.nodes.some((n) => n.opType === 'DequantizeLinear' && n.inputs.join() === '464_quantized,464_scale,464_zero_point'));
+      else assert.ok(quantized.length > 0 && quantized.every((n) => n.domain === undefined && !n.opType.startsWith('QLinear')), 'QDQ only');
 
       const x = Float32Array.from({ length: 2 * 3 * 224 * 224 }, () => random() * 4 - 2);
       const out = await addon.runModel(encodeModel(model), [{ name: 'input', dims: [2, 3, 224, 224], data: x }]);
@@ -95,10 +97,24 @@ describe('ImageNet backbone', { skip: !zooMobileNetV2Int8 && 'mobilenetv2-12-int
     });
   }
 
-  test('the wrong form or head size is refused', () => {
-    assert.throws(() => composeCropNetwork(int8, head, 'float'), /node input_QuantizeLinear is QuantizeLinear; the float form needs the float copy/);
-    assert.throws(() => composeCropNetwork(float, head, 'int8'), /0 QLinearGlobalAveragePool nodes, expected one/);
-    assert.throws(() => composeCropNetwork(float, { weights: [1, 2], bias: 0 }, 'float'), /the head has 2 weights for 1280 features/);
+  test('the zoo\'s QLinear form or a wrong head size is refused', () => {
+    assert.throws(() => composeCropNetwork(int8, head), /node Conv_0_quant is QLinearConv; give the float copy \(floatCopy\) or its QDQ form \(requantize\)/);
+    assert.throws(() => composeCropNetwork(float, { weights: [1, 2], bias: 0 }), /the head has 2 weights for 1280 features/);
+  });
+
+  test('the requantized backbone: 7-bit weights, the zoo\'s activation ranges, the same bytes every time, close to the float copy', async () => {
+    const q = requantize(int8, float);
+    const weights = q.graph.initializers.filter((t) => t.type === 'int8' && t.name.endsWith('_quantized'));
+    assert.equal(weights.length, 53, 'every Conv and the MatMul');
+    for (const t of weights) assert.ok(t.data.every((v) => Math.abs(Number(v)) <= WEIGHT_QMAX), t.name);
+    const inputScale = Number(tensor(q, 'input_scale').data[0]);
+    assert.ok(Math.abs(inputScale - Number(tensor(int8, 'input_scale').data[0])) < 1e-6, 'the input keeps the zoo\'s scale');
+    assert.ok(encodeModel(requantize(int8, floatCopy(int8))).equals(encodeModel(q)));
+    const x = Float32Array.from({ length: 3 * 224 * 224 }, (_, i) => Math.sin(i / 97) * 1.5);
+    const run = async (m: OnnxModel) => (await addon.runModel(encodeModel(m), [{ name: 'input', dims: [1, 3, 224, 224], data: x }]))[0]!.data;
+    const [a, b] = [await run(q), await run(float)];
+    const top = (d: Float32Array) => d.indexOf(Math.max(...d));
+    assert.equal(top(a), top(b), 'the same top class');
   });
 });
 

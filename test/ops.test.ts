@@ -82,7 +82,7 @@ describe('a ready service', () => {
     assert.deepEqual(ready.body, {
       status: 'ready',
       models: { 'bc-legacy': 'ready', 'bc-v1': 'ready' },
-      versions: { 'bc-legacy': { '1.0.0': 'serving' }, 'bc-v1': { '1.2.0': 'serving' } },
+      versions: { 'bc-legacy': { '1.0.0': 'serving' }, 'bc-v1': { '1.3.0': 'serving' } },
       scans: 'ok',
     });
   });
@@ -198,7 +198,7 @@ describe('a ready service', () => {
     assert.deepEqual(JSON.parse(draining.slice(draining.indexOf('\r\n\r\n') + 4)), {
       status: 'draining',
       models: { 'bc-legacy': 'draining', 'bc-v1': 'draining' },
-      versions: { 'bc-legacy': { '1.0.0': 'serving' }, 'bc-v1': { '1.2.0': 'serving' } },
+      versions: { 'bc-legacy': { '1.0.0': 'serving' }, 'bc-v1': { '1.3.0': 'serving' } },
       scans: 'ok',
     });
     upload.write(body.subarray(1000));

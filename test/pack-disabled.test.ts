@@ -28,5 +28,5 @@ function packCopy(): string {
 }
 
 test('a disabled pack is skipped (here the only one, so no pack is left)', async () => {
-  await assert.rejects(ModelRegistry.load(noAddon, { modelsDir: packCopy(), ...options }), /No model packs found/);
+  await assert.rejects(ModelRegistry.load(noAddon, { modelsDir: packCopy(), precisionForced: false, ...options }), /No model packs found/);
 });

@@ -90,16 +90,16 @@ describe('pack versions while serving', () => {
       while (!stop) ready.push((await request(`${server.url}/readyz`, { key: null })).status);
     };
     const clients = [...Array.from({ length: 32 }, client), readiness()];
-    // Each step: [command, versions answering once it is done]. Before the first: 1.2.0 alone.
+    // Each step: [command, versions answering once it is done]. Before the first: 1.3.0 alone.
     const steps: Array<[string[], string[]]> = [
-      [['load', path.join(models, 'bc-v1@2.0.0')], ['1.2.0']],
-      [['route', 'bc-v1@2.0.0', '--shadow'], ['1.2.0']],
-      [['route', 'bc-v1@2.0.0', '--canary', '50%'], ['1.2.0', '2.0.0']],
+      [['load', path.join(models, 'bc-v1@2.0.0')], ['1.3.0']],
+      [['route', 'bc-v1@2.0.0', '--shadow'], ['1.3.0']],
+      [['route', 'bc-v1@2.0.0', '--canary', '50%'], ['1.3.0', '2.0.0']],
       [['promote', 'bc-v1@2.0.0'], ['2.0.0']],
-      [['rollback', 'bc-v1'], ['1.2.0']],
+      [['rollback', 'bc-v1'], ['1.3.0']],
     ];
     const phases: Array<{ from: number; to: number; versions: string[] }> = [];
-    let previous = { at: performance.now(), versions: ['1.2.0'] };
+    let previous = { at: performance.now(), versions: ['1.3.0'] };
     const roles: string[] = [];
     try {
       await waitFor('answers before the first step', () => answers.length >= 64);
@@ -117,7 +117,7 @@ describe('pack versions while serving', () => {
         if (args.includes('--canary')) {
           const list = await request(`${server.url}/v2/models`);
           const bc = list.body.models.find((m: any) => m.id === 'bc-v1');
-          assert.deepEqual(bc.versions.map((v: any) => [v.pack_version, v.role, v.share]), [['1.2.0', 'serving', 0], ['2.0.0', 'canary', 0.5]]);
+          assert.deepEqual(bc.versions.map((v: any) => [v.pack_version, v.role, v.share]), [['1.3.0', 'serving', 0], ['2.0.0', 'canary', 0.5]]);
           await waitFor('the canary answering', () => answers.filter((a) => a.start > ended && a.version === '2.0.0').length >= 8);
         }
       }
@@ -127,11 +127,11 @@ describe('pack versions while serving', () => {
     }
     phases.push({ from: previous.at, to: Infinity, versions: previous.versions });
     assert.deepEqual(roles, [
-      'bc-v1: 1.2.0 serving, 2.0.0 standby',
-      'bc-v1: 1.2.0 serving, 2.0.0 shadow',
-      'bc-v1: 1.2.0 serving, 2.0.0 canary 50%',
-      'bc-v1: 2.0.0 serving, 1.2.0 previous',
-      'bc-v1: 1.2.0 serving, 2.0.0 previous',
+      'bc-v1: 1.3.0 serving, 2.0.0 standby',
+      'bc-v1: 1.3.0 serving, 2.0.0 shadow',
+      'bc-v1: 1.3.0 serving, 2.0.0 canary 50%',
+      'bc-v1: 2.0.0 serving, 1.3.0 previous',
+      'bc-v1: 1.3.0 serving, 2.0.0 previous',
     ]);
     const failed = answers.filter((a) => a.status !== 200);
     assert.equal(failed.length, 0, `non-2xx answers: ${JSON.stringify(failed.slice(0, 3))}`);
@@ -146,7 +146,7 @@ describe('pack versions while serving', () => {
     assert.ok(total(samples, 'catcomfort_shadow_latency_seconds_count', { version: '2.0.0' }) > 0);
     assert.ok(total(samples, 'catcomfort_version_answers_total', { model: 'bc-v1', version: '2.0.0', role: 'canary' }) > 0);
     const readyz = (await request(`${server.url}/readyz`, { key: null })).body;
-    assert.deepEqual(readyz.versions['bc-v1'], { '1.2.0': 'serving', '2.0.0': 'previous' });
+    assert.deepEqual(readyz.versions['bc-v1'], { '1.3.0': 'serving', '2.0.0': 'previous' });
     // One audit line per action, naming the admin key's id and never the key.
     const audit = server.output().split('\n').filter((l) => l.includes('"msg":"admin action"'));
     assert.equal(audit.length, steps.length);
@@ -182,7 +182,7 @@ describe('pack versions while serving', () => {
     assert.match((await packs('list')).stdout, /^bc-v1\t1\.2\.0 serving$/m);
     const res = await postJson(`${server.url}/v2/predict`, { image: CAT });
     assert.equal(res.status, 200);
-    assert.equal(res.body.model.pack_version, '1.2.0');
+    assert.equal(res.body.model.pack_version, '1.3.0');
   });
 
   test('admin keys and API keys are separate in both directions', async () => {
@@ -233,7 +233,7 @@ describe('a fleet on one PostgreSQL', () => {
       await waitFor('B logging its convergence', () => /"pack":"bc-v1".*"msg":"pack versions converged"/.test(b.output()));
       // A rollback on A: B follows again.
       assert.equal((await onA('rollback', 'bc-v1')).code, 0);
-      await waitFor('instance B serving bc-v1 1.2.0 again', async () => servingVersion((await request(`${b.url}/v2/models`)).body.models, 'bc-v1') === '1.2.0', { timeoutMs: 60_000 });
+      await waitFor('instance B serving bc-v1 1.3.0 again', async () => servingVersion((await request(`${b.url}/v2/models`)).body.models, 'bc-v1') === '1.3.0', { timeoutMs: 60_000 });
     } finally {
       await Promise.all([a.stop(), b.stop()]);
     }

@@ -1,11 +1,12 @@
 // One model pack loaded exactly as the service loads it (providers proven by the probe, the
-// session batch for them, the pack's graph rewrites and micro-batcher), without the others.
+// session batch for them, the precision its self-check proves, the pack's graph rewrites and
+// micro-batcher), without the others.
 import path from 'node:path';
 import type { Config } from '../config';
-import { Model } from '../models/model';
-import { loadPack, PackError } from '../models/pack';
+import type { Model } from '../models/model';
+import { PackError } from '../models/pack';
 import { provenProviders } from '../models/provider-probe';
-import { ModelRegistry } from '../models/registry';
+import { loadModel, ModelRegistry } from '../models/registry';
 import { configureAddon, registryOptions } from '../models/runtime';
 
 /** The model asked for is not an enabled pack of the models folder. */
@@ -24,8 +25,5 @@ export async function loadOneModel(config: Config, id: string): Promise<Model> {
     throw new ModelChoiceError(`no model pack "${id}" in ${config.modelsDir} (packs: ${packs.enabled.join(', ') || 'none'})`);
   }
   const { addon, info } = configureAddon({ ...config, ...(await provenProviders(config)) });
-  const dir = path.join(config.modelsDir, id);
-  const pack = await loadPack(dir, registryOptions(config, info));
-  const pipeline = await addon.createPipeline(pack.spec);
-  return new Model(pack.manifest, dir, addon, pipeline, config.maxPixels, config.batching, pack.precision, pack.backbonePrecision);
+  return loadModel(addon, path.join(config.modelsDir, id), registryOptions(config, info));
 }

@@ -1,10 +1,12 @@
 // `catcomfort validate-pack DIR`: what the service checks when it loads a pack, reported check by
 // check: the manifest's schema and id, the sha256 of its model files, then one inference on the
-// warm-up cat photo (models/warmup-cat.png), which must find the cat.
+// warm-up cat photo (models/warmup-cat.png), which must find the cat, at the precision the pack's
+// int8 self-check allows on this CPU.
 import path from 'node:path';
 import { toAnalysis } from '../pipeline/analysis';
 import type { Manifest } from '../models/manifest';
-import { loadPack, readManifest, readPackFile } from '../models/pack';
+import { readManifest, readPackFile } from '../models/pack';
+import { loadProven } from '../models/precision-check';
 import { packFileDir, packFiles } from '../models/pack-files';
 import { configureAddon, readWarmUpSample, registryOptions } from '../models/runtime';
 import { loadConfig } from '../config';
@@ -15,11 +17,12 @@ const USAGE = `Usage: catcomfort validate-pack DIR
 Checks the model pack in DIR as the service would load it, printing one line per check:
   manifest     manifest.json parses and matches the schema (src/models/manifest.ts); its id is
                the folder's name
-  detector, detector-int8, calibration, classifier | backbone, backbone-float, head
+  detector, detector-int8, calibration, classifier | backbone, backbone-float, backbone-int8, head, reference-photo
                each model file the manifest names is there (in DIR, or in the base pack a
                trained pack takes its files from) and has the manifest's sha256
   inference    the pack loads (graph rewrites, ONNX Runtime sessions on CPU) and finds the cat in
-               models/warmup-cat.png as "detected"
+               models/warmup-cat.png as "detected", at the precision the int8 self-check
+               allows on this CPU (it says which, and why)
 A check that cannot run because an earlier one failed is reported as skipped.
 
 Exit codes: 0 the pack is valid, 1 a check failed, 2 bad usage.
@@ -45,8 +48,8 @@ async function testInference(dir: string): Promise<string> {
   const config = loadConfig(process.env);
   const { addon, info } = configureAddon({ ...config, providers: ['cpu'] });
   const { maxPixels } = config;
-  const pack = await loadPack(dir, registryOptions(config, info));
-  const pipeline = await addon.createPipeline(pack.spec);
+  const options = registryOptions(config, info);
+  const { pipeline, choice } = await loadProven(addon, dir, options, { precision: options.precision, forced: options.precisionForced });
   try {
     const started = performance.now();
     const [result] = await addon.analyze(pipeline, [{ data: readWarmUpSample(), encoding: 'bytes' }]);
@@ -55,7 +58,7 @@ async function testInference(dir: string): Promise<string> {
     const analysis = toAnalysis(result, maxPixels);
     const found = `detection ${analysis.detection}, confidence ${analysis.cat?.confidence ?? 0}, score ${analysis.score ?? 'none'} (${ms} ms)`;
     if (analysis.detection !== 'detected') throw new Error(`models/warmup-cat.png is a cat, but the pack reports ${found}`);
-    return `models/warmup-cat.png: ${found}`;
+    return `models/warmup-cat.png: ${found}; ${choice.precision}: ${choice.reason}`;
   } finally {
     addon.releasePipeline(pipeline);
   }

@@ -106,6 +106,19 @@ const Int8Detector = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * The int8 self-check (src/models/precision-check.ts): photos shipped with the pack that its int8
+ * form must answer as its fp32 form does (same detection state; confidence, comfort score and the
+ * verifier's class masses within `tolerance`) before int8 serves on a machine.
+ */
+const SelfCheck = Type.Object(
+  {
+    photos: Type.Array(Type.Object({ file: FileName, sha256: Sha256, what: Type.String({ minLength: 1 }) }, { additionalProperties: false }), { minItems: 1 }),
+    tolerance: Type.Number({ exclusiveMinimum: 0, maximum: 1 }),
+  },
+  { additionalProperties: false },
+);
+
 const View = Type.Union([Type.Literal('plain'), Type.Literal('flip'), Type.Literal('half'), Type.Literal('half_flip')]);
 
 const Detector = Type.Object(
@@ -197,7 +210,8 @@ const NetworkFields = { file: FileName, sha256: Sha256, outputIndex: Type.Intege
 /**
  * The ImageNet MobileNetV2 of the ONNX Model Zoo (int8, QLinear ops), obtained at install like a
  * detector file; `float` is the copy our tooling makes of it at install (weights dequantized) for
- * providers without QLinear kernels. Its 1280 pooled features feed the head, its 1000-class
+ * providers without QLinear kernels, and `int8` the one the CPU serves: the float copy quantized by
+ * our quantizer with 7-bit weights and the zoo file's activation ranges (imagenet/requantize.ts). Its 1280 pooled features feed the head, its 1000-class
  * probabilities the verifier (src/models/imagenet/).
  */
 const ImagenetBackbone = Type.Object(
@@ -208,6 +222,7 @@ const ImagenetBackbone = Type.Object(
     url: Type.Optional(Type.String({ pattern: '^https://' })),
     mirrorPath: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9._/-]+$' })),
     float: Type.Object({ file: FileName, sha256: Sha256 }, { additionalProperties: false }),
+    int8: Type.Object({ file: FileName, sha256: Sha256 }, { additionalProperties: false }),
     license: Type.String(),
   },
   { additionalProperties: false },
@@ -292,6 +307,7 @@ export const ManifestSchema = Type.Object(
     detector: Detector,
     classifier: Classifier,
     verifier: Type.Optional(Verifier),
+    selfCheck: Type.Optional(SelfCheck),
     /** Per-model overrides of the CATCOMFORT_BATCH_* / CATCOMFORT_QUEUE_MAX defaults. */
     batching: Type.Optional(
       Type.Object(

@@ -23,6 +23,8 @@ export class Model {
     readonly precision: Precision,
     /** The ImageNet backbone's precision; null when the classifier has none. */
     readonly backbonePrecision: Precision | null,
+    /** Why this precision serves (precision-check.ts). */
+    readonly precisionReason: string,
   ) {
     const model = manifest.id;
     const onBatch = (queuedMs: number[]) => {

@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { ImagenetBackboneManifest, Manifest, NpmSourceManifest } from './manifest';
 
-export type PackFileRole = 'detector' | 'detector-int8' | 'calibration' | 'classifier' | 'backbone' | 'backbone-float' | 'head';
+export type PackFileRole = 'detector' | 'detector-int8' | 'calibration' | 'classifier' | 'backbone' | 'backbone-float' | 'backbone-int8' | 'head' | 'reference-photo';
 
 export interface PackFile {
   role: PackFileRole;
@@ -27,10 +27,12 @@ export function packFiles(m: Manifest): PackFile[] {
   if ('backbone' in c) {
     out.push({ role: 'backbone', ...pick(c.backbone) });
     out.push({ role: 'backbone-float', ...c.backbone.float });
+    out.push({ role: 'backbone-int8', ...c.backbone.int8 });
     out.push({ role: 'head', ...c.head });
   } else {
     out.push({ role: 'classifier', file: c.file, sha256: c.sha256 });
   }
+  for (const photo of m.selfCheck?.photos ?? []) out.push({ role: 'reference-photo', file: photo.file, sha256: photo.sha256 });
   return out;
 }
 
@@ -39,9 +41,9 @@ function pick(f: { file: string; sha256: string; url?: string; mirrorPath?: stri
   return { file, sha256, ...(url && { url }), ...(mirrorPath && { mirrorPath }), ...(source && { source }) };
 }
 
-/** The ImageNet backbone file a precision runs: the zoo's int8 file, or (fp32) its float copy. */
+/** The ImageNet backbone file a precision runs: our 7-bit int8 requantization, or (fp32) the float copy. */
 export function backboneFile(backbone: ImagenetBackboneManifest, precision: 'int8' | 'fp32'): { file: string; sha256: string } {
-  return precision === 'int8' ? backbone : backbone.float;
+  return precision === 'int8' ? backbone.int8 : backbone.float;
 }
 
 /** The folder a pack's file is read from: the pack's own, else (filesFrom) its base pack's. */

@@ -124,7 +124,6 @@ export async function readPackFile(dir: string, manifest: Manifest, file: { file
  * precision wanted with the head on it. The bench's peers run the same file.
  */
 export async function cropNetwork(dir: string, manifest: Manifest, c: HeadClassifierManifest, precision: Precision): Promise<Buffer> {
-  const form = precision === 'int8' ? 'int8' : 'float';
   const backbone = await readPackFile(dir, manifest, backboneFile(c.backbone, precision), 'classifier backbone');
   const headFile = await readPackFile(dir, manifest, c.head, 'classifier head');
   let head: HeadWeights;
@@ -133,7 +132,7 @@ export async function cropNetwork(dir: string, manifest: Manifest, c: HeadClassi
   } catch (error) {
     throw new PackError((error as Error).message);
   }
-  return composeCropNetwork(decodeModel(backbone), head, form);
+  return composeCropNetwork(decodeModel(backbone), head);
 }
 
 function verifierSpec(v: VerifierManifest): VerifierSpec {

@@ -7,7 +7,8 @@ import path from 'node:path';
 import type { BatchingConfig } from '../config';
 import type { NativeAddon } from '../native/addon';
 import { Model } from './model';
-import { loadPack, PackError, readManifest, type Precision } from './pack';
+import { PackError, readManifest, type Precision } from './pack';
+import { loadProven } from './precision-check';
 import { PackVersions, VersionError, type Pick } from './versions';
 
 export interface RegistryOptions {
@@ -15,17 +16,18 @@ export interface RegistryOptions {
   maxPixels: number;
   batching: BatchingConfig;
   sessionBatch: number | null;
-  /** The detector precision wanted (PackLimits.precision). */
+  /** The precision wanted (PackLimits.precision), proven by the int8 self-check (precision-check.ts). */
   precision: Precision;
+  /** true when CATCOMFORT_PRECISION set the precision: int8 then serves even if its self-check fails. */
+  precisionForced: boolean;
   /** PackLimits.jpegShrinkOnLoad (default true). */
   jpegShrinkOnLoad?: boolean;
 }
 
-/** Loads the pack in `dir` into a Model (not warmed up). */
+/** Loads the pack in `dir` into a Model (not warmed up), at the precision it proved here. */
 export async function loadModel(addon: NativeAddon, dir: string, options: RegistryOptions): Promise<Model> {
-  const pack = await loadPack(dir, options);
-  const pipeline = await addon.createPipeline(pack.spec);
-  return new Model(pack.manifest, dir, addon, pipeline, options.maxPixels, options.batching, pack.precision, pack.backbonePrecision);
+  const { pack, pipeline, choice } = await loadProven(addon, dir, options, { precision: options.precision, forced: options.precisionForced });
+  return new Model(pack.manifest, dir, addon, pipeline, options.maxPixels, options.batching, pack.precision, pack.backbonePrecision, choice.reason);
 }
 
 export class ModelRegistry {

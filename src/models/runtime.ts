@@ -37,8 +37,9 @@ export function sessionBatchFor(config: Pick<Config, 'sessionBatch'>, info: Nati
 }
 
 /**
- * The detector precision: CATCOMFORT_PRECISION, else int8 on CPU (measured 2.4x faster per Run
- * here, quality held: README "Model packs") and fp32 on GPU providers (no int8 kernels there).
+ * The precision wanted: CATCOMFORT_PRECISION, else int8 on CPU (measured 2.4x faster per Run
+ * here, quality held: README "Model packs"; each pack proves it first, precision-check.ts) and
+ * fp32 on GPU providers (no int8 kernels there).
  */
 export function precisionFor(config: Pick<Config, 'precision'>, info: NativeInfo): Precision {
   if (config.precision !== null) return config.precision;
@@ -52,6 +53,7 @@ export function registryOptions(config: RuntimeConfig, info: NativeInfo): Regist
     batching: config.batching,
     sessionBatch: sessionBatchFor(config, info),
     precision: precisionFor(config, info),
+    precisionForced: config.precision !== null,
   };
 }
 

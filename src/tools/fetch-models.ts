@@ -5,12 +5,14 @@
 // the folder named by CATCOMFORT_MODEL_MIRROR when set, else from the manifest's published URL.
 // Then a detector with an `int8` section gets its int8 file, made from the float file and the
 // pack's calibration table (src/models/quantize/table.ts), both sha256-checked; an ImageNet
-// backbone its float copy (src/models/imagenet/float-copy.ts), made from its int8 file.
+// backbone its float copy (src/models/imagenet/float-copy.ts), made from its int8 file, then the
+// int8 file the CPU serves (src/models/imagenet/requantize.ts), made from both.
 import { existsSync } from 'node:fs';
 import { readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { modelMirrorFrom, modelsDirFrom } from '../config';
 import { floatCopy } from '../models/imagenet/float-copy';
+import { requantize } from '../models/imagenet/requantize';
 import type { ImagenetBackboneManifest, Int8DetectorManifest, Manifest } from '../models/manifest';
 import { buildFromNpmSource } from '../models/npm-source';
 import { decodeModel } from '../models/onnx/read';
@@ -50,10 +52,17 @@ async function dequantized(want: Wanted, backbone: ImagenetBackboneManifest): Pr
   return encodeModel(floatCopy(decodeModel(await madeFrom(want, backbone))));
 }
 
+/** The served int8 backbone, from the zoo's int8 file and the float copy (both already in place). */
+async function requantized(want: Wanted, backbone: ImagenetBackboneManifest): Promise<Buffer> {
+  const [int8, float] = [await madeFrom(want, backbone), await madeFrom(want, backbone.float)];
+  return encodeModel(requantize(decodeModel(int8), decodeModel(float)));
+}
+
 /** Whether the install step makes the file from another file of the pack, and with what. */
 function maker(want: Wanted): string | null {
   if (want.role === 'detector-int8') return 'quantizer';
   if (want.role === 'backbone-float') return 'dequantizer';
+  if (want.role === 'backbone-int8') return 'requantizer';
   return want.source?.convert ? `${want.source.convert} converter` : null;
 }
 
@@ -61,6 +70,7 @@ async function obtain(want: Wanted, mirror: string | undefined): Promise<Buffer>
   const { detector, classifier } = want.manifest;
   if (want.role === 'detector-int8') return quantized(want, detector.int8!);
   if (want.role === 'backbone-float' && 'backbone' in classifier) return dequantized(want, classifier.backbone);
+  if (want.role === 'backbone-int8' && 'backbone' in classifier) return requantized(want, classifier.backbone);
   if (want.source) return buildFromNpmSource(want.source, repoRoot);
   if (mirror !== undefined) {
     if (!want.mirrorPath) throw new Error(`${want.file}: the manifest gives no mirrorPath`);

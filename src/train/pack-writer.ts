@@ -1,11 +1,11 @@
 // Writes a model pack made by train-head, checked by the service's own manifest validation and
 // written beside the target, then renamed into place.
-// - ImageNet backbone: manifest.json (filesFrom the base pack; its detector, verifier and backbone
+// - ImageNet backbone: manifest.json (filesFrom the base pack; its detector, verifier, self-check and backbone
 //   sections with their sha256; a classifier section naming head.json, reference false and the
 //   training record), head.json (1280 weights and a bias) and MODEL_CARD.md: a few kilobytes.
 // - Detector stage: manifest.json (the base pack's detector section and cutoffs, no verifier: it
 //   reads the ImageNet backbone, which this classifier does not run), the classifier ONNX (backbone
-//   + head), copies of the base pack's detector files, MODEL_CARD.md.
+//   + head), copies of the base pack's detector files and self-check photos, MODEL_CARD.md.
 import { mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { encodeHead } from '../models/imagenet/head';
@@ -83,6 +83,7 @@ export function trainedManifest(input: Omit<PackInput, 'outDir' | 'card' | 'forc
     manifest.filesFrom = base.id;
     if (base.verifier) manifest.verifier = structuredClone(base.verifier);
   }
+  if (base.selfCheck) manifest.selfCheck = structuredClone(base.selfCheck);
   if (base.batching) manifest.batching = structuredClone(base.batching);
   return validateManifest(manifest, `the pack written for ${input.id}`);
 }
@@ -92,11 +93,11 @@ async function isEmptyOrMissing(dir: string): Promise<boolean> {
   return entries === null || entries.length === 0;
 }
 
-/** The base pack's detector files, copied into a detector-stage pack. */
+/** The base pack's detector files and int8 self-check photos, copied into a detector-stage pack. */
 async function detectorCopies(input: PackInput): Promise<Array<{ file: string; data: Buffer }>> {
   if (input.backbone.kind === 'imagenet') return [];
   const { int8 } = input.base.detector;
-  const files = [input.base.detector, ...(int8 ? [int8, int8.calibration] : [])];
+  const files = [input.base.detector, ...(int8 ? [int8, int8.calibration] : []), ...(input.base.selfCheck?.photos ?? [])];
   return Promise.all(files.map(async (f) => ({ file: f.file, data: await readModelFile(input.baseDir, f.file, f.sha256) })));
 }
 

@@ -59,7 +59,7 @@ function predictExamples(version: string) {
       summary: 'A cat was found and classified (the example photo with bc-v1)',
       value: {
       request_id: EXAMPLE_REQUEST_ID,
-        model: { id: 'bc-v1', version, pack_version: '1.2.0' },
+        model: { id: 'bc-v1', version, pack_version: '1.3.0' },
         detection: 'detected',
         prediction: { label: 'discomfort', score: 0.319968, threshold: 0.3 },
         cat: { bounding_box: { x_min: 1, y_min: 0, x_max: 158, y_max: 106 }, detection_confidence: 0.943509 },
@@ -70,7 +70,7 @@ function predictExamples(version: string) {
       summary: 'No cat in the photo',
       value: {
       request_id: EXAMPLE_REQUEST_ID,
-        model: { id: 'bc-v1', version, pack_version: '1.2.0' },
+        model: { id: 'bc-v1', version, pack_version: '1.3.0' },
         detection: 'not_detected',
       prediction: null,
       cat: null,
@@ -134,36 +134,38 @@ const statsExample = {
       queued: 0,
       inFlight: 0,
       precision: 'int8',
+      precisionReason: 'self-check passed: 4 photos, same states, largest difference 0.012 (tolerance 0.05)',
+      cpuFeatures: ['AVX2', 'AVX-512', 'AVX-512 VNNI'],
       sessionBatches: { detector: [{ batch: 1, runs: 28, padRows: 0 }], classifier: [{ batch: 1, runs: 14, padRows: 0 }] },
       hostMemory: { detector: 'cpu', classifier: 'cpu' },
       versions: [
-        { pack_version: '1.2.0', role: 'serving', share: 0, submitted: 4, completed: 4, queued: 0, inFlight: 0 },
+        { pack_version: '1.3.0', role: 'serving', share: 0, submitted: 4, completed: 4, queued: 0, inFlight: 0 },
         { pack_version: '2.0.0', role: 'canary', share: 0.1, submitted: 0, completed: 0, queued: 0, inFlight: 0 },
       ],
     },
   },
 };
 
-/** sha256 of the ONNX Model Zoo's mobilenetv2-12-int8.onnx (bc-v1's backbone). */
-const ZOO_SHA256 = 'cc028fe6cae7bc11a4ff53cfc9b79c920e8be65ce33a904ec3e2a8f66d77f95f';
+/** sha256 of bc-v1's int8 backbone (the ONNX Model Zoo's MobileNetV2 requantized with 7-bit weights). */
+const INT8_BACKBONE_SHA256 = '8c9b4bd0352e0319116f636cb0cc95b1602a3f82d5853160a7f7ac2eec045f5b';
 
 function modelsExample(version: string) {
   return {
     request_id: EXAMPLE_REQUEST_ID,
     models: [
-      { id: 'bc-legacy', name: 'BC-Legacy', version, pack_version: '1.0.0', default_threshold: 0.5, deprecated: true, detector: { precision: 'fp32', available_precisions: ['fp32'] }, classifier: { trained: false, backbone: null, training: null }, verifier: null, versions: [{ pack_version: '1.0.0', role: 'serving', share: 0, since: '2026-11-25T21:40:00.000Z' }] },
+      { id: 'bc-legacy', name: 'BC-Legacy', version, pack_version: '1.0.0', default_threshold: 0.5, deprecated: true, detector: { precision: 'fp32', available_precisions: ['fp32'], precision_reason: 'the pack has no int8 form' }, classifier: { trained: false, backbone: null, training: null }, verifier: null, versions: [{ pack_version: '1.0.0', role: 'serving', share: 0, since: '2026-11-25T21:40:00.000Z' }] },
       {
         id: 'bc-v1',
         name: 'BC-V1',
         version,
-        pack_version: '1.2.0',
+        pack_version: '1.3.0',
         default_threshold: 0.3,
         deprecated: false,
-        detector: { precision: 'int8', available_precisions: ['fp32', 'int8'] },
-        classifier: { trained: false, backbone: { name: 'imagenet-mobilenetv2', file: 'mobilenetv2-12-int8.onnx', sha256: ZOO_SHA256, precision: 'int8' }, training: null },
+        detector: { precision: 'int8', available_precisions: ['fp32', 'int8'], precision_reason: 'self-check passed: 4 photos, same states, largest difference 0.012 (tolerance 0.05)' },
+        classifier: { trained: false, backbone: { name: 'imagenet-mobilenetv2', file: 'mobilenetv2-12.int8-7bit.onnx', sha256: INT8_BACKBONE_SHA256, precision: 'int8' }, training: null },
         verifier: {
-          file: 'mobilenetv2-12-int8.onnx',
-          sha256: ZOO_SHA256,
+          file: 'mobilenetv2-12.int8-7bit.onnx',
+          sha256: INT8_BACKBONE_SHA256,
           max_candidates: 3,
           rule: {
             lookalike_classes: { 'wild cats (cougar, lynx, leopard, snow leopard, jaguar, lion, tiger, cheetah)': [[286, 293]], 'wolves, wild dogs, hyena, foxes': [[269, 280]], 'teddy bear': [850] },
@@ -173,7 +175,7 @@ function modelsExample(version: string) {
           },
         },
         versions: [
-          { pack_version: '1.2.0', role: 'serving', share: 0, since: '2026-11-25T21:40:00.000Z' },
+          { pack_version: '1.3.0', role: 'serving', share: 0, since: '2026-11-25T21:40:00.000Z' },
           { pack_version: '2.0.0', role: 'canary', share: 0.1, since: '2026-11-25T21:52:10.114Z' },
         ],
       },

@@ -15,6 +15,7 @@ import { classifierSummary, verifierSummary } from './model-summary';
 import { buildV2OpenApi, v2Operations } from './openapi';
 import { predict } from './predict';
 import type { Model } from '../models/model';
+import { cpuFeatures } from '../native/cpu-features';
 
 type Work = (requestId: string) => Promise<{ status: number; body: unknown }>;
 
@@ -73,7 +74,7 @@ function modelSummary(service: Service, m: Model) {
     pack_version: m.manifest.version,
     default_threshold: m.manifest.defaultThreshold,
     deprecated: m.manifest.deprecated ?? false,
-    detector: { precision: m.precision, available_precisions: m.manifest.detector.int8 ? ['fp32', 'int8'] : ['fp32'] },
+    detector: { precision: m.precision, available_precisions: m.manifest.detector.int8 ? ['fp32', 'int8'] : ['fp32'], precision_reason: m.precisionReason },
     classifier: classifierSummary(m.manifest.classifier, m.backbonePrecision),
     verifier: verifierSummary(m.manifest, m.backbonePrecision),
   };
@@ -119,7 +120,7 @@ export function registerV2(router: Router, service: Service): void {
                 const { submitted, completed, queued, inFlight } = v.model.batcher.stats();
                 return { pack_version: v.model.version, role: v.role, share: v.share, submitted, completed, queued, inFlight };
               });
-              return [pack.id, { ...m.batcher.stats(), precision: m.precision, sessionBatches: m.sessionBatches(), hostMemory: m.hostMemory(), versions }];
+              return [pack.id, { ...m.batcher.stats(), precision: m.precision, precisionReason: m.precisionReason, cpuFeatures: cpuFeatures(), sessionBatches: m.sessionBatches(), hostMemory: m.hostMemory(), versions }];
             }),
           ),
         },

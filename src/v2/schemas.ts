@@ -154,8 +154,11 @@ const Precision = Type.Union([Type.Literal('int8'), Type.Literal('fp32')]);
 
 export const DetectorSummary = Type.Object(
   {
-    precision: Type.Union([Type.Literal('int8'), Type.Literal('fp32')], { description: 'Precision of the detector serving now (CATCOMFORT_PRECISION; default int8 on CPU where the pack has it)' }),
+    precision: Type.Union([Type.Literal('int8'), Type.Literal('fp32')], {
+      description: 'Precision of the detector serving now (CATCOMFORT_PRECISION; default int8 on CPU where the pack has it and its int8 self-check passes on this CPU)',
+    }),
     available_precisions: Type.Array(Precision, { description: 'Precisions the pack ships' }),
+    precision_reason: Type.String({ description: 'Why this precision serves: the int8 self-check\'s verdict on this CPU, CATCOMFORT_PRECISION, or the provider' }),
   },
   { $id: 'DetectorSummary' },
 );
@@ -217,6 +220,8 @@ const ModelStats = Type.Object(
     queued: Type.Integer({ description: 'Waiting now' }),
     inFlight: Type.Integer({ description: 'Running now' }),
     precision: Precision,
+    precisionReason: Type.String({ description: 'Why this precision serves (as GET /v2/models detector.precision_reason)' }),
+    cpuFeatures: Type.Array(Type.String(), { description: 'The CPU\'s vector features that decide how int8 runs (AVX2, AVX-512, AVX-512 VNNI, AVX-VNNI, AMX-INT8)' }),
     sessionBatches: Type.Object({ detector: Type.Array(SessionBatch), classifier: Type.Array(SessionBatch) }),
     hostMemory: Type.Object(
       { detector: HostMemory, classifier: HostMemory },

@@ -1,20 +1,15 @@
-// One ONNX network for a crop: the ImageNet MobileNetV2 backbone (the ONNX Model Zoo's
-// mobilenetv2-12-int8, or its float copy from float-copy.ts) with the comfort head on its pooled
-// features. Input `input` float32 [N,3,224,224] (RGB 0..1, then ImageNet mean/std); outputs, in
+// One ONNX network for a crop: the ImageNet MobileNetV2 backbone (the float copy from float-copy.ts,
+// or its 7-bit int8 QDQ form from requantize.ts) with the comfort head on its pooled features.
+// Input `input` float32 [N,3,224,224] (RGB 0..1, then ImageNet mean/std); outputs, in
 // CROP_OUTPUTS order:
 //   p_discomfort float32 [N,1]    Sigmoid(features . weights + bias)
 //   probs        float32 [N,1000] Softmax over axis 1 of the backbone's logits `output`
 //   features     float32 [N,1280] the pooled features, flattened
-// The pooled features are found by structure: the output of the backbone's one global average
-// pool. int8 form: QLinearGlobalAveragePool `464_quantized`, read through a DequantizeLinear with
-// that node's output scale and zero point (`464_scale`, `464_zero_point`; SOURCE.md of the zoo
-// file); it keeps the com.microsoft ops, which ONNX Runtime's CPU provider runs. float form:
-// GlobalAveragePool `464`, and no QLinear, QuantizeLinear or DequantizeLinear op.
+// The pooled features are found by structure: the float output of the backbone's one
+// GlobalAveragePool (`464`); QLinear ops (the zoo's own int8 form) are refused.
 import { encodeModel, type OnnxModel, type OnnxNode, type OnnxTensor } from '../onnx/write';
 
 export const CROP_OUTPUTS = ['p_discomfort', 'probs', 'features'] as const;
-
-export type BackboneForm = 'int8' | 'float';
 
 export interface CropHead {
   /** One weight per pooled feature. */
@@ -22,15 +17,12 @@ export interface CropHead {
   bias: number;
 }
 
-const POOL: Record<BackboneForm, string> = { int8: 'QLinearGlobalAveragePool', float: 'GlobalAveragePool' };
-/** Which input of the convolution before the pool is its weight, whose dim 0 is the feature count. */
-const CONV_WEIGHT: Record<string, number> = { QLinearConv: 3, Conv: 1 };
-const QUANTIZED_OP = /^QLinear|^(De)?QuantizeLinear$/;
+const POOL = 'GlobalAveragePool';
 
-export function composeCropNetwork(backbone: OnnxModel, head: CropHead, form: BackboneForm): Buffer {
+export function composeCropNetwork(backbone: OnnxModel, head: CropHead): Buffer {
   const g = backbone.graph;
   const fail = (why: string): never => {
-    throw new Error(`composeCropNetwork (${form} backbone ${g.name}): ${why}`);
+    throw new Error(`composeCropNetwork (backbone ${g.name}): ${why}`);
   };
   const input = g.inputs.length === 1 ? g.inputs[0]! : fail(`${g.inputs.length} graph inputs, expected one`);
   const [n, ...chw] = input.dims ?? [];
@@ -40,17 +32,19 @@ export function composeCropNetwork(backbone: OnnxModel, head: CropHead, form: Ba
       : fail(`input ${input.name} [${input.dims?.join(', ')}] is not input [N, 3, 224, 224] with a symbolic N`);
   const logits = g.outputs.find((v) => v.name === 'output')?.dims?.[1];
   const classes = typeof logits === 'number' ? logits : fail('no output `output` of shape [N, classes]');
-  if (form === 'float') {
-    const q = g.nodes.find((x) => x.domain || QUANTIZED_OP.test(x.opType));
-    if (q) fail(`node ${q.name} is ${q.domain ? `${q.domain}.` : ''}${q.opType}; the float form needs the float copy (floatCopy)`);
-  }
+  const q = g.nodes.find((x) => x.domain || x.opType.startsWith('QLinear'));
+  if (q) fail(`node ${q.name} is ${q.domain ? `${q.domain}.` : ''}${q.opType}; give the float copy (floatCopy) or its QDQ form (requantize)`);
 
-  const pools = g.nodes.filter((x) => x.opType === POOL[form]);
-  const pool = pools.length === 1 ? pools[0]! : fail(`${pools.length} ${POOL[form]} nodes, expected one`);
+  const pools = g.nodes.filter((x) => x.opType === POOL);
+  const pool = pools.length === 1 ? pools[0]! : fail(`${pools.length} ${POOL} nodes, expected one`);
   const producer = (tensor: string): OnnxNode | undefined => g.nodes.find((x) => x.outputs.includes(tensor));
   let conv = producer(pool.inputs[0]!);
-  while (conv?.opType === 'Clip') conv = producer(conv.inputs[0]!);
-  const weight = conv && g.initializers.find((t) => t.name === conv.inputs[CONV_WEIGHT[conv.opType] ?? -1]);
+  while (conv?.opType === 'Clip' || conv?.opType === 'DequantizeLinear' || conv?.opType === 'QuantizeLinear') conv = producer(conv.inputs[0]!);
+  const weightOf = (name: string | undefined) => {
+    const dq = name === undefined ? undefined : producer(name);
+    return g.initializers.find((t) => t.name === (dq?.opType === 'DequantizeLinear' ? dq.inputs[0] : name));
+  };
+  const weight = conv?.opType === 'Conv' ? weightOf(conv.inputs[1]) : undefined;
   const features = weight?.dims[0] ?? fail(`the input of ${pool.name} is not made by a convolution (and Clips) with a weight initializer`);
   if (head.weights.length !== features) fail(`the head has ${head.weights.length} weights for ${features} features`);
 
@@ -63,10 +57,8 @@ export function composeCropNetwork(backbone: OnnxModel, head: CropHead, form: Ba
     outputs: [tensor(output)],
     attributes,
   });
-  const pooled = pool.outputs[0]!;
   const nodes = [
-    ...(form === 'int8' ? [node('DequantizeLinear', [pooled, pool.inputs[3]!, pool.inputs[4]!], 'pooled')] : []),
-    node('Flatten', [form === 'int8' ? 'pooled' : pooled], 'features', [{ name: 'axis', type: 'int', value: 1 }]),
+    node('Flatten', [pool.outputs[0]!], 'features', [{ name: 'axis', type: 'int', value: 1 }]),
     node('Gemm', ['features', tensor('head_weights'), tensor('head_bias')], 'head_logit'),
     node('Sigmoid', ['head_logit'], 'p_discomfort'),
     node('Softmax', ['output'], 'probs', [{ name: 'axis', type: 'int', value: 1 }]),

@@ -1,5 +1,5 @@
 // Static QDQ quantization of a float ONNX model (the ONNX Runtime "QDQ" format): Conv weights
-// become per-channel symmetric int8 initializers behind DequantizeLinear (axis 0; a MatMul's 2-D
+// become per-channel symmetric 7-bit initializers (int8 tensors, |w| <= WEIGHT_QMAX) behind DequantizeLinear (axis 0; a MatMul's 2-D
 // weights per column, axis 1), Conv biases int32 at the input scale times the weight scale, and the
 // activations these nodes read and write get a
 // QuantizeLinear/DequantizeLinear pair with a uint8 scale and zero point from calibrated ranges.
@@ -21,7 +21,12 @@ export interface QuantizeOptions {
   floatConvs: ReadonlySet<string>;
 }
 
-const WEIGHT_QMAX = 127;
+/**
+ * Largest |weight| written: 7-bit weights (ONNX Runtime's "reduce range"). x86 CPUs without VNNI run
+ * u8 x s8 products through an instruction that adds pairs into saturating 16-bit lanes; with
+ * |w| <= 64, 255 x 64 x 2 = 32640 fits, so no CPU's kernel path can saturate and change an answer.
+ */
+export const WEIGHT_QMAX = 64;
 
 /**
  * The channel axis of the weights of a node whose weights are quantized: 0 for a Conv ([O, ...]),
@@ -64,7 +69,7 @@ export function activationParams([min, max]: [number, number], type: ActivationT
   return { scale, zeroPoint: type === 'uint8' ? zeroPoint : zeroPoint - 128 };
 }
 
-/** Per-channel symmetric int8 weights of a tensor of `dims`, channels on `axis`: values and scales. */
+/** Per-channel symmetric 7-bit weights (int8 tensors, |q| <= WEIGHT_QMAX) of a tensor of `dims`, channels on `axis`: values and scales. */
 export function quantizeWeights(w: Float32Array, dims: readonly number[], axis: number): { q: Int8Array; scales: Float32Array } {
   const channels = dims[axis]!;
   const inner = dims.slice(axis + 1).reduce((a, b) => a * b, 1);

@@ -1,0 +1,136 @@
+// Which precision a pack serves on this machine, proven before it serves. When int8 is wanted (the
+// CPU default) and the pack has an int8 form, its int8 and fp32 pipelines analyse the photos of
+// its manifest's `selfCheck` side by side: int8 serves only when every photo gets the same
+// detection state and its confidence, comfort score and verifier class masses move by at most the
+// manifest's tolerance. Otherwise fp32 serves, with one warning naming what moved and the CPU's
+// vector features. CATCOMFORT_PRECISION=int8 keeps int8 whatever the check says (with a warning
+// when it failed or could not run).
+import { log } from '../log';
+import { cpuFeatures } from '../native/cpu-features';
+import { describeFailure, type ItemResult, type NativeAddon, type NativePipeline } from '../native/addon';
+import type { Manifest } from './manifest';
+import { loadPack, PackError, readManifest, readPackFile, type LoadedPack, type PackLimits, type Precision } from './pack';
+
+export interface PrecisionWanted {
+  /** The precision asked for: CATCOMFORT_PRECISION, else int8 on CPU and fp32 on GPU providers. */
+  precision: Precision;
+  /** true when CATCOMFORT_PRECISION set it. */
+  forced: boolean;
+}
+
+/** What serves and why (GET /v2/models, /v2/stats, the `model loaded` line). */
+export interface PrecisionChoice {
+  precision: Precision;
+  reason: string;
+}
+
+export interface PhotoAnswer {
+  what: string;
+  result: ItemResult;
+}
+
+function figures(r: ItemResult): Record<string, number | null> {
+  if (!r.ok) return {};
+  const v = r.verification;
+  return {
+    confidence: r.cat?.confidence ?? 0,
+    'comfort score': r.score,
+    'look-alike mass': v?.lookalikeMass ?? null,
+    'cat mass': v?.catMass ?? null,
+    'dog mass': v?.dogMass ?? null,
+  };
+}
+
+/** The differences between the int8 and fp32 answers beyond `tolerance`, and the largest difference seen. */
+export function compareAnswers(int8: PhotoAnswer[], fp32: PhotoAnswer[], tolerance: number): { problems: string[]; largest: number } {
+  const problems: string[] = [];
+  let largest = 0;
+  int8.forEach(({ what, result: a }, i) => {
+    const b = fp32[i]!.result;
+    if (!a.ok || !b.ok) {
+      problems.push(`${what}: ${a.ok ? 'ok' : describeFailure(a)} at int8, ${b.ok ? 'ok' : describeFailure(b)} at fp32`);
+      return;
+    }
+    if (a.detection !== b.detection) problems.push(`${what}: ${a.detection} at int8, ${b.detection} at fp32`);
+    const [fa, fb] = [figures(a), figures(b)];
+    for (const name of Object.keys(fb)) {
+      const [x, y] = [fa[name] ?? null, fb[name] ?? null];
+      if (x === null || y === null) continue;
+      const d = Math.abs(x - y);
+      largest = Math.max(largest, d);
+      if (d > tolerance) problems.push(`${what}: ${name} ${x.toFixed(3)} at int8, ${y.toFixed(3)} at fp32 (differs by ${d.toFixed(3)} > ${tolerance})`);
+    }
+  });
+  return { problems, largest };
+}
+
+async function answers(addon: NativeAddon, pipeline: NativePipeline, photos: Array<{ what: string; data: Buffer }>): Promise<PhotoAnswer[]> {
+  const results = await addon.analyze(pipeline, photos.map((p) => ({ data: p.data, encoding: 'bytes' as const })));
+  return results.map((result, i) => ({ what: photos[i]!.what, result }));
+}
+
+function hasInt8(m: Manifest): boolean {
+  return m.detector.int8 !== undefined || 'backbone' in m.classifier;
+}
+
+/** The pack's self-check photos, sha256-checked. */
+async function selfCheckPhotos(dir: string, m: Manifest): Promise<Array<{ what: string; data: Buffer }>> {
+  const photos = m.selfCheck?.photos ?? [];
+  return Promise.all(photos.map(async (p) => ({ what: `${p.file} (${p.what})`, data: await readPackFile(dir, m, p, 'self-check photo') })));
+}
+
+/**
+ * Loads the pack in `dir` at the precision it may serve here, with its pipeline: fp32 when asked,
+ * or when the pack has no int8 form or its int8 form fails the self-check (unless forced).
+ */
+export async function loadProven(
+  addon: NativeAddon,
+  dir: string,
+  limits: PackLimits,
+  wanted: PrecisionWanted,
+): Promise<{ pack: LoadedPack; pipeline: NativePipeline; choice: PrecisionChoice }> {
+  const open = async (precision: Precision) => {
+    const pack = await loadPack(dir, { ...limits, precision });
+    return { pack, pipeline: await addon.createPipeline(pack.spec) };
+  };
+  const fp32 = async (reason: string) => ({ ...(await open('fp32')), choice: { precision: 'fp32' as const, reason } });
+  if (wanted.precision === 'fp32') return fp32(wanted.forced ? 'CATCOMFORT_PRECISION=fp32' : 'fp32 on a GPU provider');
+
+  const manifest = await readManifest(dir);
+  if (!hasInt8(manifest)) return fp32('the pack has no int8 form');
+  const int8 = await open('int8');
+  const id = `${manifest.id}@${manifest.version}`;
+  const keep = (reason: string) => ({ ...int8, choice: { precision: 'int8' as const, reason } });
+  const refuse = async (reason: string) => {
+    log.warn(wanted.forced ? 'int8 self-check did not pass, but CATCOMFORT_PRECISION=int8 forces int8: answers may differ from fp32' : 'int8 refused: serving fp32', {
+      model: id,
+      reason,
+      cpu_features: cpuFeatures(),
+    });
+    if (wanted.forced) return keep(`forced by CATCOMFORT_PRECISION=int8; self-check: ${reason}`);
+    addon.releasePipeline(int8.pipeline);
+    return fp32(`int8 refused: ${reason}`);
+  };
+  if (!manifest.selfCheck) return refuse('the pack ships no self-check photos (manifest selfCheck)');
+
+  let reference: PhotoAnswer[];
+  let candidate: PhotoAnswer[];
+  try {
+    const photos = await selfCheckPhotos(dir, manifest);
+    candidate = await answers(addon, int8.pipeline, photos);
+    const float = await open('fp32');
+    try {
+      reference = await answers(addon, float.pipeline, photos);
+    } finally {
+      addon.releasePipeline(float.pipeline);
+    }
+  } catch (error) {
+    addon.releasePipeline(int8.pipeline);
+    throw error instanceof PackError ? error : new PackError(`int8 self-check of ${id} could not run: ${(error as Error).message}`);
+  }
+  const { problems, largest } = compareAnswers(candidate, reference, manifest.selfCheck.tolerance);
+  if (problems.length > 0) return refuse(`self-check failed on this CPU: ${problems.join('; ')}`);
+  const reason = `self-check passed: ${candidate.length} photos, same states, largest difference ${largest.toFixed(3)} (tolerance ${manifest.selfCheck.tolerance})`;
+  log.info('int8 self-check passed', { model: id, photos: candidate.length, largest_difference: Number(largest.toFixed(4)), cpu_features: cpuFeatures() });
+  return keep(reason);
+}
