@@ -179,6 +179,7 @@ async function startInterfaces(
       model: model.id,
       pack_version: model.manifest.version,
       detector_precision: model.precision,
+      precision_reason: model.precisionReason,
       views: model.manifest.detector.views,
       classifier: classifier.reference ? 'reference' : 'trained',
       backbone_precision: model.backbonePrecision,

@@ -10,7 +10,8 @@ import { before, test } from 'node:test';
 import { loadAddon, type FloatTensor, type NativeAddon } from '../src/native/addon';
 import { encodeModel, type OnnxModel } from '../src/models/onnx/write';
 import { calibrate } from '../src/models/quantize/calibrate';
-import { activationParams, activationTensors, quantizeModel, quantizeWeights } from '../src/models/quantize/qdq';
+import { decodeModel } from '../src/models/onnx/read';
+import { activationParams, activationTensors, quantizeModel, quantizeWeights, WEIGHT_QMAX } from '../src/models/quantize/qdq';
 import { readManifest, sha256 } from '../src/models/pack';
 import { int8FromTable, parseCalibrationTable } from '../src/models/quantize/table';
 import { seededRandom } from '../src/train/evaluate';
@@ -60,16 +61,51 @@ before(() => {
   addon.configure({ providers: ['cpu'], deviceId: 0, trtCacheDir: os.tmpdir(), trtFp16: false, poolThreads: 2, intraOpThreads: 1 });
 });
 
-test('weights: per-channel symmetric int8, each within half a step of the float value', () => {
+/** Whether two u8 x s8 products of these weights, summed as x86 without VNNI does (vpmaddubsw), fit a signed 16-bit lane. */
+const cannotSaturate = (q: Int8Array): boolean => q.every((a) => q.every((b) => 255 * Math.abs(a) + 255 * Math.abs(b) <= 32767));
+
+test('weights: per-channel symmetric 7-bit, each within half a step of the float value', () => {
   const { q, scales } = quantizeWeights(weights, [O, C, K, K], 0);
   const per = weights.length / O;
   for (let i = 0; i < weights.length; i++) {
     const scale = scales[Math.floor(i / per)]!;
     assert.ok(Math.abs(q[i]! * scale - weights[i]!) <= scale / 2 + 1e-7);
-    assert.ok(Math.abs(q[i]!) <= 127);
+    assert.ok(Math.abs(q[i]!) <= WEIGHT_QMAX);
   }
   assert.deepEqual(activationParams([-1, 3]), { scale: Math.fround(4 / 255), zeroPoint: 64 });
   assert.equal(activationParams([0.5, 6]).zeroPoint, 0, 'a range above zero is widened to hold zero exactly');
+});
+
+test('property: no weight the quantizer writes can saturate a u8 x s8 pair sum, whatever the weights', () => {
+  const draw = seededRandom(31);
+  const shapes: number[][] = [[1, 1, 1, 1], [8, 3, 3, 3], [16, 1, 3, 3], [5, 40]];
+  for (let round = 0; round < 200; round++) {
+    const dims = shapes[round % shapes.length]!;
+    const n = dims.reduce((a, b) => a * b, 1);
+    // Plain, heavy-tailed, one-sided, tiny and huge magnitudes, exact zeros.
+    const scale = 10 ** (draw() * 12 - 6);
+    const w = Float32Array.from({ length: n }, () => {
+      const u = draw();
+      return u < 0.1 ? 0 : (u < 0.5 ? -1 : 1) * scale * (draw() < 0.05 ? 50 * draw() : draw());
+    });
+    const { q } = quantizeWeights(w, dims, dims.length === 2 ? 1 : 0);
+    assert.ok(q.every((v) => Math.abs(v) <= WEIGHT_QMAX), `round ${round}`);
+    assert.ok(cannotSaturate(Int8Array.of(Math.max(...q), Math.min(...q))), `round ${round}`);
+  }
+  assert.ok(cannotSaturate(Int8Array.of(WEIGHT_QMAX, -WEIGHT_QMAX)), 'the bound itself');
+  assert.ok(!cannotSaturate(Int8Array.of(127)), 'full 8-bit weights could');
+});
+
+test('the shipped int8 detector and backbone hold only 7-bit weights', async () => {
+  const dir = path.join(repoRoot, 'models/bc-v1');
+  const m = await readManifest(dir);
+  const c = m.classifier;
+  assert.ok('backbone' in c);
+  for (const file of [m.detector.int8!.file, c.backbone.int8.file]) {
+    const weights = decodeModel(readFileSync(path.join(dir, file))).graph.initializers.filter((t) => t.type === 'int8' && t.name.endsWith('_quantized'));
+    assert.ok(weights.length > 50, file);
+    for (const t of weights) assert.ok((t.data as Int8Array).every((v) => Math.abs(v) <= WEIGHT_QMAX), `${file}: ${t.name}`);
+  }
 });
 
 test('a quantized Conv matches its float reference within its quantization steps', async () => {

@@ -55,7 +55,7 @@ test('a missing or altered model file stops start-up, naming the file and the sh
   assert.match(altered.stderr, /expected c789161ed43c8269fcd4e67c67eeeb4e80c622da2eb296a20bc6007bd18a0b7d/);
 
   cpSync(path.join(repoRoot, 'models'), dir, { recursive: true });
-  const backbone = path.join(dir, 'bc-v1', 'mobilenetv2-12-int8.onnx');
+  const backbone = path.join(dir, 'bc-v1', 'mobilenetv2-12.int8-7bit.onnx');
   writeFileSync(backbone, '');
   const broken = startWithModels(dir);
   assert.equal(broken.status, 1);

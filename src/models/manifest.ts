@@ -108,13 +108,14 @@ const Int8Detector = Type.Object(
 
 /**
  * The int8 self-check (src/models/precision-check.ts): photos shipped with the pack that its int8
- * form must answer as its fp32 form does (same detection state; confidence, comfort score and the
- * verifier's class masses within `tolerance`) before int8 serves on a machine.
+ * form must answer as its fp32 form does (same detection state; confidence and the verifier's class
+ * masses within `tolerance`, the comfort score within `scoreTolerance`) before int8 serves on a machine.
  */
 const SelfCheck = Type.Object(
   {
     photos: Type.Array(Type.Object({ file: FileName, sha256: Sha256, what: Type.String({ minLength: 1 }) }, { additionalProperties: false }), { minItems: 1 }),
     tolerance: Type.Number({ exclusiveMinimum: 0, maximum: 1 }),
+    scoreTolerance: Type.Number({ exclusiveMinimum: 0, maximum: 1 }),
   },
   { additionalProperties: false },
 );

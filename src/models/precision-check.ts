@@ -1,8 +1,9 @@
 // Which precision a pack serves on this machine, proven before it serves. When int8 is wanted (the
 // CPU default) and the pack has an int8 form, its int8 and fp32 pipelines analyse the photos of
 // its manifest's `selfCheck` side by side: int8 serves only when every photo gets the same
-// detection state and its confidence, comfort score and verifier class masses move by at most the
-// manifest's tolerance. Otherwise fp32 serves, with one warning naming what moved and the CPU's
+// detection state, its confidence and verifier class masses move by at most the manifest's
+// `tolerance` and its comfort score by at most `scoreTolerance` (a head on 1280 int8 features moves
+// more: README "int8 on every CPU"). Otherwise fp32 serves, with one warning naming what moved and the CPU's
 // vector features. CATCOMFORT_PRECISION=int8 keeps int8 whatever the check says (with a warning
 // when it failed or could not run).
 import { log } from '../log';
@@ -41,8 +42,13 @@ function figures(r: ItemResult): Record<string, number | null> {
   };
 }
 
-/** The differences between the int8 and fp32 answers beyond `tolerance`, and the largest difference seen. */
-export function compareAnswers(int8: PhotoAnswer[], fp32: PhotoAnswer[], tolerance: number): { problems: string[]; largest: number } {
+export interface Tolerances {
+  tolerance: number;
+  scoreTolerance: number;
+}
+
+/** The differences between the int8 and fp32 answers beyond the tolerances, and the largest difference seen (comfort score aside). */
+export function compareAnswers(int8: PhotoAnswer[], fp32: PhotoAnswer[], { tolerance, scoreTolerance }: Tolerances): { problems: string[]; largest: number } {
   const problems: string[] = [];
   let largest = 0;
   int8.forEach(({ what, result: a }, i) => {
@@ -57,8 +63,9 @@ export function compareAnswers(int8: PhotoAnswer[], fp32: PhotoAnswer[], toleran
       const [x, y] = [fa[name] ?? null, fb[name] ?? null];
       if (x === null || y === null) continue;
       const d = Math.abs(x - y);
-      largest = Math.max(largest, d);
-      if (d > tolerance) problems.push(`${what}: ${name} ${x.toFixed(3)} at int8, ${y.toFixed(3)} at fp32 (differs by ${d.toFixed(3)} > ${tolerance})`);
+      const limit = name === 'comfort score' ? scoreTolerance : tolerance;
+      if (limit === tolerance) largest = Math.max(largest, d);
+      if (d > limit) problems.push(`${what}: ${name} ${x.toFixed(3)} at int8, ${y.toFixed(3)} at fp32 (differs by ${d.toFixed(3)} > ${limit})`);
     }
   });
   return { problems, largest };
@@ -128,7 +135,7 @@ export async function loadProven(
     addon.releasePipeline(int8.pipeline);
     throw error instanceof PackError ? error : new PackError(`int8 self-check of ${id} could not run: ${(error as Error).message}`);
   }
-  const { problems, largest } = compareAnswers(candidate, reference, manifest.selfCheck.tolerance);
+  const { problems, largest } = compareAnswers(candidate, reference, manifest.selfCheck);
   if (problems.length > 0) return refuse(`self-check failed on this CPU: ${problems.join('; ')}`);
   const reason = `self-check passed: ${candidate.length} photos, same states, largest difference ${largest.toFixed(3)} (tolerance ${manifest.selfCheck.tolerance})`;
   log.info('int8 self-check passed', { model: id, photos: candidate.length, largest_difference: Number(largest.toFixed(4)), cpu_features: cpuFeatures() });
