@@ -148,8 +148,11 @@ test('validate-pack: the shipped pack passes every check', async () => {
   const run = await catcomfort(['validate-pack', path.join(repoRoot, 'models/bc-v1')]);
   assert.equal(run.code, 0, run.stderr);
   const checks = run.stdout.trim().split('\n').map((l) => l.split(/\s+/).slice(0, 2).join(' '));
-  assert.deepEqual(checks, ['ok manifest', 'ok detector', 'ok detector-int8', 'ok calibration', 'ok backbone', 'ok backbone-float', 'ok head', 'ok inference']);
-  assert.match(run.stdout, /inference +models\/warmup-cat.png: detection detected/);
+  assert.deepEqual(checks, [
+    'ok manifest', 'ok detector', 'ok detector-int8', 'ok calibration', 'ok backbone', 'ok backbone-float', 'ok backbone-int8', 'ok head',
+    ...Array(4).fill('ok reference-photo'), 'ok inference',
+  ]);
+  assert.match(run.stdout, /inference +models\/warmup-cat.png: detection detected.*; int8: self-check passed: 4 photos/);
 });
 
 test('validate-pack: a copy with a wrong sha256 in its manifest fails, naming the file, and skips the inference', async () => {
@@ -157,7 +160,8 @@ test('validate-pack: a copy with a wrong sha256 in its manifest fails, naming th
   const copy = path.join(work, 'packs/bc-v1');
   mkdirSync(copy, { recursive: true });
   const manifest = JSON.parse(readFileSync(path.join(source, 'manifest.json'), 'utf8'));
-  const files = [manifest.detector, manifest.detector.int8, manifest.detector.int8.calibration, manifest.classifier.backbone, manifest.classifier.backbone.float, manifest.classifier.head];
+  const c = manifest.classifier;
+  const files = [manifest.detector, manifest.detector.int8, manifest.detector.int8.calibration, c.backbone, c.backbone.float, c.backbone.int8, c.head, ...manifest.selfCheck.photos];
   for (const { file } of files) copyFileSync(path.join(source, file), path.join(copy, file));
   manifest.classifier.head.sha256 = '0'.repeat(64);
   writeFileSync(path.join(copy, 'manifest.json'), JSON.stringify(manifest));

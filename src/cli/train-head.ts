@@ -149,7 +149,7 @@ export async function trainHead(argv: string[]): Promise<number> {
     const photos = await readDataset(args.data);
     const base = await readManifest(args.baseDir);
     const backbone: Backbone = args.backbone === 'imagenet' ? imagenetBackbone(base) : buildBackbone(base, args.stage, args.size, repoRoot);
-    process.stderr.write(`train-head: ${photos.length} photos; base pack ${base.id} ${base.version}; backbone ${backbone.stage} at ${backbone.inputSize} px\n`);
+    process.stderr.write(`train-head: ${photos.length} photos; base pack ${base.id} ${base.version}; backbone ${backbone.stage} at ${backbone.inputSize} px, ${backbone.kind === 'imagenet' ? `int8 (${backbone.manifest.int8.file}, as the CPU service serves it)` : 'fp32'}\n`);
     const embedded = await embedPhotos(photos, { baseDir: args.baseDir, backbone, cacheDir: args.cacheDir, progress: progressWriter() });
     const skipped = embedded.flatMap((e) => ('skipped' in e ? [{ file: path.relative(process.cwd(), e.photo.file), reason: e.skipped }] : []));
     for (const s of skipped) process.stderr.write(`skipped ${s.file}: ${s.reason}\n`);

@@ -8,8 +8,8 @@
 //   catcomfort/app/build/Release/  catcomfort.node, ONNX Runtime, libvips (+ the CUDA provider with --cuda;
 //                                  --cuda-arch keeps its GPU code for those architectures only: cuda-fatbin.ts)
 //   catcomfort/app/models/         every pack's manifest and documents; enabled packs with their model files
-//                                  (a detector with an int8 file: only that one on CPU bundles, both with
-//                                  --cuda or --bench, whose suite compares the two)
+//                                  (both precisions: int8 serves only after its self-check against fp32;
+//                                  not the zoo's ImageNet file, which the install step makes them from)
 //   catcomfort/app/node_modules/   production modules for this platform only (src/tools/bundle-modules.ts)
 // --bench adds our side of the benchmark suite for machines without npm (a GPU server):
 //   catcomfort/bench               runs app/dist/bench/run.js (BENCH_* settings as with npm run bench)
@@ -116,26 +116,21 @@ function cudaLibraryFor(archs: number[]): Buffer {
 }
 
 /**
- * The model files of a pack a bundle carries (packFiles): where the pack has an int8 detector,
- * only that one on CPU (the default there; the bundle stays under 64 MiB), and both with
- * `withFloat` (GPU bundles, where fp32 is the default, and --bench bundles, whose suite compares
- * the two); likewise the ImageNet backbone's int8 file and its float copy. A pack made by
- * train-head carries only what it holds itself (its base pack is bundled beside it).
+ * The model files of a pack a bundle carries (packFiles): both precisions, since int8 serves on a
+ * CPU only once its self-check against fp32 passes there (src/models/precision-check.ts) and fp32
+ * serves otherwise; not the zoo's ImageNet file (`backbone`), which the install step only makes
+ * the served backbone files from. A pack made by train-head carries only what it holds itself
+ * (its base pack is bundled beside it).
  */
-function bundledFiles(dir: string, manifest: Manifest, withFloat: boolean): PackFile[] {
-  const floatOnly = withFloat ? [] : ['detector', 'backbone-float'];
-  return packFiles(manifest).filter((f) => {
-    if (packFileDir(dir, manifest, f.file) !== dir) return false;
-    if (f.role === 'detector' && !manifest.detector.int8) return true;
-    return !floatOnly.includes(f.role);
-  });
+function bundledFiles(dir: string, manifest: Manifest): PackFile[] {
+  return packFiles(manifest).filter((f) => f.role !== 'backbone' && packFileDir(dir, manifest, f.file) === dir);
 }
 
 /**
  * models/: its own files (the warm-up photo); per pack the manifest and documents, and the model
  * files (sha256-checked) of enabled packs, identical files hard-linked. Not the tools folder.
  */
-async function copyModels(app: string, withFloat: boolean): Promise<void> {
+async function copyModels(app: string): Promise<void> {
   const modelsDir = path.join(repoRoot, 'models');
   const bySha = new Map<string, string>();
   for (const entry of readdirSync(modelsDir, { withFileTypes: true }).filter((e) => e.isFile())) {
@@ -152,7 +147,7 @@ async function copyModels(app: string, withFloat: boolean): Promise<void> {
       process.stdout.write(`bundle: models/${pack} is disabled: manifest only\n`);
       continue;
     }
-    for (const { file, sha256: expected } of bundledFiles(dir, manifest, withFloat)) {
+    for (const { file, sha256: expected } of bundledFiles(dir, manifest)) {
       await readModelFile(dir, file, expected); // present and intact
       const destination = path.join(target, file);
       mkdirSync(path.dirname(destination), { recursive: true });
@@ -203,7 +198,7 @@ async function main(): Promise<void> {
     copyInto(path.join(repoRoot, 'package.json'), path.join(app, 'package.json'));
     copyInto(path.join(repoRoot, 'dist/src'), path.join(app, 'dist/src'), (f) => !f.endsWith('.map'));
     copyNative(app, cuda, cudaLibrary, values.bench!);
-    await copyModels(app, cuda || values.bench!);
+    await copyModels(app);
     if (values.bench) {
       copyInto(path.join(repoRoot, 'dist/bench'), path.join(app, 'dist/bench'), (f) => !f.endsWith('.map'));
       writeFileSync(path.join(top, 'bench'), BENCH_LAUNCHER, { mode: 0o755 });

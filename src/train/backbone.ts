@@ -30,7 +30,7 @@ export interface ImagenetBackbone {
   /** The training record's backbone.stage. */
   stage: ImagenetBackboneManifest['name'];
   inputSize: number;
-  /** The int8 backbone file's (the one train-head embeds with, as the CPU service runs it). */
+  /** The int8 backbone file's (backbone.int8: the one train-head embeds with, as the CPU service serves it). */
   sha256: string;
   channels: number;
   preprocess: PreprocessManifest;
@@ -59,7 +59,7 @@ export function imagenetBackbone(base: Manifest): ImagenetBackbone {
   const c = base.classifier;
   if (!('backbone' in c)) throw new Error(`pack ${base.id} has no ImageNet backbone (classifier.backbone); use --backbone detector`);
   const { width } = c.preprocess;
-  return { kind: 'imagenet', stage: c.backbone.name, inputSize: width, sha256: c.backbone.sha256, channels: FEATURES, preprocess: c.preprocess, manifest: c.backbone };
+  return { kind: 'imagenet', stage: c.backbone.name, inputSize: width, sha256: c.backbone.int8.sha256, channels: FEATURES, preprocess: c.preprocess, manifest: c.backbone };
 }
 
 /** Builds the backbone from the base pack's detector source (installed npm package under `repoRoot`). */

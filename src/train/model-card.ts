@@ -33,7 +33,7 @@ export function modelCard(input: CardInput): string {
     `| Base pack | \`${t.basePack}\`: its detector, views, calibration, cutoffs and crop margin, unchanged |`,
     ...('backbone' in m.classifier
       ? [
-          `| Backbone | frozen ImageNet MobileNetV2 of the base pack (\`${m.classifier.backbone.file}\`, sha256 \`${t.backbone.sha256.slice(0, 12)}…\`), its 1280 pooled features of ${t.backbone.inputSize} px crops; taken from pack \`${m.filesFrom}\`, which must sit beside this one with that file unchanged |`,
+          `| Backbone | frozen ImageNet MobileNetV2 of the base pack (\`${m.classifier.backbone.int8.file}\`, int8, sha256 \`${t.backbone.sha256.slice(0, 12)}…\`), its 1280 pooled features of ${t.backbone.inputSize} px crops; taken from pack \`${m.filesFrom}\`, which must sit beside this one with that file unchanged |`,
           `| Head | logistic regression with L2 ${t.l2} (chosen by ${t.cvFolds}-fold cross-validation on the training photos), classes weighted equally |`,
           `| Head file | \`${m.classifier.head.file}\`: 1280 weights and a bias; the service puts it on the backbone at load, output \`p_discomfort\` |`,
           `| Verifier | ${m.verifier ? "the base pack's, unchanged (a detected candidate must look like a domestic cat to the backbone)" : 'none'} |`,
