@@ -81,7 +81,7 @@ export async function runInprocess(): Promise<InprocessResult> {
         byPrecision[precision] = result.levels;
         continue;
       }
-      const second = await ModelRegistry.load(addon, { ...base, precision });
+      const second = await ModelRegistry.load(addon, { ...base, precision, precisionForced: true });
       try {
         const m = second.get(config.defaultModel)!;
         if (m.precision !== precision) {
@@ -99,7 +99,7 @@ export async function runInprocess(): Promise<InprocessResult> {
   } else {
     result.levels = await measureLevels(model, photos, `fixture photos, ${model.precision}`, config.deviceId);
   }
-  const before = await ModelRegistry.load(addon, { ...base, precision: model.precision, jpegShrinkOnLoad: false });
+  const before = await ModelRegistry.load(addon, { ...base, precision: model.precision, precisionForced: true, jpegShrinkOnLoad: false });
   try {
     result.phone.fullSizeDecode = await measureLevels(before.get(config.defaultModel)!, phone, 'phone photos, full-size decode', config.deviceId);
   } finally {
