@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { elfSection } from '../src/tools/cuda-fatbin';
-import { postJson } from './helpers/http';
+import { postJson, request } from './helpers/http';
 import { photo, repoRoot } from './helpers/paths';
 import { startServer } from './helpers/server';
 
@@ -39,7 +39,9 @@ test('the bundle unpacks and serves /v2/predict without npm, PATH or HOME', asyn
     if (onPath('strip')) assert.equal(elfSection(readFileSync(path.join(unpacked, 'catcomfort/node/bin/node')), '.symtab'), null, 'Node.js is stripped');
     assert.ok(existsSync(path.join(app, 'models/bc-v1/ssd_mobilenetv2_oidv4.int8.onnx')), 'bc-v1 ships its int8 detector');
     assert.ok(existsSync(path.join(app, 'models/bc-v1/ssd_mobilenetv2_oidv4.int8-calibration.json')), 'with the table it was made from');
-    assert.ok(!existsSync(path.join(app, 'models/bc-v1/ssd_mobilenetv2_oidv4.onnx')), 'a CPU bundle leaves the float detector out');
+    assert.ok(existsSync(path.join(app, 'models/bc-v1/ssd_mobilenetv2_oidv4.onnx')), 'and the float detector, which the int8 self-check compares with');
+    assert.ok(existsSync(path.join(app, 'models/bc-v1/reference-cat-chelsea.png')), 'and the self-check photos');
+    assert.ok(!existsSync(path.join(app, 'models/bc-v1/mobilenetv2-12-int8.onnx')), "not the zoo's ImageNet file: the served backbones are made from it at install");
     assert.ok(existsSync(path.join(app, 'models/bc-legacy/yolox_nano.onnx')));
 
     const emptyBin = path.join(work, 'bin');
@@ -51,6 +53,8 @@ test('the bundle unpacks and serves /v2/predict without npm, PATH or HOME', asyn
       const res = await postJson(`${server.url}/v2/predict`, { image: readFileSync(photo('000_skimage_chelsea.png')).toString('base64') });
       assert.equal(res.status, 200, res.text);
       assert.equal(res.body.detection, 'detected');
+      const v1 = (await request(`${server.url}/v2/models`)).body.models.find((m: { id: string }) => m.id === 'bc-v1');
+      assert.match(v1.detector.precision_reason, /^self-check passed/, 'the self-check runs from the bundle');
     } finally {
       await server.stop();
     }

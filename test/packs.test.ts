@@ -179,7 +179,7 @@ describe('pack versions while serving', () => {
     const onnx = await packs('load', broken);
     assert.equal(onnx.code, 1);
     assert.match(onnx.stderr, /^pack_refused: bc-v1@3.0.0 could not be loaded from .*bc-v1@3\.0\.0: /);
-    assert.match((await packs('list')).stdout, /^bc-v1\t1\.2\.0 serving$/m);
+    assert.match((await packs('list')).stdout, /^bc-v1\t1\.3\.0 serving$/m);
     const res = await postJson(`${server.url}/v2/predict`, { image: CAT });
     assert.equal(res.status, 200);
     assert.equal(res.body.model.pack_version, '1.3.0');

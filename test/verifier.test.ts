@@ -119,7 +119,7 @@ test('GET /v2/models shows the verifier (file, sha256, rule) and the head on the
   assert.equal(res.status, 200, res.text);
   const model = res.body.models.find((m: { id: string }) => m.id === 'bc-v1');
   const manifest = JSON.parse(readFileSync(path.join(repoRoot, 'models/bc-v1/manifest.json'), 'utf8'));
-  const backbone = manifest.classifier.backbone;
+  const backbone = manifest.classifier.backbone.int8;
   assert.deepEqual(model.classifier.backbone, { name: 'imagenet-mobilenetv2', file: backbone.file, sha256: backbone.sha256, precision: 'int8' });
   assert.equal(model.classifier.trained, false);
   assert.equal(model.verifier.file, backbone.file);

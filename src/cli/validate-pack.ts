@@ -10,6 +10,7 @@ import { loadProven } from '../models/precision-check';
 import { packFileDir, packFiles } from '../models/pack-files';
 import { configureAddon, readWarmUpSample, registryOptions } from '../models/runtime';
 import { loadConfig } from '../config';
+import { setLogLevel } from '../log';
 import { parse, positionals } from './args';
 
 const USAGE = `Usage: catcomfort validate-pack DIR
@@ -68,6 +69,7 @@ export async function validatePackCommand(argv: string[]): Promise<number> {
   const parsed = parse(argv, USAGE);
   if (!parsed) return 0;
   const dir = path.resolve(positionals(parsed, 1, 'DIR', USAGE)[0]!);
+  setLogLevel('warn'); // stdout is the report; the self-check's verdict is in the inference line
   let manifest: Manifest | undefined;
   const manifestOk = await check('manifest', async () => {
     manifest = await readManifest(dir);

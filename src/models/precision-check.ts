@@ -10,7 +10,7 @@ import { log } from '../log';
 import { cpuFeatures } from '../native/cpu-features';
 import { describeFailure, type ItemResult, type NativeAddon, type NativePipeline } from '../native/addon';
 import type { Manifest } from './manifest';
-import { loadPack, PackError, readManifest, readPackFile, type LoadedPack, type PackLimits, type Precision } from './pack';
+import { loadPack, readManifest, readPackFile, type LoadedPack, type PackLimits, type Precision } from './pack';
 
 export interface PrecisionWanted {
   /** The precision asked for: CATCOMFORT_PRECISION, else int8 on CPU and fp32 on GPU providers. */
@@ -87,6 +87,27 @@ async function selfCheckPhotos(dir: string, m: Manifest): Promise<Array<{ what: 
 }
 
 /**
+ * The self-check's verdict on `manifest`'s pack: null when int8 answers as fp32 does on its photos,
+ * else what differs. Each precision runs on a pipeline of its own, released after (one at a time),
+ * so the serving pipeline's counters start at zero.
+ */
+async function selfCheck(addon: NativeAddon, dir: string, manifest: Manifest, limits: PackLimits): Promise<{ problems: string[]; largest: number; photos: number }> {
+  const check = manifest.selfCheck!;
+  const photos = await selfCheckPhotos(dir, manifest);
+  const run = async (precision: Precision) => {
+    const pack = await loadPack(dir, { ...limits, precision });
+    const pipeline = await addon.createPipeline(pack.spec);
+    try {
+      return await answers(addon, pipeline, photos);
+    } finally {
+      addon.releasePipeline(pipeline);
+    }
+  };
+  const [int8, fp32] = [await run('int8'), await run('fp32')];
+  return { ...compareAnswers(int8, fp32, check), photos: photos.length };
+}
+
+/**
  * Loads the pack in `dir` at the precision it may serve here, with its pipeline: fp32 when asked,
  * or when the pack has no int8 form or its int8 form fails the self-check (unless forced).
  */
@@ -96,48 +117,26 @@ export async function loadProven(
   limits: PackLimits,
   wanted: PrecisionWanted,
 ): Promise<{ pack: LoadedPack; pipeline: NativePipeline; choice: PrecisionChoice }> {
-  const open = async (precision: Precision) => {
+  const open = async (precision: Precision, reason: string) => {
     const pack = await loadPack(dir, { ...limits, precision });
-    return { pack, pipeline: await addon.createPipeline(pack.spec) };
+    return { pack, pipeline: await addon.createPipeline(pack.spec), choice: { precision, reason } };
   };
-  const fp32 = async (reason: string) => ({ ...(await open('fp32')), choice: { precision: 'fp32' as const, reason } });
-  if (wanted.precision === 'fp32') return fp32(wanted.forced ? 'CATCOMFORT_PRECISION=fp32' : 'fp32 on a GPU provider');
-
+  if (wanted.precision === 'fp32') return open('fp32', wanted.forced ? 'CATCOMFORT_PRECISION=fp32' : 'fp32 on a GPU provider');
   const manifest = await readManifest(dir);
-  if (!hasInt8(manifest)) return fp32('the pack has no int8 form');
-  const int8 = await open('int8');
+  if (!hasInt8(manifest)) return open('fp32', 'the pack has no int8 form');
+
   const id = `${manifest.id}@${manifest.version}`;
-  const keep = (reason: string) => ({ ...int8, choice: { precision: 'int8' as const, reason } });
-  const refuse = async (reason: string) => {
+  const refuse = (reason: string) => {
     log.warn(wanted.forced ? 'int8 self-check did not pass, but CATCOMFORT_PRECISION=int8 forces int8: answers may differ from fp32' : 'int8 refused: serving fp32', {
       model: id,
       reason,
       cpu_features: cpuFeatures(),
     });
-    if (wanted.forced) return keep(`forced by CATCOMFORT_PRECISION=int8; self-check: ${reason}`);
-    addon.releasePipeline(int8.pipeline);
-    return fp32(`int8 refused: ${reason}`);
+    return wanted.forced ? open('int8', `forced by CATCOMFORT_PRECISION=int8; self-check: ${reason}`) : open('fp32', `int8 refused: ${reason}`);
   };
   if (!manifest.selfCheck) return refuse('the pack ships no self-check photos (manifest selfCheck)');
-
-  let reference: PhotoAnswer[];
-  let candidate: PhotoAnswer[];
-  try {
-    const photos = await selfCheckPhotos(dir, manifest);
-    candidate = await answers(addon, int8.pipeline, photos);
-    const float = await open('fp32');
-    try {
-      reference = await answers(addon, float.pipeline, photos);
-    } finally {
-      addon.releasePipeline(float.pipeline);
-    }
-  } catch (error) {
-    addon.releasePipeline(int8.pipeline);
-    throw error instanceof PackError ? error : new PackError(`int8 self-check of ${id} could not run: ${(error as Error).message}`);
-  }
-  const { problems, largest } = compareAnswers(candidate, reference, manifest.selfCheck);
+  const { problems, largest, photos } = await selfCheck(addon, dir, manifest, limits);
   if (problems.length > 0) return refuse(`self-check failed on this CPU: ${problems.join('; ')}`);
-  const reason = `self-check passed: ${candidate.length} photos, same states, largest difference ${largest.toFixed(3)} (tolerance ${manifest.selfCheck.tolerance})`;
-  log.info('int8 self-check passed', { model: id, photos: candidate.length, largest_difference: Number(largest.toFixed(4)), cpu_features: cpuFeatures() });
-  return keep(reason);
+  log.info('int8 self-check passed', { model: id, photos, largest_difference: Number(largest.toFixed(4)), cpu_features: cpuFeatures() });
+  return open('int8', `self-check passed: ${photos} photos, same states, largest difference ${largest.toFixed(3)} (tolerance ${manifest.selfCheck.tolerance})`);
 }
