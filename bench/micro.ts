@@ -23,7 +23,7 @@ import { loadConfig } from '../src/config';
 import { loadPack } from '../src/models/pack';
 import { configureAddon, precisionFor, sessionBatchFor } from '../src/models/runtime';
 import { describeFailure, loadBenchAddon, type AnalyzeItem, type BenchAddon, type NativePipeline } from '../src/native/addon';
-import { defaultFfmpegPath } from '../src/config';
+import { ffmpegFor } from '../src/config';
 import { benchOptions, fmt, log, photosDir, PRECISIONS, runCommand, SIZE_SOURCE_PHOTO, type Precision } from './common';
 import { phonePhotos } from './phone-photos';
 
@@ -249,7 +249,7 @@ export async function runMicro(): Promise<MicroResult> {
   const work = mkdtempSync(path.join(os.tmpdir(), 'catcomfort-bench-'));
   try {
     // 1. Test images at three sizes from one fixture photo.
-    const ffmpeg = process.env.CATCOMFORT_FFMPEG ?? defaultFfmpegPath();
+    const ffmpeg = ffmpegFor('the micro-benchmarks (their test JPEGs)');
     const source = path.join(photosDir, SIZE_SOURCE_PHOTO);
     const images: Array<{ label: string; jpeg: Buffer; base64: string; body: string }> = [];
     for (const [w, h] of SIZES) {
@@ -382,14 +382,16 @@ export async function runMicro(): Promise<MicroResult> {
       result.rows.push(...(await runTasks(Bench, t, 'decode + detector preprocess (benchDecode)', tasks)));
     }
 
-    // 6. Sessions at batch 1/2/4/8 on zeroed input.
-    {
+    // 6. Sessions at batch 1/2/4/8 on zeroed input: a pipeline of the pack with session batch 8,
+    // which has a session for each of these sizes (one input shape per session).
+    const sized = await addon.createPipeline((await loadPack(packDir, { ...limits, sessionBatch: 8, precision: pack.precision })).spec);
+    try {
       const tasks: Array<{ name: string; fn: () => unknown; note?: () => string }> = [];
       for (const stage of ['detector', 'classifier'] as const) {
         for (const batch of [1, 2, 4, 8]) {
           const runs: number[] = [];
           try {
-            await addon.runSession(pipeline, stage, batch);
+            await addon.runSession(sized, stage, batch);
           } catch (error) {
             result.missing.push(`${stage} at batch ${batch}: ${(error as Error).message}`);
             continue;
@@ -397,13 +399,15 @@ export async function runMicro(): Promise<MicroResult> {
           tasks.push({
             name: `${stage} batch ${batch}`,
             fn: async () => {
-              runs.push(await addon.runSession(pipeline, stage, batch));
+              runs.push(await addon.runSession(sized, stage, batch));
             },
             note: () => `Run p50 ${fmt(median(runs), 2)} ms = ${fmt(median(runs) / batch, 2)} ms/image`,
           });
         }
       }
       result.rows.push(...(await runTasks(Bench, t, `session Run, zeroed input (runSession), ${pack.precision} detector`, tasks)));
+    } finally {
+      addon.releasePipeline(sized);
     }
 
     // 7. The detector's Run at batch 1 at each precision: one pipeline per precision, fp32 first.

@@ -4,7 +4,7 @@
 // committed) and reused while the fixture's sha256 is the same.
 import { existsSync, mkdirSync, renameSync } from 'node:fs';
 import path from 'node:path';
-import { defaultFfmpegPath } from '../src/config';
+import { ffmpegFor } from '../src/config';
 import { fixturePhotos, log, runCommand, tmpDir, type Photo } from './common';
 
 const PIXELS = 12_000_000;
@@ -12,7 +12,7 @@ const PIXELS = 12_000_000;
 export async function phonePhotos(): Promise<Photo[]> {
   const dir = path.join(tmpDir, 'phone');
   mkdirSync(dir, { recursive: true });
-  const ffmpeg = process.env.CATCOMFORT_FFMPEG ?? defaultFfmpegPath();
+  const ffmpeg = ffmpegFor('the phone-photo benchmark (its 12 MP JPEGs)');
   const out: Photo[] = [];
   let made = 0;
   for (const p of fixturePhotos()) {

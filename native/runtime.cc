@@ -80,6 +80,7 @@ void AppendPlugin(Ort::SessionOptions& options, Ort::Env& env, const ActiveProvi
                   const NativeConfig& config) {
   std::unordered_map<std::string, std::string> map;
   for (auto& [k, v] : ProviderOptions(provider.kind, config)) map.emplace(std::move(k), std::move(v));
+  map.erase("device_id");  // the device is `provider.devices`; naming it again makes ORT warn at every session
   options.AppendExecutionProvider_V2(env, provider.devices, map);
 }
 

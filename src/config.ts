@@ -91,7 +91,8 @@ export interface BatchingConfig {
 }
 
 export interface VideoConfig {
-  ffmpegPath: string;
+  /** null: no ffmpeg here (CATCOMFORT_FFMPEG unset and its npm package absent); video requests then get a clear error. */
+  ffmpegPath: string | null;
   /** ffmpeg children at once; more video requests get 429. */
   concurrency: number;
   maxSeconds: number;
@@ -342,10 +343,20 @@ export function listenAddressFrom(env: Env = process.env): { host: string; port:
   return { host: env.CATCOMFORT_HOST?.trim() || '0.0.0.0', port: readInt(env, 'CATCOMFORT_PORT', 8080, 0, 65535) };
 }
 
-/** The ffmpeg shipped in an npm package, unless CATCOMFORT_FFMPEG names another. */
-export function defaultFfmpegPath(): string {
-  const requireHere = createRequire(__filename);
-  return path.join(path.dirname(requireHere.resolve('@ffmpeg-installer/linux-x64/package.json')), 'ffmpeg');
+/** CATCOMFORT_FFMPEG, else the npm package's ffmpeg; throws naming `purpose` when there is none (tools, benchmarks, tests). */
+export function ffmpegFor(purpose: string, env: Env = process.env): string {
+  const found = env.CATCOMFORT_FFMPEG ?? defaultFfmpegPath();
+  if (found === null) throw new Error(`${purpose} needs ffmpeg: set CATCOMFORT_FFMPEG (its npm package is not installed)`);
+  return found;
+}
+
+/** The ffmpeg shipped in an npm package (used unless CATCOMFORT_FFMPEG names another); null when that package is not installed. */
+export function defaultFfmpegPath(): string | null {
+  try {
+    return path.join(path.dirname(createRequire(__filename).resolve('@ffmpeg-installer/linux-x64/package.json')), 'ffmpeg');
+  } catch {
+    return null;
+  }
 }
 
 export function loadConfig(env: Env = process.env): Config {

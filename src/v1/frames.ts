@@ -10,7 +10,7 @@ import path from 'node:path';
 export class VideoError extends Error {}
 
 export interface FrameLimits {
-  ffmpegPath: string;
+  ffmpegPath: string | null;
   maxSeconds: number;
   maxFrames: number;
   wallTimeMs: number;
@@ -23,12 +23,14 @@ interface RunResult {
 }
 
 function runFfmpeg(limits: FrameLimits, args: string[], signal?: AbortSignal): Promise<RunResult> {
+  const ffmpeg = limits.ffmpegPath;
+  if (ffmpeg === null) return Promise.reject(new VideoError('video needs ffmpeg, which is not installed here (set CATCOMFORT_FFMPEG to an ffmpeg binary).'));
   return new Promise((resolve, reject) => {
     // ulimit -v caps the child's address space and -t its CPU seconds (so it dies even if this
     // process is gone); exec keeps the pid so the kill reaches ffmpeg.
     const cpuSeconds = Math.ceil(limits.wallTimeMs / 1000) + 1;
     const script = `ulimit -v ${Math.floor(limits.memoryBytes / 1024)} && ulimit -t ${cpuSeconds} && exec "$0" "$@"`;
-    const child = spawn('/bin/sh', ['-c', script, limits.ffmpegPath, ...args], {
+    const child = spawn('/bin/sh', ['-c', script, ffmpeg, ...args], {
       stdio: ['ignore', 'ignore', 'pipe'],
       ...(signal ? { signal, killSignal: 'SIGKILL' as const } : {}),
     });

@@ -1,12 +1,12 @@
 // Phone-size JPEGs made from fixture photos at test time (nothing big is committed): an ffmpeg
 // scale, and optionally an EXIF orientation as phone cameras store portrait shots.
 import { execFileSync } from 'node:child_process';
-import { defaultFfmpegPath } from '../../src/config';
+import { ffmpegFor } from '../../src/config';
 
 /** `source` through the ffmpeg video filter `filter`, as a 4:2:0 JPEG (like a camera's). */
 export function ffmpegJpeg(source: string, filter: string): Buffer {
   return execFileSync(
-    defaultFfmpegPath(),
+    ffmpegFor('the tests'),
     ['-hide_banner', '-loglevel', 'error', '-i', source, '-vf', filter, '-pix_fmt', 'yuvj420p', '-q:v', '3', '-frames:v', '1', '-f', 'image2pipe', '-c:v', 'mjpeg', 'pipe:1'],
     { maxBuffer: 64 * 1024 * 1024 },
   );
