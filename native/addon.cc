@@ -1,5 +1,5 @@
 // The N-API surface (src/native/addon.ts): configure, createPipeline, analyze, releasePipeline,
-// sessionBatches and hostMemory (what a pipeline's sessions ran at and where their tensors live),
+// sessionBatches, keepSessionBatches and hostMemory (what a pipeline's sessions ran at, which sizes it keeps, where their tensors live),
 // runSession (one Run at a batch size: the warm-up, and the micro-benchmarks), benchDecode (only in
 // catcomfort_bench.node, built with CATCOMFORT_BENCH_ENTRY_POINTS), and runModel / preprocessImage /
 // decodeDetections for tools and tests (native/tools.h).
@@ -295,8 +295,16 @@ Napi::Value JsRunSession(const Napi::CallbackInfo& info) {
     std::shared_ptr<const Pipeline> pipeline = LivePipeline(info[0]);
     SessionStage stage = SessionStageFromJs(info[1]);
     int64_t batch = BatchFromJs(info[2]);
+    auto row = std::make_shared<const std::vector<float>>(RowFromJs(info[3]));
     ScheduleTask<double>(
-        env, deferred, refs, [pipeline, stage, batch] { return pipeline->BenchSession(stage, batch); }, MsToJs);
+        env, deferred, refs, [pipeline, stage, batch, row] { return pipeline->BenchSession(stage, batch, *row); }, MsToJs);
+  });
+}
+
+Napi::Value JsKeepSessionBatches(const Napi::CallbackInfo& info) {
+  return SyncBoundary(info, [&](Napi::Env env) -> Napi::Value {
+    LivePipeline(info[0])->KeepSessionBatches(SessionStageFromJs(info[1]), BatchesFromJs(info[2]));
+    return env.Undefined();
   });
 }
 
@@ -398,6 +406,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
 #endif
   exports.Set("runSession", Napi::Function::New(env, JsRunSession, "runSession"));
   exports.Set("sessionBatches", Napi::Function::New(env, JsSessionBatches, "sessionBatches"));
+  exports.Set("keepSessionBatches", Napi::Function::New(env, JsKeepSessionBatches, "keepSessionBatches"));
   exports.Set("hostMemory", Napi::Function::New(env, JsHostMemory, "hostMemory"));
   exports.Set("decodeBase64Strict", Napi::Function::New(env, JsDecodeBase64Strict, "decodeBase64Strict"));
   exports.Set("runModel", Napi::Function::New(env, JsRunModel, "runModel"));

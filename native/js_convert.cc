@@ -298,6 +298,23 @@ int64_t BatchFromJs(const Napi::Value& value) {
   return static_cast<int64_t>(d);
 }
 
+std::vector<float> RowFromJs(const Napi::Value& value) {
+  if (value.IsUndefined()) return {};
+  if (!value.IsTypedArray() || value.As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) {
+    Bad(value.Env(), "row must be a Float32Array");
+  }
+  Napi::Float32Array f = value.As<Napi::Float32Array>();
+  return std::vector<float>(f.Data(), f.Data() + f.ElementLength());
+}
+
+std::vector<int64_t> BatchesFromJs(const Napi::Value& value) {
+  if (!value.IsArray()) Bad(value.Env(), "sizes must be an array of batch sizes");
+  Napi::Array a = value.As<Napi::Array>();
+  std::vector<int64_t> out;
+  for (uint32_t i = 0; i < a.Length(); ++i) out.push_back(BatchFromJs(a.Get(i)));
+  return out;
+}
+
 Napi::Object InfoToJs(Napi::Env env, const NativeInfo& info) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("vipsVersion", info.vipsVersion);

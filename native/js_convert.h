@@ -20,9 +20,13 @@ PipelineSpec PipelineSpecFromJs(const Napi::Value& value);  // copies the model 
 // the JS thread), a string is copied as UTF-8.
 ItemInput ItemFromJs(const Napi::Value& value, napi_ref* ref);
 
-// benchSession() arguments: 'detector' | 'classifier', and an integer batch >= 1.
+// runSession() arguments: 'detector' | 'classifier', an integer batch >= 1, and optionally one
+// image's input tensor (a Float32Array, copied; undefined: zeros).
 SessionStage SessionStageFromJs(const Napi::Value& value);
 int64_t BatchFromJs(const Napi::Value& value);
+std::vector<float> RowFromJs(const Napi::Value& value);
+// keepSessionBatches() argument: an array of batch sizes.
+std::vector<int64_t> BatchesFromJs(const Napi::Value& value);
 
 // runModel() arguments: the model bytes (copied) and [{name, dims, data: Float32Array}] (copied).
 RunModelRequest RunModelRequestFromJs(const Napi::Value& model, const Napi::Value& inputs);

@@ -23,20 +23,27 @@ double MsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// Opens a session and checks its input against the preprocess spec; it will fetch the model's
-// first `outputs` outputs, whose per-image shapes (batch dimension dropped, symbolic dims -1) go
-// to *outputShapes when given. Its Runs take at most maxSessionBatch images (a fixed batch: that).
+// Opens a stage's sessions and checks the input against the preprocess spec; they will fetch the
+// model's first `outputs` outputs, whose per-image shapes (batch dimension dropped, symbolic dims
+// -1) go to *outputShapes when given. Runs take at most maxSessionBatch images (a fixed batch:
+// that). One session per batch size, each with the input's symbolic batch dimension fixed to its
+// size (AddFreeDimensionOverrideByName; the smallest size keeps the first session, which only ever
+// runs that size), so that no session ever sees two input shapes; they share one
+// PrepackedWeightsContainer, so weights that kernels prepack are held once.
 ModelSession OpenSession(const Runtime& runtime, std::vector<uint8_t>& model, const PreprocessSpec& spec,
                          int maxSessionBatch, const char* what, size_t outputs = 1,
                          std::vector<std::vector<int64_t>>* outputShapes = nullptr) {
   if (model.empty()) throw std::runtime_error(std::string(what) + " model is empty");
-  Ort::SessionOptions options = MakeSessionOptions(runtime);
   ModelSession out;
-  out.session = std::make_unique<Ort::Session>(*runtime.env, model.data(), model.size(), options);
-  std::vector<uint8_t>().swap(model);  // the session keeps its own copy of what it needs
-
-  Ort::Session& session = *out.session;
-  out.host = HostMemory::For(runtime, session);
+  out.prepacked = std::make_unique<Ort::PrepackedWeightsContainer>();
+  // The first session reads the model's declarations and serves the smallest size.
+  auto open = [&](const std::string& dim, int64_t size) {
+    Ort::SessionOptions options = MakeSessionOptions(runtime);
+    if (!dim.empty()) options.AddFreeDimensionOverrideByName(dim.c_str(), size);
+    return std::make_unique<Ort::Session>(*runtime.env, model.data(), model.size(), options, *out.prepacked);
+  };
+  std::unique_ptr<Ort::Session> first = open("", 0);
+  Ort::Session& session = *first;
   if (session.GetInputCount() < 1 || session.GetOutputCount() < outputs) {
     throw std::runtime_error(std::string(what) + " model needs an input and " + std::to_string(outputs) +
                              (outputs == 1 ? " output" : " outputs"));
@@ -72,12 +79,21 @@ ModelSession OpenSession(const Runtime& runtime, std::vector<uint8_t>& model, co
   if (out.fixedBatch > 0) {
     sizes.push_back(out.fixedBatch);
   } else {
+    const char* dim = tensorInfo.GetSymbolicDimensions()[0];
+    out.batchDim = dim != nullptr ? dim : "";
+    if (out.batchDim.empty()) throw std::runtime_error(std::string(what) + " model input's batch dimension has no name to fix per session");
     const int64_t largest = std::max(1, maxSessionBatch);
     for (int64_t size = 1; size < largest; size *= 2) sizes.push_back(size);
     sizes.push_back(largest);
   }
   out.batches = std::vector<SessionBatch>(sizes.size());
-  for (size_t i = 0; i < sizes.size(); ++i) out.batches[i].size = sizes[i];
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    out.batches[i].size = sizes[i];
+    out.sessions.push_back(i == 0 ? std::move(first) : open(out.batchDim, sizes[i]));
+    out.batches[i].session = out.sessions.back().get();
+  }
+  std::vector<uint8_t>().swap(model);  // each session keeps its own copy of what it needs
+  out.host = HostMemory::For(runtime, *out.sessions.front());
   return out;
 }
 
@@ -106,13 +122,15 @@ Ort::Value NewInput(const ModelSession& model, const std::vector<int64_t>& shape
   return input;
 }
 
-// One Run on `input` (`batch` images) with the outputs bound to the session's host memory (pinned
-// on a GPU: host_memory.h); checks that every output is a float32 tensor of that batch.
-BatchOutput RunBound(const ModelSession& model, const Ort::Value& input, size_t batch) {
-  Ort::IoBinding binding(*model.session);
+// One Run of `bucket`'s session on `input` (its size of images) with the outputs bound to the
+// session's host memory (pinned on a GPU: host_memory.h); checks that every output is a float32
+// tensor of that batch.
+BatchOutput RunBound(const ModelSession& model, const SessionBatch& bucket, const Ort::Value& input) {
+  const size_t batch = static_cast<size_t>(bucket.size);
+  Ort::IoBinding binding(*bucket.session);
   binding.BindInput(model.inputName.c_str(), input);
   for (const std::string& name : model.outputNames) binding.BindOutput(name.c_str(), model.host.Info());
-  model.session->Run(Ort::RunOptions{nullptr}, binding);
+  bucket.session->Run(Ort::RunOptions{nullptr}, binding);
   BatchOutput out;
   out.values = binding.GetOutputValues();
   if (out.values.size() != model.outputNames.size()) throw std::runtime_error("model returned too few outputs");
@@ -161,8 +179,10 @@ void KeepInput(const SessionBatch& bucket, Ort::Value input, size_t written, siz
 // them; the pad rows' outputs are never read.
 BatchOutput RunBatch(const ModelSession& model, const PreprocessSpec& spec, size_t count, ThreadPool& pool,
                      const std::function<void(size_t, float*)>& fill) {
-  const auto holds = [count](const SessionBatch& b) { return b.size >= static_cast<int64_t>(count); };
-  const SessionBatch& bucket = *std::find_if(model.batches.begin(), model.batches.end() - 1, holds);
+  const auto holds = [count](const SessionBatch& b) { return !b.dropped.load(std::memory_order_relaxed) && b.size >= static_cast<int64_t>(count); };
+  const auto found = std::find_if(model.batches.begin(), model.batches.end(), holds);
+  if (found == model.batches.end()) throw std::runtime_error("more images than the session batch");
+  const SessionBatch& bucket = *found;
   const size_t batch = static_cast<size_t>(bucket.size);
   if (count > batch) throw std::runtime_error("more images than the session batch");
   bucket.runs.fetch_add(1, std::memory_order_relaxed);
@@ -171,16 +191,23 @@ BatchOutput RunBatch(const ModelSession& model, const PreprocessSpec& spec, size
   Ort::Value input = TakeInput(model, bucket, spec);
   float* data = input.GetTensorMutableData<float>();
   ParallelFor(pool, count, [&](size_t i) { fill(i, data + i * slot); });
-  BatchOutput out = RunBound(model, input, batch);
+  BatchOutput out = RunBound(model, bucket, input);
   KeepInput(bucket, std::move(input), count, slot);
   return out;
 }
 
-size_t ChunkSize(const ModelSession& model) { return static_cast<size_t>(model.batches.back().size); }
+// The largest size still in use.
+size_t ChunkSize(const ModelSession& model) {
+  for (auto b = model.batches.rbegin(); b != model.batches.rend(); ++b) {
+    if (!b->dropped.load(std::memory_order_relaxed)) return static_cast<size_t>(b->size);
+  }
+  return 1;
+}
 
 std::vector<SessionBatchCount> Counts(const ModelSession& model) {
   std::vector<SessionBatchCount> out;
   for (const SessionBatch& b : model.batches) {
+    if (b.dropped.load(std::memory_order_relaxed)) continue;
     out.push_back({b.size, b.runs.load(std::memory_order_relaxed), b.padRows.load(std::memory_order_relaxed)});
   }
   return out;
@@ -629,19 +656,47 @@ std::vector<DecodeTiming> Pipeline::BenchDecode(const std::vector<ItemInput>& it
   return out;
 }
 
-double Pipeline::BenchSession(SessionStage stage, int64_t batch) const {
+double Pipeline::BenchSession(SessionStage stage, int64_t batch, const std::vector<float>& row) const {
   const ModelSession& model = stage == SessionStage::Detector ? detector_ : classifier_;
   const PreprocessSpec& spec = stage == SessionStage::Detector ? spec_.detector.preprocess : spec_.classifier.preprocess;
   if (batch < 1 || batch > 1024) throw std::runtime_error("batch must be between 1 and 1024");
+  const std::string what = stage == SessionStage::Detector ? "detector" : "classifier";
   if (model.fixedBatch > 0 && batch != model.fixedBatch) {
-    throw std::runtime_error(std::string(stage == SessionStage::Detector ? "detector" : "classifier") +
-                             " model has a fixed batch of " + std::to_string(model.fixedBatch) + ", not " +
-                             std::to_string(batch));
+    throw std::runtime_error(what + " model has a fixed batch of " + std::to_string(model.fixedBatch) + ", not " + std::to_string(batch));
+  }
+  const auto bucket = std::find_if(model.batches.begin(), model.batches.end(),
+                                   [batch](const SessionBatch& b) { return b.size == batch && !b.dropped.load(std::memory_order_relaxed); });
+  if (bucket == model.batches.end()) {
+    std::string sizes;
+    for (const SessionBatchCount& b : Counts(model)) sizes += (sizes.empty() ? "" : ", ") + std::to_string(b.size);
+    throw std::runtime_error(what + " has no session for batch " + std::to_string(batch) + " (its session batch sizes: " + sizes + ")");
+  }
+  const size_t slot = static_cast<size_t>(spec.width) * spec.height * 3;
+  if (!row.empty() && row.size() != slot) {
+    throw std::runtime_error(what + " input row must have " + std::to_string(slot) + " values, not " + std::to_string(row.size()));
   }
   Ort::Value input = NewInput(model, InputShape(spec, static_cast<size_t>(batch)));
+  float* data = input.GetTensorMutableData<float>();
+  if (!row.empty()) {
+    for (int64_t i = 0; i < batch; ++i) std::copy(row.begin(), row.end(), data + static_cast<size_t>(i) * slot);
+  }
   const Clock::time_point start = Clock::now();
-  RunBound(model, input, static_cast<size_t>(batch));
+  RunBound(model, *bucket, input);
   return MsSince(start);
+}
+
+void Pipeline::KeepSessionBatches(SessionStage stage, const std::vector<int64_t>& sizes) const {
+  const ModelSession& model = stage == SessionStage::Detector ? detector_ : classifier_;
+  for (size_t i = 1; i < model.batches.size(); ++i) {
+    const SessionBatch& b = model.batches[i];
+    if (std::find(sizes.begin(), sizes.end(), b.size) != sizes.end() || b.dropped.load()) continue;
+    b.dropped.store(true);
+    {
+      std::lock_guard<std::mutex> lock(b.idleMutex);
+      b.idleInputs.clear();
+    }
+    model.sessions[i].reset();
+  }
 }
 
 SessionBatchCounts Pipeline::SessionBatches() const { return {Counts(detector_), Counts(classifier_)}; }

@@ -18,9 +18,15 @@
 
 namespace catcomfort {
 
-// One of the few batch sizes a session is run at, with what the pipeline's Runs made of it.
+// One of the few batch sizes a stage is run at: its own session, which sees this one input shape
+// for its whole life (since ONNX Runtime 1.20 a CUDA Conv keeps the cuDNN plan of its last input
+// shape only, so a session whose shape changes between Runs rebuilds plans), with what the
+// pipeline's Runs made of it.
 struct SessionBatch {
   int64_t size = 0;
+  Ort::Session* session = nullptr;  // owned by ModelSession::sessions; null once dropped
+  // Dropped by KeepSessionBatches (a size that did not pay at warm-up): Runs go to the other sizes.
+  mutable std::atomic<bool> dropped{false};
   mutable std::atomic<uint64_t> runs{0};
   mutable std::atomic<uint64_t> padRows{0};  // zero-filled rows added to fill Runs up to `size`
   // Input tensors of this size in the session's host memory, kept between Runs (one per Run in flight).
@@ -28,13 +34,16 @@ struct SessionBatch {
   mutable std::vector<Ort::Value> idleInputs;
 };
 
-// Members are destroyed in reverse order: the kept inputs before their allocator, that before the session.
+// Members are destroyed in reverse order: the kept inputs before their allocator, that before the
+// sessions, those before the prepacked weights they share.
 struct ModelSession {
-  std::unique_ptr<Ort::Session> session;
+  std::unique_ptr<Ort::PrepackedWeightsContainer> prepacked;  // weights prepacked once for every size
+  mutable std::vector<std::unique_ptr<Ort::Session>> sessions;  // one per batch size, in `batches` order
   HostMemory host;  // where inputs are staged and outputs land (set by OpenSession)
   std::string inputName;
   std::vector<std::string> outputNames;  // the first N outputs, in the model's order
   int64_t fixedBatch = 0;  // > 0: the model's input batch dimension is fixed at this size
+  std::string batchDim;    // the input's symbolic batch dimension, fixed per session
   // Ascending; a Run of n images is padded up to the smallest that holds n. A fixed batch: that
   // size only; else the powers of two below the session batch, then the session batch itself.
   std::vector<SessionBatch> batches;
@@ -74,10 +83,14 @@ class Pipeline {
 
   // Micro-benchmarks (tinybench): decode + detector preprocessing of every view, item-parallel;
   // and one Run of a stage on a zero-filled input of `batch` images, in the session's host memory
-  // and bound as analyze() binds its Runs, returning its milliseconds (throws when the model's
-  // batch is fixed at another size).
+  // and bound as analyze() binds its Runs, returning its milliseconds (throws unless `batch` is one
+  // of the stage's session batch sizes).
   std::vector<DecodeTiming> BenchDecode(const std::vector<ItemInput>& items, ThreadPool& pool) const;
-  double BenchSession(SessionStage stage, int64_t batch) const;
+  // `row`, when not empty, is one image's input tensor written into every row instead of zeros.
+  double BenchSession(SessionStage stage, int64_t batch, const std::vector<float>& row) const;
+  // Keeps only these batch sizes of a stage (the smallest always stays) and releases the others'
+  // sessions; for the warm-up, before the pipeline takes requests.
+  void KeepSessionBatches(SessionStage stage, const std::vector<int64_t>& sizes) const;
 
   // The batch sizes each session is run at, with the Runs analyze() made of each so far.
   SessionBatchCounts SessionBatches() const;

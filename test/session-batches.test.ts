@@ -1,6 +1,7 @@
 // Session Runs in fixed batch sizes, through the real addon on CPU: with CATCOMFORT_SESSION_BATCH=8
-// a micro-batch of 5 runs as one Run of 8 (3 zero pad rows), only 5 results come back, and they
-// equal the unpadded runs of the default CPU setting (one image per Run).
+// a micro-batch of 5 runs as one Run of 8 (3 zero pad rows; each size has a session of its own),
+// only 5 results come back, and they equal the unpadded runs of the default CPU setting (one image
+// per Run). Warm-up keeps only the sizes that pay.
 import assert from 'node:assert/strict';
 import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -8,9 +9,10 @@ import path from 'node:path';
 import { before, test } from 'node:test';
 import { loadConfig } from '../src/config';
 import type { Model } from '../src/models/model';
-import { ModelRegistry } from '../src/models/registry';
+import { loadModel, ModelRegistry } from '../src/models/registry';
+import { chooseSizes } from '../src/models/session-sizes';
 import { loadModels, registryOptions } from '../src/models/runtime';
-import type { ItemResult, NativeAddon, NativeInfo } from '../src/native/addon';
+import type { ItemResult, NativeAddon, NativeInfo, NativePipeline, SessionStage } from '../src/native/addon';
 import { repoRoot } from './helpers/paths';
 
 const images = ['chelsea.jpg', 'chelsea.webp', 'chelsea_cmyk.jpg', 'chelsea_grey.jpg', 'chelsea_orient6.jpg'].map((name) =>
@@ -107,4 +109,39 @@ test('a detector with a fixed batch (YOLOX-nano as published) runs at that size 
   assert.deepEqual(fixed.sessionBatches().detector, [{ batch: 1, runs: 5, padRows: 0 }]);
   assert.deepEqual(fixed.sessionBatches().classifier.map((b) => b.batch), [1, 2, 4, 8]);
   await registry.closeAll();
+});
+
+test('chooseSizes: a size stays only when it costs at most 0.9x per image of the best smaller size kept; the smallest always', () => {
+  const table = chooseSizes([
+    { batch: 1, msPerImage: 10 },
+    { batch: 2, msPerImage: 9.5 },
+    { batch: 4, msPerImage: 5 },
+    { batch: 8, msPerImage: 4.6 },
+  ]);
+  assert.deepEqual(table.map((t) => [t.batch, t.kept]), [[1, true], [2, false], [4, true], [8, false]]);
+  assert.deepEqual(chooseSizes([{ batch: 1, msPerImage: 3 }]), [{ batch: 1, msPerImage: 3, kept: true }]);
+});
+
+test('warm-up times each size on the warm-up photo and drops a size that does not pay (here one made slow); the rest answer as before', async () => {
+  // The real addon, with its Runs at batch 4 reported 50 times slower.
+  const slow4 = Object.create(addon, {
+    runSession: { value: (p: NativePipeline, stage: SessionStage, batch: number, row?: Float32Array) => addon.runSession(p, stage, batch, row).then((ms) => (batch === 4 ? ms * 50 : ms)) },
+  }) as NativeAddon;
+  const options = { ...registryOptions(loadConfig(env), info), sessionBatch: 8 };
+  const model = await loadModel(slow4, path.join(env.CATCOMFORT_MODELS_DIR, 'bc-v1'), options);
+  try {
+    await model.warmUp(readFileSync(path.join(repoRoot, 'models/warmup-cat.png')));
+    for (const stage of ['detector', 'classifier'] as const) {
+      const table = model.sizeTimings()[stage];
+      assert.deepEqual(table.map((t) => t.batch), [1, 2, 4, 8], 'every size was timed');
+      assert.ok(table.every((t) => t.msPerImage > 0));
+      assert.equal(table[0]!.kept, true, 'batch 1 always stays');
+      assert.equal(table[2]!.kept, false, 'the slow size is dropped');
+      assert.deepEqual(model.sessionBatches()[stage].map((b) => b.batch), table.filter((t) => t.kept).map((t) => t.batch));
+    }
+    await assert.rejects(addon.runSession((model as unknown as { pipeline: NativePipeline }).pipeline, 'detector', 4), /no session for batch 4/);
+    assert.deepEqual(outcomes(await analyzeFive(model)), outcomes(await analyzeFive(padded)));
+  } finally {
+    await model.close();
+  }
 });

@@ -8,9 +8,11 @@ import { toAnalysis, type Analysis } from '../pipeline/analysis';
 import { DeadlineError, MicroBatcher, QueueFullError, type SubmitOptions } from '../pipeline/batcher';
 import type { Manifest } from './manifest';
 import { PackError, type Precision } from './pack';
+import { chooseSizes, median, RUNS, type SizeTiming } from './session-sizes';
 
 export class Model {
   readonly batcher: MicroBatcher<AnalyzeItem, ItemResult>;
+  private timings: Record<SessionStage, SizeTiming[]> = { detector: [], classifier: [] };
 
   constructor(
     readonly manifest: Manifest,
@@ -72,19 +74,32 @@ export class Model {
     return this.addon.hostMemory(this.pipeline);
   }
 
+  /** Each stage's session batch sizes as measured at warm-up (session-sizes.ts); empty before it. */
+  sizeTimings(): Record<SessionStage, SizeTiming[]> {
+    return this.timings;
+  }
+
   /**
-   * Before traffic arrives: each session once at every batch size it is run at (so no request
-   * meets a new shape; on a GPU the first Run of a shape is slow), then the pipeline on `sample`
-   * at every micro-batch size. `onStep` hears what is about to run (the provider probe reports it).
+   * Before traffic arrives: each stage's session at every batch size on `sample`'s tensor, timed
+   * (session-sizes.ts), keeping only the sizes that pay; then the pipeline on `sample` at every
+   * micro-batch size. `onStep` hears what is about to run (the provider probe reports it).
    */
   async warmUp(sample: Buffer, onStep: (step: string) => void = () => {}): Promise<void> {
     const batches = this.sessionBatches();
     for (const stage of ['detector', 'classifier'] as const) {
+      const preprocess = stage === 'detector' ? this.manifest.detector.preprocess : this.manifest.classifier.preprocess;
+      const row = (await this.addon.preprocessImage(sample, { ...preprocess, mean: [...preprocess.mean], std: [...preprocess.std] })).tensor.data;
+      const timed: Array<{ batch: number; msPerImage: number }> = [];
       for (const { batch } of batches[stage]) {
         onStep(`${this.id} ${stage} at batch ${batch}`);
-        const ms = await this.addon.runSession(this.pipeline, stage, batch);
-        log.debug('session warmed up', { model: this.id, stage, batch, ms: Math.round(ms) });
+        const first = await this.addon.runSession(this.pipeline, stage, batch, row);
+        const runs: number[] = [];
+        for (let i = 0; i < RUNS; i++) runs.push(await this.addon.runSession(this.pipeline, stage, batch, row));
+        log.debug('session warmed up', { model: this.id, stage, batch, first_ms: Math.round(first), median_ms: median(runs) });
+        timed.push({ batch, msPerImage: median(runs) / batch });
       }
+      this.timings[stage] = chooseSizes(timed);
+      this.addon.keepSessionBatches(this.pipeline, stage, this.timings[stage].filter((t) => t.kept).map((t) => t.batch));
     }
     for (let size = 1; size <= this.batcher.options.maxBatchSize; size++) {
       onStep(`${this.id} pipeline on ${size} image(s)`);

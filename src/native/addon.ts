@@ -224,10 +224,16 @@ export interface NativeAddon {
   /** Releases the sessions; later analyze calls on it reject. */
   releasePipeline(pipeline: NativePipeline): void;
   /**
-   * Warm-up (and micro-benchmarks): one Run of a stage's session on a zero-filled input of `batch`
-   * images (1..1024); resolves to its milliseconds. Rejects when the model's batch is fixed and differs.
+   * Warm-up (and micro-benchmarks): one Run of the stage's session of `batch` images (one of its
+   * session batch sizes) on a zero-filled input, or with `row` (one image's input tensor) in every
+   * row; resolves to its milliseconds.
    */
-  runSession(pipeline: NativePipeline, stage: SessionStage, batch: number): Promise<number>;
+  runSession(pipeline: NativePipeline, stage: SessionStage, batch: number, row?: Float32Array): Promise<number>;
+  /**
+   * Keeps only these batch sizes of a stage (its smallest always stays), releasing the other
+   * sizes' sessions; for the warm-up, before the pipeline takes requests.
+   */
+  keepSessionBatches(pipeline: NativePipeline, stage: SessionStage, sizes: number[]): void;
   /** The batch sizes each session is run at, with the Runs analyze() made of each so far. */
   sessionBatches(pipeline: NativePipeline): Record<SessionStage, SessionBatch[]>;
   /**

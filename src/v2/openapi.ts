@@ -137,6 +137,7 @@ const statsExample = {
       precisionReason: 'self-check passed: 4 photos, same states, largest difference 0.012 (tolerance 0.05)',
       cpuFeatures: ['AVX2', 'AVX-512', 'AVX-512 VNNI'],
       sessionBatches: { detector: [{ batch: 1, runs: 28, padRows: 0 }], classifier: [{ batch: 1, runs: 14, padRows: 0 }] },
+      sessionBatchTimings: { detector: [{ batch: 1, msPerImage: 6.412, kept: true }], classifier: [{ batch: 1, msPerImage: 3.905, kept: true }] },
       hostMemory: { detector: 'cpu', classifier: 'cpu' },
       versions: [
         { pack_version: '1.3.0', role: 'serving', share: 0, submitted: 4, completed: 4, queued: 0, inFlight: 0 },

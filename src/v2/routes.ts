@@ -120,7 +120,7 @@ export function registerV2(router: Router, service: Service): void {
                 const { submitted, completed, queued, inFlight } = v.model.batcher.stats();
                 return { pack_version: v.model.version, role: v.role, share: v.share, submitted, completed, queued, inFlight };
               });
-              return [pack.id, { ...m.batcher.stats(), precision: m.precision, precisionReason: m.precisionReason, cpuFeatures: cpuFeatures(), sessionBatches: m.sessionBatches(), hostMemory: m.hostMemory(), versions }];
+              return [pack.id, { ...m.batcher.stats(), precision: m.precision, precisionReason: m.precisionReason, cpuFeatures: cpuFeatures(), sessionBatches: m.sessionBatches(), sessionBatchTimings: m.sizeTimings(), hostMemory: m.hostMemory(), versions }];
             }),
           ),
         },

@@ -204,6 +204,12 @@ const SessionBatch = Type.Object({
   padRows: Type.Integer({ description: 'Zero rows that filled Runs up to this size' }),
 });
 
+const SizeTiming = Type.Object({
+  batch: Type.Integer(),
+  msPerImage: Type.Number({ description: 'Median Run time per image at warm-up, milliseconds' }),
+  kept: Type.Boolean({ description: 'Whether this size is run (false: dropped, its session released)' }),
+});
+
 const HostMemory = Type.Union([Type.Literal('pinned'), Type.Literal('cpu')]);
 
 const ModelStats = Type.Object(
@@ -223,6 +229,10 @@ const ModelStats = Type.Object(
     precisionReason: Type.String({ description: 'Why this precision serves (as GET /v2/models detector.precision_reason)' }),
     cpuFeatures: Type.Array(Type.String(), { description: 'The CPU\'s vector features that decide how int8 runs (AVX2, AVX-512, AVX-512 VNNI, AVX-VNNI, AMX-INT8)' }),
     sessionBatches: Type.Object({ detector: Type.Array(SessionBatch), classifier: Type.Array(SessionBatch) }),
+    sessionBatchTimings: Type.Object(
+      { detector: Type.Array(SizeTiming), classifier: Type.Array(SizeTiming) },
+      { description: 'Each session batch size timed at warm-up on the warm-up photo: median Run time per image, and whether it was kept (a size stays only when it costs at most 0.9x per image of the best smaller size kept)' },
+    ),
     hostMemory: Type.Object(
       { detector: HostMemory, classifier: HostMemory },
       { description: "Where each session's inputs are staged and outputs land: pinned (the GPU provider's page-locked host memory) or cpu" },

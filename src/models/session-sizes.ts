@@ -1,0 +1,33 @@
+// Which session batch sizes pay, measured at warm-up: each size's session runs on real input (the
+// warm-up photo's tensor in every row) once, then RUNS more times; its cost is the median Run time
+// per image. A size is kept only when that cost is at most KEEP_RATIO of the best smaller size
+// kept: a bigger batch must save a tenth per image to be worth its padding. The smallest size
+// always stays. On CPU a batched Run costs about as much per image as single ones, so batch 1 is
+// what stays; on a GPU the sizes that use it better stay.
+
+/** Runs timed per size after its first. */
+export const RUNS = 5;
+export const KEEP_RATIO = 0.9;
+
+export interface SizeTiming {
+  batch: number;
+  /** Median Run time per image, milliseconds. */
+  msPerImage: number;
+  kept: boolean;
+}
+
+/** The table of `timings` (ascending sizes) with the sizes that pay marked kept. */
+export function chooseSizes(timings: ReadonlyArray<{ batch: number; msPerImage: number }>): SizeTiming[] {
+  let best = Infinity;
+  return timings.map(({ batch, msPerImage }, i) => {
+    const kept = i === 0 || msPerImage <= best * KEEP_RATIO;
+    if (kept) best = Math.min(best, msPerImage);
+    return { batch, msPerImage: Number(msPerImage.toFixed(3)), kept };
+  });
+}
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
