@@ -161,7 +161,9 @@ async function startInterfaces(
   const keyTimer = setInterval(refreshKeys, 30_000);
   keyTimer.unref();
 
-  const { addon, info, registry } = await loadModels(config);
+  const loadStarted = performance.now();
+  const { addon, info, registry } = await loadModels(config, path.join(config.scan.dataDir, 'provider-probes.json'));
+  const loadMs = Math.round(performance.now() - loadStarted);
   for (const id of ctx.packsDisabled) log.info('model pack disabled in its manifest; not loaded', { model: id });
   for (const p of info.providers) {
     metrics.provider.set({ provider: p.name }, p.active ? 1 : 0);
@@ -172,7 +174,9 @@ async function startInterfaces(
     throw new Error(`Default model "${config.defaultModel}" is not among the loaded packs in ${config.modelsDir}`);
   }
   // Warm-up: every session batch size and micro-batch size once, before requests are let in.
+  const warmStarted = performance.now();
   await warmUpAll(registry, undefined, (id, state) => ctx.readiness.setModel(id, state));
+  log.info('start-up phases', { probe_and_load_ms: loadMs, warm_up_ms: Math.round(performance.now() - warmStarted) });
   for (const model of registry.list()) {
     const classifier = model.manifest.classifier;
     log.info('model loaded', {

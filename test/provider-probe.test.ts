@@ -1,9 +1,15 @@
 // A provider can never take the service down: accelerated providers are proven in a child
 // process first (src/models/provider-probe.ts). Here (CPU only) the probe is made to fail on
-// purpose with CATCOMFORT_TEST_PROBE_FAULT: the service starts on CPU and logs the cause.
+// purpose with CATCOMFORT_TEST_PROBE_FAULT: the service starts on CPU and logs the cause. A pass
+// is remembered in the data folder and not probed again (src/models/probe-verdicts.ts).
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { test } from 'node:test';
+import { loadConfig } from '../src/config';
+import { probeKey, rememberedVerdict, rememberVerdict } from '../src/models/probe-verdicts';
+import { provenProviders } from '../src/models/provider-probe';
 import { postJson, request } from './helpers/http';
 import { photo } from './helpers/paths';
 import { startServer } from './helpers/server';
@@ -106,4 +112,25 @@ test('with CPU only there is no probe', async () => {
   const lines = logLines(server.output());
   assert.equal(lines.filter((l) => l.msg === 'probing execution provider').length, 0);
   assert.ok(lines.some((l) => l.msg === 'listening'));
+});
+
+test('probe verdicts: a remembered pass is used without probing; the key follows the packs; an outcome that is not a full pass is not remembered', async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cc-verdicts-'));
+  const file = path.join(dir, 'provider-probes.json');
+  const config = loadConfig({ ...process.env, CATCOMFORT_EXECUTION_PROVIDERS: 'cuda,cpu', CATCOMFORT_PROVIDER_PROBE_TIMEOUT_MS: '60000' });
+  const key = probeKey(config);
+  assert.equal(probeKey(config), key, 'the same key every time');
+  assert.notEqual(probeKey({ ...config, modelsDir: dir }), key, 'other packs, another key');
+  assert.notEqual(probeKey({ ...config, cudnnConvAlgoSearch: 'EXHAUSTIVE' }), key, 'other settings, another key');
+
+  // Here CUDA cannot load: the probe reports it skipped, which is not remembered.
+  const probed = await provenProviders(config, file);
+  assert.deepEqual(probed.providers, ['cpu']);
+  assert.equal(existsSync(file), false);
+
+  await rememberVerdict(file, key, { providers: ['cuda', 'cpu'], pinnedMemory: false });
+  const started = performance.now();
+  assert.deepEqual(await provenProviders(config, file), { providers: ['cuda', 'cpu'], pinnedMemory: false }, 'the remembered verdict');
+  assert.ok(performance.now() - started < 5_000, 'no probe child was run');
+  assert.equal(await rememberedVerdict(file, probeKey({ ...config, trtFp16: true })), null);
 });

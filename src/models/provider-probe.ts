@@ -9,12 +9,14 @@
 // tensorrt + cuda), so the last probe that passed ran exactly the combination the service uses.
 // A probe that crashes or fails with pinned staging memory on (native/host_memory.h) is run again
 // without it (not one that timed out: that would double the longest wait); when that passes, the
-// service runs without pinned memory rather than without the provider.
+// service runs without pinned memory rather than without the provider. A verdict in which every
+// provider passed is remembered (probe-verdicts.ts): a restart with the same key skips the probe.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import type { ProviderName, RuntimeConfig } from '../config';
 import { log } from '../log';
 import type { ProviderStatus } from '../native/addon';
+import { probeKey, rememberedVerdict, rememberVerdict, type Verdict } from './probe-verdicts';
 
 /** What the probe child prints on stdout, one JSON object per line (other lines are ignored). */
 export type ProbeLine =
@@ -88,8 +90,28 @@ export async function probePack(config: RuntimeConfig, packDir: string): Promise
   return outcome.ok ? null : outcome.cause;
 }
 
-/** The configured providers that passed their probe, in order, then 'cpu'; and whether pinned memory stays on. */
-export async function provenProviders(config: RuntimeConfig): Promise<Pick<RuntimeConfig, 'providers' | 'pinnedMemory'>> {
+/**
+ * The configured providers that passed their probe, in order, then 'cpu'; and whether pinned
+ * memory stays on. With `verdicts` (a file in the data folder, probe-verdicts.ts), a verdict
+ * remembered for the same key is used without probing, and a new pass of every provider is kept.
+ */
+export async function provenProviders(config: RuntimeConfig, verdicts?: string): Promise<Verdict> {
+  const accelerated = config.providers.filter((p) => p !== 'cpu');
+  if (accelerated.length === 0) return { providers: ['cpu'], pinnedMemory: config.pinnedMemory };
+  const key = verdicts === undefined ? null : probeKey(config);
+  const remembered = key === null ? null : await rememberedVerdict(verdicts!, key);
+  if (remembered) {
+    log.info('execution providers proven before (not probed again)', { providers: remembered.providers, pinned_memory: remembered.pinnedMemory, probed_at: remembered.at, verdicts });
+    return { providers: remembered.providers, pinnedMemory: remembered.pinnedMemory };
+  }
+  const verdict = await probeEach(config);
+  if (key !== null && accelerated.every((p) => verdict.providers.includes(p))) {
+    await rememberVerdict(verdicts!, key, verdict).catch((error: Error) => log.warn('could not remember the probe verdict', { verdicts, error: error.message }));
+  }
+  return verdict;
+}
+
+async function probeEach(config: RuntimeConfig): Promise<Verdict> {
   const proven: ProviderName[] = [];
   let pinnedMemory = config.pinnedMemory;
   for (const provider of config.providers.filter((p) => p !== 'cpu')) {

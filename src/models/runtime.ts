@@ -57,9 +57,12 @@ export function registryOptions(config: RuntimeConfig, info: NativeInfo): Regist
   };
 }
 
-/** Configures the addon with the providers that passed their probe (src/models/provider-probe.ts) and loads the packs. */
-export async function loadModels(config: RuntimeConfig): Promise<{ addon: NativeAddon; info: NativeInfo; registry: ModelRegistry }> {
-  const { addon, info } = configureAddon({ ...config, ...(await provenProviders(config)) });
+/**
+ * Configures the addon with the providers that passed their probe (src/models/provider-probe.ts;
+ * `verdicts`: where verdicts are remembered) and loads the packs.
+ */
+export async function loadModels(config: RuntimeConfig, verdicts?: string): Promise<{ addon: NativeAddon; info: NativeInfo; registry: ModelRegistry }> {
+  const { addon, info } = configureAddon({ ...config, ...(await provenProviders(config, verdicts)) });
   const registry = await ModelRegistry.load(addon, registryOptions(config, info));
   return { addon, info, registry };
 }
@@ -88,6 +91,7 @@ export async function warmUpAll(
     log.info('model warmed up', {
       model: model.id,
       session_batches: { detector: batches.detector.map((b) => b.batch), classifier: batches.classifier.map((b) => b.batch) },
+      session_batch_timings: model.sizeTimings(),
       host_memory: model.hostMemory(),
       ms: Math.round(performance.now() - started),
     });
