@@ -1,4 +1,4 @@
-// `npm run bundle [-- --cuda [--cuda-arch sm_90 ...]] [-- --bench] [-- --out FILE] [-- --fast] [-- --dir DIR]`:
+// `npm run bundle [-- --cuda [--cuda-arch sm_90 ...]] [-- --bench] [-- --out FILE] [-- --fast] [-- --split MIB] [-- --dir DIR]`:
 // one self-contained archive that runs the service on a Linux x64 machine without npm or internet
 // (README "Offline bundle"):
 //   catcomfort/run                 the one command: starts the service with the Node binary below
@@ -15,7 +15,8 @@
 //   catcomfort/bench               runs app/dist/bench/run.js (BENCH_* settings as with npm run bench)
 //   catcomfort/app/dist/bench/     the compiled suite, with catcomfort_bench.node, tinybench and autocannon
 // Built from what `npm ci` installed and built here. Compressed with xz -9 and its x86 filter
-// (--fast: xz -0, for tests): the smallest of the common formats (README "Offline bundle" has the
+// (--fast: xz -0, for tests; --split 60: in parts of at most 60 MiB with a sha256 of the whole,
+// src/tools/split-file.ts): the smallest of the common formats (README "Offline bundle" has the
 // measured sizes), and GNU tar unpacks it anywhere with xz-utils. --dir DIR writes the catcomfort/
 // folder into DIR instead of an archive (the container image's build stage, Dockerfile).
 import { execFileSync } from 'node:child_process';
@@ -28,6 +29,7 @@ import { readManifest, readModelFile } from '../models/pack';
 import { packFileDir, packFiles, type PackFile } from '../models/pack-files';
 import { copyProductionModules, LEFT_OUT } from './bundle-modules';
 import { fatbinArchitectures, parseArchitecture, pruneFatbin } from './cuda-fatbin';
+import { splitFile } from './split-file';
 
 const repoRoot = path.resolve(__dirname, '../../..');
 const CUDA_LIBRARIES = /^libonnxruntime_providers_(cuda|tensorrt)\.so$/;
@@ -161,10 +163,12 @@ async function copyModels(app: string): Promise<void> {
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { cuda: { type: 'boolean', default: false }, 'cuda-arch': { type: 'string', multiple: true }, bench: { type: 'boolean', default: false }, out: { type: 'string' }, fast: { type: 'boolean', default: false }, dir: { type: 'string' } },
+    options: { cuda: { type: 'boolean', default: false }, 'cuda-arch': { type: 'string', multiple: true }, bench: { type: 'boolean', default: false }, out: { type: 'string' }, fast: { type: 'boolean', default: false }, dir: { type: 'string' }, split: { type: 'string' } },
   });
   if (process.platform !== 'linux' || process.arch !== 'x64') fail(`bundles are for Linux x64; this is ${process.platform} ${process.arch}`);
-  if (values.dir !== undefined && (values.out !== undefined || values.fast)) fail('--dir writes a folder: --out and --fast are for the archive');
+  if (values.dir !== undefined && (values.out !== undefined || values.fast || values.split !== undefined)) fail('--dir writes a folder: --out, --fast and --split are for the archive');
+  const splitMiB = values.split === undefined ? null : Number(values.split);
+  if (splitMiB !== null && !(Number.isInteger(splitMiB) && splitMiB >= 1)) fail(`--split takes a whole number of MiB, got "${values.split}"`);
   let archs: number[] = [];
   try {
     archs = [...new Set((values['cuda-arch'] ?? []).flatMap((a) => a.split(',')).map(parseArchitecture))].sort((a, b) => a - b);
@@ -222,6 +226,11 @@ async function main(): Promise<void> {
     renameSync(partial, out);
     const unpacked = Number(execFileSync('du', ['-sb', top], { encoding: 'utf8' }).split('\t')[0]);
     process.stdout.write(`bundle: wrote ${out}: ${mib(statSync(out).size)} (unpacked ${mib(unpacked)}); run: tar -xf ${path.basename(out)} && ./catcomfort/run\n`);
+    if (splitMiB !== null) {
+      const parts = splitFile(out, splitMiB * 2 ** 20);
+      const name = path.basename(out);
+      process.stdout.write(`bundle: split into ${parts.length} parts of at most ${splitMiB} MiB (${parts.map((p) => path.basename(p)).join(', ')}) and ${name}.sha256; join: cat ${name}.part-* > ${name} && sha256sum -c ${name}.sha256\n`);
+    }
   } finally {
     if (!folder) rmSync(stage, { recursive: true, force: true });
   }
