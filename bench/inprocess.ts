@@ -13,7 +13,7 @@ import type { Model } from '../src/models/model';
 import { ModelRegistry } from '../src/models/registry';
 import { loadModels, registryOptions } from '../src/models/runtime';
 import { benchOptions, fixturePhotos, fmt, log, percentile, PRECISIONS, type Precision } from './common';
-import { sampleGpu, type GpuUtilisation } from './gpu';
+import { sampleGpu, type GpuUtilisation } from '../src/ops/gpu-sampler';
 import { phonePhotos } from './phone-photos';
 
 export interface InprocessLevel {

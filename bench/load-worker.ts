@@ -5,7 +5,7 @@
 // on stdout.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { sampleGpu, type GpuUtilisation } from './gpu';
+import { sampleGpu, type GpuUtilisation } from '../src/ops/gpu-sampler';
 
 export interface LoadWorkerConfig {
   url: string;

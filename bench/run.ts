@@ -43,7 +43,7 @@ import type { InprocessResult } from './inprocess';
 import { runLoad, type LoadLevel } from './load';
 import { microMarkdown, type MicroResult } from './micro';
 import { renderChart } from './chart';
-import type { GpuUtilisation } from './gpu';
+import type { GpuUtilisation } from '../src/ops/gpu-sampler';
 import { phonePhotos } from './phone-photos';
 
 const SERVER_LABELS: Record<ServerName, string> = {

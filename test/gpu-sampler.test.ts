@@ -1,8 +1,8 @@
-// GPU utilisation in the benchmark report (bench/gpu.ts): nvidia-smi's CSV lines are parsed and
+// GPU utilisation (src/ops/gpu-sampler.ts, for the benchmarks and gpu-check): nvidia-smi's CSV lines are parsed and
 // summarised; without nvidia-smi on PATH there is no figure rather than a failure.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseSmiLine, sampleGpu, summarise } from '../bench/gpu';
+import { parseSmiLine, sampleGpu, summarise } from '../src/ops/gpu-sampler';
 
 test("nvidia-smi's CSV samples are summarised; headers and [N/A] lines are skipped", () => {
   assert.deepEqual(parseSmiLine('37, 1234'), { utilPct: 37, memoryMiB: 1234 });

@@ -1,8 +1,7 @@
 // GPU utilisation during a measured window, as nvidia-smi samples it in its own loop (-lms): the
 // CPU-side figures cannot tell a busy GPU from an idle one. Without nvidia-smi on PATH (no NVIDIA
-// driver) there is nothing to report.
-import type { ChildProcess } from 'node:child_process';
-import { spawnTracked, stopChild } from './common';
+// driver) there is nothing to report. Used by the benchmarks and `catcomfort gpu-check`.
+import { spawn, type ChildProcess } from 'node:child_process';
 
 export interface GpuUtilisation {
   samples: number;
@@ -40,7 +39,7 @@ export function sampleGpu(deviceId: number, intervalMs = 200): { stop(): Promise
   let failed = false;
   let child: ChildProcess | null = null;
   try {
-    child = spawnTracked('nvidia-smi', ['-i', String(deviceId), '--query-gpu=utilization.gpu,memory.used', '--format=csv,noheader,nounits', '-lms', String(intervalMs)], {
+    child = spawn('nvidia-smi', ['-i', String(deviceId), '--query-gpu=utilization.gpu,memory.used', '--format=csv,noheader,nounits', '-lms', String(intervalMs)], {
       stdio: ['ignore', 'pipe', 'ignore'],
     });
     child.once('error', () => (failed = true)); // ENOENT: not installed
@@ -50,7 +49,11 @@ export function sampleGpu(deviceId: number, intervalMs = 200): { stop(): Promise
   }
   return {
     async stop() {
-      if (child && !failed && child.pid !== undefined) await stopChild(child, 1000);
+      if (child && !failed && child.pid !== undefined && child.exitCode === null) {
+        const exited = new Promise<void>((resolve) => child!.once('exit', () => resolve()));
+        child.kill('SIGKILL');
+        await exited;
+      }
       return failed ? null : summarise(output);
     },
   };
