@@ -11,6 +11,7 @@ import { Router } from './http/router';
 import { HttpServer } from './http/server';
 import { log } from './log';
 import { startPackControl, versionStates } from './admin';
+import { verdictsFile } from './models/probe-verdicts';
 import { loadModels, warmUpAll } from './models/runtime';
 import { ModelRegistry } from './models/registry';
 import { OPS_PATHS, recordFrontAnswer, recordRequest } from './ops/access-log';
@@ -162,7 +163,7 @@ async function startInterfaces(
   keyTimer.unref();
 
   const loadStarted = performance.now();
-  const { addon, info, registry } = await loadModels(config, path.join(config.scan.dataDir, 'provider-probes.json'));
+  const { addon, info, registry } = await loadModels(config, verdictsFile(config.scan.dataDir));
   const loadMs = Math.round(performance.now() - loadStarted);
   for (const id of ctx.packsDisabled) log.info('model pack disabled in its manifest; not loaded', { model: id });
   for (const p of info.providers) {

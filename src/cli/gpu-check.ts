@@ -9,7 +9,9 @@
 //   2. the service's packs warmed up as at start, then the photos of --photos one at a time, twice,
 //      their detection states against --answers (a file --write-answers made, e.g. on a CPU at fp32);
 //   3. a closed loop of in-process clients at 1, 32, 128 and 256 for --seconds each, with GPU
-//      utilisation and memory from nvidia-smi.
+//      utilisation and memory from nvidia-smi; then the same levels over HTTP against the service
+//      started as a child (http-load.ts), which should reach 90 % of in-process from 32 clients.
+// The probe verdict is remembered in the data folder as the service does (probe-verdicts.ts).
 // The parent prints one table and a verdict and writes --json. No npm and no network: it runs from
 // the offline bundle (`catcomfort/catcomfort gpu-check`).
 import { spawn } from 'node:child_process';
@@ -18,18 +20,21 @@ import path from 'node:path';
 import { loadConfig, type Config } from '../config';
 import { setLogLevel } from '../log';
 import { loadPack } from '../models/pack';
+import { verdictsFile } from '../models/probe-verdicts';
 import { loadModels, registryOptions, warmUpAll } from '../models/runtime';
 import type { NativeAddon, NativeInfo } from '../native/addon';
 import { median } from '../models/session-sizes';
 import { sampleGpu, type GpuUtilisation } from '../ops/gpu-sampler';
 import { parse, UsageError } from './args';
+import { httpLoad, type HttpLevel } from './http-load';
 
 const USAGE = `Usage: catcomfort gpu-check --photos DIR [--answers FILE | --write-answers FILE] [--seconds N] [--json FILE]
 
 Checks the GPU path with the configured providers (CATCOMFORT_EXECUTION_PROVIDERS, e.g. cuda,cpu):
 sessions alone at batch 1/2/4/8 (steady and alternating), the packs on the photos of DIR twice
 (states against --answers), and in-process load at 1, 32, 128 and 256 clients for N seconds each
-(default 5); when slow, again with session batch 1, each cuDNN search mode and pinned memory off.
+(default 5), then over HTTP against the service started on 127.0.0.1; when not healthy, again with
+session batch 1, each cuDNN search mode and pinned memory off.
 Prints a table and a verdict; --json writes every figure. --write-answers FILE writes the states of
 the photos instead (make the reference on a CPU with CATCOMFORT_PRECISION=fp32).
 
@@ -41,6 +46,8 @@ const RUNS = 10;
 /** A photo over this at one client, or an alternating size this many times its steady time, is slow. */
 const PHOTO_MS = 100;
 const STALL_RATIO = 3;
+/** HTTP throughput at 32 clients and more should reach this share of in-process. */
+const HTTP_SHARE = 0.9;
 
 interface SessionFigures {
   stage: 'detector' | 'classifier';
@@ -64,6 +71,8 @@ export interface ChildReport {
   sessions: SessionFigures[];
   photos: { count: number; maxMs: number; p50Ms: number; slowest: string; states: Record<string, string>; statesEqual: number | null; compared: number };
   load: LoadFigures[];
+  /** The same levels over HTTP against the service started as a child (http-load.ts). */
+  http: HttpLevel[];
   error?: string;
 }
 
@@ -103,13 +112,14 @@ async function sessionFigures(config: Config, addon: NativeAddon, info: NativeIn
 async function child(name: string, photosDir: string, answersFile: string | null, seconds: number): Promise<ChildReport> {
   setLogLevel('warn');
   const config = loadConfig(process.env);
-  const { addon, info, registry } = await loadModels(config);
+  const { addon, info, registry } = await loadModels(config, verdictsFile(config.scan.dataDir));
   const report: ChildReport = {
     name,
     providers: info.providers.filter((p) => p.active).map((p) => p.name),
     sessions: await sessionFigures(config, addon, info),
     photos: { count: 0, maxMs: 0, p50Ms: 0, slowest: '', states: {}, statesEqual: null, compared: 0 },
     load: [],
+    http: [],
   };
   await warmUpAll(registry);
   const model = registry.get(config.defaultModel)!;
@@ -164,22 +174,28 @@ async function child(name: string, photosDir: string, answersFile: string | null
     });
   }
   await registry.closeAll();
+  report.http = await httpLoad({}, images, CLIENTS, seconds, 5 * 60_000);
   return report;
 }
 
 /** Runs one configuration in a child of this command; resolves to its report (an error report when it failed). */
 function runChild(name: string, env: Record<string, string>, args: string[], timeoutMs: number): Promise<ChildReport> {
   return new Promise((resolve) => {
-    // A queue that holds every client of the largest load level: its requests wait rather than fail.
-    const queue = { CATCOMFORT_QUEUE_MAX: process.env.CATCOMFORT_QUEUE_MAX ?? String(2 * CLIENTS.at(-1)!) };
-    const proc = spawn(process.execPath, [process.argv[1]!, 'gpu-check', '--child', name, ...args], { env: { ...process.env, ...queue, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    // A queue that holds every client of the largest load level, and a deadline long enough for its
+    // wait: a closed loop measures capacity, so its requests wait rather than fail.
+    const queue = {
+      CATCOMFORT_QUEUE_MAX: process.env.CATCOMFORT_QUEUE_MAX ?? String(2 * CLIENTS.at(-1)!),
+      CATCOMFORT_REQUEST_TIMEOUT_MS: process.env.CATCOMFORT_REQUEST_TIMEOUT_MS ?? '60000',
+    };
+    // Its own process group, so that the time limit also ends the service it started.
+    const proc = spawn(process.execPath, [process.argv[1]!, 'gpu-check', '--child', name, ...args], { env: { ...process.env, ...queue, ...env }, stdio: ['ignore', 'pipe', 'inherit'], detached: true });
     let out = '';
     proc.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
+    const timer = setTimeout(() => process.kill(-proc.pid!, 'SIGKILL'), timeoutMs);
     proc.on('close', (code, signal) => {
       clearTimeout(timer);
       const line = out.split('\n').find((l) => l.startsWith('{"name":'));
-      const failed = (error: string): ChildReport => ({ name, providers: [], sessions: [], photos: { count: 0, maxMs: NaN, p50Ms: NaN, slowest: '', states: {}, statesEqual: null, compared: 0 }, load: [], error });
+      const failed = (error: string): ChildReport => ({ name, providers: [], sessions: [], photos: { count: 0, maxMs: NaN, p50Ms: NaN, slowest: '', states: {}, statesEqual: null, compared: 0 }, load: [], http: [], error });
       if (line && code === 0) resolve(JSON.parse(line) as ChildReport);
       else resolve(failed(signal ? `ended by ${signal}${signal === 'SIGKILL' ? ' (time limit)' : ''}` : `exited with code ${code}`));
     });
@@ -194,23 +210,27 @@ export function problems(r: ChildReport): string[] {
   for (const s of r.sessions) if (s.alternatingMs > STALL_RATIO * s.steadyMs && s.alternatingMs - s.steadyMs > 20) out.push(`${s.stage} batch ${s.batch}: ${s.alternatingMs.toFixed(1)} ms alternating vs ${s.steadyMs.toFixed(1)} ms steady (per-shape stall)`);
   if (r.photos.maxMs > PHOTO_MS) out.push(`${r.photos.slowest} took ${Math.round(r.photos.maxMs)} ms at one client (limit ${PHOTO_MS})`);
   if (r.photos.statesEqual !== null && r.photos.statesEqual < r.photos.compared) out.push(`${r.photos.compared - r.photos.statesEqual} of ${r.photos.compared} states differ from the answers`);
-  const failed = r.load.reduce((n, l) => n + l.failed, 0);
+  const failed = r.load.reduce((n, l) => n + l.failed, 0) + r.http.reduce((n, l) => n + l.errors, 0);
   if (failed > 0) out.push(`${failed} requests failed under load`);
+  for (const h of r.http) {
+    const inProcess = r.load.find((l) => l.clients === h.clients)?.reqPerS ?? 0;
+    if (h.clients >= 32 && h.reqPerS < HTTP_SHARE * inProcess) out.push(`HTTP at ${h.clients} clients: ${h.reqPerS.toFixed(1)} req/s, under ${HTTP_SHARE * 100} % of in-process ${inProcess.toFixed(1)}`);
+  }
   return out;
 }
 
 function table(reports: ChildReport[]): string {
   const cell = (n: number | undefined, digits = 0) => (n === undefined || Number.isNaN(n) ? '–' : n.toFixed(digits));
   const lines = [
-    `| configuration | providers | worst alternating/steady | slowest photo ms | states equal | ${CLIENTS.map((c) => `req/s c=${c}`).join(' | ')} | GPU util max % | GPU MiB max | problems |`,
-    `|---|---|---:|---:|---:|${CLIENTS.map(() => '---:').join('|')}|---:|---:|---|`,
+    `| configuration | providers | worst alternating/steady | slowest photo ms | states equal | ${CLIENTS.map((c) => `req/s c=${c}`).join(' | ')} | ${CLIENTS.map((c) => `HTTP c=${c}`).join(' | ')} | GPU util max % | GPU MiB max | problems |`,
+    `|---|---|---:|---:|---:|${CLIENTS.map(() => '---:').join('|')}|${CLIENTS.map(() => '---:').join('|')}|---:|---:|---|`,
   ];
   for (const r of reports) {
     const ratio = Math.max(0, ...r.sessions.map((s) => s.alternatingMs / s.steadyMs));
     const gpu = r.load.map((l) => l.gpu).filter((g): g is GpuUtilisation => g !== null);
     lines.push(
       `| ${r.name} | ${r.providers.join(',') || '–'} | ${r.sessions.length ? `${ratio.toFixed(2)}x` : '–'} | ${cell(r.photos.maxMs)} | ${r.photos.statesEqual === null ? '–' : `${r.photos.statesEqual}/${r.photos.compared}`} | ` +
-        `${CLIENTS.map((c) => cell(r.load.find((l) => l.clients === c)?.reqPerS, 1)).join(' | ')} | ${gpu.length ? Math.max(...gpu.map((g) => g.maxPct)) : '–'} | ${gpu.length ? Math.max(...gpu.map((g) => g.memoryMiBMax)) : '–'} | ${problems(r).join('; ') || 'none'} |`,
+        `${CLIENTS.map((c) => cell(r.load.find((l) => l.clients === c)?.reqPerS, 1)).join(' | ')} | ${CLIENTS.map((c) => cell(r.http.find((l) => l.clients === c)?.reqPerS, 1)).join(' | ')} | ${gpu.length ? Math.max(...gpu.map((g) => g.maxPct)) : '–'} | ${gpu.length ? Math.max(...gpu.map((g) => g.memoryMiBMax)) : '–'} | ${problems(r).join('; ') || 'none'} |`,
     );
   }
   return lines.join('\n');

@@ -13,6 +13,11 @@ import type { RuntimeConfig } from '../config';
 
 export type Verdict = Pick<RuntimeConfig, 'providers' | 'pinnedMemory'>;
 
+/** Where the service keeps its verdicts: provider-probes.json in its data folder. */
+export function verdictsFile(dataDir: string): string {
+  return path.join(dataDir, 'provider-probes.json');
+}
+
 const release = path.resolve(__dirname, '../../../build/Release');
 const NVIDIA = '/proc/driver/nvidia';
 

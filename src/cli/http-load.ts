@@ -1,0 +1,111 @@
+// The service as users meet it, for `catcomfort gpu-check`: started as a child process on a free
+// port of 127.0.0.1 (its own probe, load and warm-up), waited for until /readyz answers 200, loaded
+// by closed-loop keep-alive clients posting /v2/predict, then stopped with SIGTERM.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import path from 'node:path';
+
+export interface HttpLevel {
+  clients: number;
+  reqPerS: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** Answers other than 200, and requests that failed. */
+  errors: number;
+}
+
+interface Service {
+  port: number;
+  key: string;
+  child: ChildProcess;
+}
+
+const main = path.resolve(__dirname, '../main.js');
+
+function request(port: number, method: string, route: string, agent: http.Agent, headers: Record<string, string> = {}, body?: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method, path: route, agent, headers }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Starts the service with `env` on top of this process's environment; resolves once it is ready. */
+async function start(env: Record<string, string>, timeoutMs: number): Promise<Service> {
+  const key = randomBytes(16).toString('hex');
+  const child = spawn(process.execPath, [main], {
+    env: { ...process.env, ...env, CATCOMFORT_HOST: '127.0.0.1', CATCOMFORT_PORT: '0', CATCOMFORT_API_KEYS: key, CATCOMFORT_LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    let pending = '';
+    const timer = setTimeout(() => reject(new Error('the service did not listen in time')), timeoutMs);
+    child.once('exit', (code) => reject(new Error(`the service exited with code ${code} before listening`)));
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+      const lines = (pending + chunk).split('\n');
+      pending = lines.pop()!;
+      for (const line of lines) {
+        const m = /"port":(\d+).*"msg":"listening"/.exec(line);
+        if (m) {
+          clearTimeout(timer);
+          resolve(Number(m[1]));
+        }
+      }
+    });
+  });
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const deadline = performance.now() + timeoutMs;
+  while ((await request(port, 'GET', '/readyz', agent).catch(() => 0)) !== 200) {
+    if (performance.now() > deadline || child.exitCode !== null) throw new Error('the service did not become ready in time');
+    await new Promise((resolve) => setTimeout(resolve, 500)); // poll interval of /readyz, as an orchestrator would
+  }
+  agent.destroy();
+  return { port, key, child };
+}
+
+async function stop(service: Service): Promise<void> {
+  if (service.child.exitCode !== null) return;
+  const exited = new Promise((resolve) => service.child.once('exit', resolve));
+  service.child.kill('SIGTERM');
+  await exited;
+}
+
+/** Load levels against a service started with `env`: each level for `seconds`, photos rotated. */
+export async function httpLoad(env: Record<string, string>, images: Buffer[], levels: number[], seconds: number, timeoutMs: number): Promise<HttpLevel[]> {
+  const service = await start(env, timeoutMs);
+  const bodies = images.map((image) => JSON.stringify({ image: image.toString('base64') }));
+  const headers = { 'api-key': service.key, 'content-type': 'application/json' };
+  const out: HttpLevel[] = [];
+  let next = 0;
+  try {
+    for (const clients of levels) {
+      const agent = new http.Agent({ keepAlive: true, maxSockets: clients });
+      const latencies: number[] = [];
+      let errors = 0;
+      const stopAt = performance.now() + seconds * 1000;
+      const started = performance.now();
+      await Promise.all(
+        Array.from({ length: clients }, async () => {
+          while (performance.now() < stopAt) {
+            const t = performance.now();
+            const status = await request(service.port, 'POST', '/v2/predict', agent, headers, bodies[next++ % bodies.length]).catch(() => 0);
+            if (status === 200) latencies.push(performance.now() - t);
+            else errors++;
+          }
+        }),
+      );
+      agent.destroy();
+      const elapsed = (performance.now() - started) / 1000;
+      latencies.sort((a, b) => a - b);
+      const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * q))] ?? NaN;
+      out.push({ clients, reqPerS: latencies.length / elapsed, p50Ms: at(0.5), p99Ms: at(0.99), errors });
+    }
+  } finally {
+    await stop(service);
+  }
+  return out;
+}
