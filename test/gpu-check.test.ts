@@ -26,12 +26,13 @@ test('gpu-check on CPU: answers written, then compared; the table and verdict pr
   mkdirSync(photos);
   for (const name of ['000_skimage_chelsea.png', '070_darknet_dog.jpg', '111_skimage_coffee.png']) copyFileSync(photo(name), path.join(photos, name));
   const answers = path.join(dir, 'answers.json');
-  const written = await catcomfort(['gpu-check', '--photos', photos, '--write-answers', answers, '--seconds', '1'], { CATCOMFORT_PRECISION: 'fp32' });
+  const data = { CATCOMFORT_DATA_DIR: path.join(dir, 'data') };
+  const written = await catcomfort(['gpu-check', '--photos', photos, '--write-answers', answers, '--seconds', '1'], { ...data, CATCOMFORT_PRECISION: 'fp32' });
   assert.equal(written.code, 0, written.stdout);
   assert.deepEqual(JSON.parse(readFileSync(answers, 'utf8')), { '000_skimage_chelsea.png': 'detected', '070_darknet_dog.jpg': 'not_detected', '111_skimage_coffee.png': 'not_detected' });
 
   const json = path.join(dir, 'check.json');
-  const checked = await catcomfort(['gpu-check', '--photos', photos, '--answers', answers, '--seconds', '1', '--json', json]);
+  const checked = await catcomfort(['gpu-check', '--photos', photos, '--answers', answers, '--seconds', '1', '--json', json], data);
   assert.equal(checked.code, 1, 'not healthy: no GPU here');
   assert.match(checked.stdout, /^\| as configured \| cpu \| \d+\.\d\dx \| \d+ \| 3\/3 \|( [\d.]+ \|){8} – \| – \| no GPU provider active[^|]* \|$/m);
   assert.match(checked.stdout, /verdict: NOT healthy as configured: no GPU provider active/);
