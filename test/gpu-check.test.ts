@@ -41,7 +41,7 @@ test('gpu-check on CPU: answers written, then compared; the table and verdict pr
   assert.equal(report.healthy, false);
   assert.deepEqual(report.reports[0].sessions.map((s: { stage: string; batch: number }) => `${s.stage} ${s.batch}`), ['detector 1', 'detector 2', 'detector 4', 'detector 8', 'classifier 1', 'classifier 2', 'classifier 4', 'classifier 8']);
   assert.deepEqual(report.reports[0].load.map((l: { clients: number; failed: number }) => [l.clients, l.failed]), [[1, 0], [32, 0], [128, 0], [256, 0]]);
-  assert.deepEqual(report.reports[0].http.map((l: { clients: number; errors: number }) => [l.clients, l.errors]), [[1, 0], [32, 0], [128, 0], [256, 0]], 'the service over HTTP, every answer 200');
+  assert.deepEqual(report.reports[0].http.map((l: { clients: number; failed: number }) => [l.clients, l.failed]), [[1, 0], [32, 0], [128, 0], [256, 0]], 'the service over HTTP, every answer 200');
   assert.ok(report.reports[0].http.every((l: { reqPerS: number }) => l.reqPerS > 0));
 
   const usage = await catcomfort(['gpu-check']);
@@ -55,7 +55,7 @@ test('gpu-check verdict: a per-shape stall, a slow photo, differing states and f
     sessions: [{ stage: 'classifier', batch: 2, steadyMs: 1, alternatingMs: 1.2 }],
     photos: { count: 40, maxMs: 30, p50Ms: 15, slowest: 'a.jpg', states: {}, statesEqual: 40, compared: 40 },
     load: [{ clients: 32, reqPerS: 300, p50Ms: 100, p99Ms: 150, failed: 0, gpu: null }],
-    http: [{ clients: 32, reqPerS: 290, p50Ms: 105, p99Ms: 160, errors: 0 }],
+    http: [{ clients: 32, reqPerS: 290, p50Ms: 105, p99Ms: 160, failed: 0 }],
   };
   assert.deepEqual(problems(healthy), []);
   const stalled = { ...healthy, sessions: [{ stage: 'classifier' as const, batch: 2, steadyMs: 1, alternatingMs: 900 }] };
@@ -63,7 +63,7 @@ test('gpu-check verdict: a per-shape stall, a slow photo, differing states and f
   const slow = { ...healthy, photos: { ...healthy.photos, maxMs: 1300, slowest: '039.jpg', statesEqual: 39 } };
   assert.deepEqual(problems(slow), ['039.jpg took 1300 ms at one client (limit 100)', '1 of 40 states differ from the answers']);
   assert.deepEqual(problems({ ...healthy, error: 'ended by SIGSEGV' }), ['ended by SIGSEGV']);
-  assert.deepEqual(problems({ ...healthy, http: [{ clients: 32, reqPerS: 5.3, p50Ms: 5000, p99Ms: 9000, errors: 2 }] }), [
+  assert.deepEqual(problems({ ...healthy, http: [{ clients: 32, reqPerS: 5.3, p50Ms: 5000, p99Ms: 9000, failed: 2 }] }), [
     '2 requests failed under load',
     'HTTP at 32 clients: 5.3 req/s, under 90 % of in-process 300.0',
   ]);

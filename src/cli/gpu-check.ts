@@ -26,6 +26,7 @@ import type { NativeAddon, NativeInfo } from '../native/addon';
 import { median } from '../models/session-sizes';
 import { sampleGpu, type GpuUtilisation } from '../ops/gpu-sampler';
 import { parse, UsageError } from './args';
+import { closedLoop, type LoopResult } from './closed-loop';
 import { httpLoad, type HttpLevel } from './http-load';
 
 const USAGE = `Usage: catcomfort gpu-check --photos DIR [--answers FILE | --write-answers FILE] [--seconds N] [--json FILE]
@@ -56,12 +57,8 @@ interface SessionFigures {
   alternatingMs: number;
 }
 
-interface LoadFigures {
+interface LoadFigures extends LoopResult {
   clients: number;
-  reqPerS: number;
-  p50Ms: number;
-  p99Ms: number;
-  failed: number;
   gpu: GpuUtilisation | null;
 }
 
@@ -142,36 +139,13 @@ async function child(name: string, photosDir: string, answersFile: string | null
     report.photos.compared = names.length;
     report.photos.statesEqual = names.filter((f) => answers[f] === report.photos.states[f]).length;
   }
-  let next = 0;
   for (const clients of CLIENTS) {
-    const latencies: number[] = [];
-    let failed = 0;
     const sampler = sampleGpu(config.deviceId);
-    const stopAt = performance.now() + seconds * 1000;
-    const started = performance.now();
-    await Promise.all(
-      Array.from({ length: clients }, async () => {
-        while (performance.now() < stopAt) {
-          const t = performance.now();
-          try {
-            await model.analyze({ data: images[next++ % images.length]!, encoding: 'bytes' });
-            latencies.push(performance.now() - t);
-          } catch {
-            failed++;
-          }
-        }
-      }),
-    );
-    const elapsed = (performance.now() - started) / 1000;
-    latencies.sort((a, b) => a - b);
-    report.load.push({
-      clients,
-      reqPerS: latencies.length / elapsed,
-      p50Ms: median(latencies),
-      p99Ms: latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * 0.99))] ?? NaN,
-      failed,
-      gpu: await sampler.stop(),
+    const loop = await closedLoop(clients, seconds, async (n) => {
+      await model.analyze({ data: images[n % images.length]!, encoding: 'bytes' });
+      return true;
     });
+    report.load.push({ clients, ...loop, gpu: await sampler.stop() });
   }
   await registry.closeAll();
   report.http = await httpLoad({}, images, CLIENTS, seconds, 5 * 60_000);
@@ -210,7 +184,7 @@ export function problems(r: ChildReport): string[] {
   for (const s of r.sessions) if (s.alternatingMs > STALL_RATIO * s.steadyMs && s.alternatingMs - s.steadyMs > 20) out.push(`${s.stage} batch ${s.batch}: ${s.alternatingMs.toFixed(1)} ms alternating vs ${s.steadyMs.toFixed(1)} ms steady (per-shape stall)`);
   if (r.photos.maxMs > PHOTO_MS) out.push(`${r.photos.slowest} took ${Math.round(r.photos.maxMs)} ms at one client (limit ${PHOTO_MS})`);
   if (r.photos.statesEqual !== null && r.photos.statesEqual < r.photos.compared) out.push(`${r.photos.compared - r.photos.statesEqual} of ${r.photos.compared} states differ from the answers`);
-  const failed = r.load.reduce((n, l) => n + l.failed, 0) + r.http.reduce((n, l) => n + l.errors, 0);
+  const failed = r.load.reduce((n, l) => n + l.failed, 0) + r.http.reduce((n, l) => n + l.failed, 0);
   if (failed > 0) out.push(`${failed} requests failed under load`);
   for (const h of r.http) {
     const inProcess = r.load.find((l) => l.clients === h.clients)?.reqPerS ?? 0;

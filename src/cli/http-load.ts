@@ -5,14 +5,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import path from 'node:path';
+import { closedLoop, type LoopResult } from './closed-loop';
 
-export interface HttpLevel {
+/** One load level; `failed` counts answers other than 200 and requests that failed. */
+export interface HttpLevel extends LoopResult {
   clients: number;
-  reqPerS: number;
-  p50Ms: number;
-  p99Ms: number;
-  /** Answers other than 200, and requests that failed. */
-  errors: number;
 }
 
 interface Service {
@@ -80,29 +77,12 @@ export async function httpLoad(env: Record<string, string>, images: Buffer[], le
   const bodies = images.map((image) => JSON.stringify({ image: image.toString('base64') }));
   const headers = { 'api-key': service.key, 'content-type': 'application/json' };
   const out: HttpLevel[] = [];
-  let next = 0;
   try {
     for (const clients of levels) {
       const agent = new http.Agent({ keepAlive: true, maxSockets: clients });
-      const latencies: number[] = [];
-      let errors = 0;
-      const stopAt = performance.now() + seconds * 1000;
-      const started = performance.now();
-      await Promise.all(
-        Array.from({ length: clients }, async () => {
-          while (performance.now() < stopAt) {
-            const t = performance.now();
-            const status = await request(service.port, 'POST', '/v2/predict', agent, headers, bodies[next++ % bodies.length]).catch(() => 0);
-            if (status === 200) latencies.push(performance.now() - t);
-            else errors++;
-          }
-        }),
-      );
+      const loop = await closedLoop(clients, seconds, async (n) => (await request(service.port, 'POST', '/v2/predict', agent, headers, bodies[n % bodies.length])) === 200);
       agent.destroy();
-      const elapsed = (performance.now() - started) / 1000;
-      latencies.sort((a, b) => a - b);
-      const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * q))] ?? NaN;
-      out.push({ clients, reqPerS: latencies.length / elapsed, p50Ms: at(0.5), p99Ms: at(0.99), errors });
+      out.push({ clients, ...loop });
     }
   } finally {
     await stop(service);
