@@ -32,9 +32,11 @@ constexpr ProviderNames kProviderNames[] = {
 const char* ProviderName(ProviderKind kind) { return kProviderNames[static_cast<int>(kind)].ours; }
 const char* OrtProviderName(ProviderKind kind) { return kProviderNames[static_cast<int>(kind)].ort; }
 
-// Provider options shared by the classic and the plugin append.
-std::vector<std::pair<std::string, std::string>> ProviderOptions(ProviderKind kind, const NativeConfig& config) {
-  std::vector<std::pair<std::string, std::string>> options{{"device_id", std::to_string(config.deviceId)}};
+// Provider options shared by the classic and the plugin append; `deviceId` only for the classic one
+// (a plugin EP is given its EP device, and naming it again makes ORT warn at every session).
+std::vector<std::pair<std::string, std::string>> ProviderOptions(ProviderKind kind, const NativeConfig& config, bool deviceId) {
+  std::vector<std::pair<std::string, std::string>> options;
+  if (deviceId) options.emplace_back("device_id", std::to_string(config.deviceId));
   if (kind == ProviderKind::Cuda) options.emplace_back("cudnn_conv_algo_search", config.cudnnConvAlgoSearch);
   if (kind == ProviderKind::TensorRt) {
     options.emplace_back("trt_fp16_enable", config.trtFp16 ? "1" : "0");
@@ -60,7 +62,7 @@ std::unique_ptr<T, Release> FilledOptions(Create create, Update update, Release 
 // The provider compiled into (or bridged by) libonnxruntime itself.
 void AppendClassic(Ort::SessionOptions& options, ProviderKind kind, const NativeConfig& config) {
   const OrtApi& api = Ort::GetApi();
-  const auto pairs = ProviderOptions(kind, config);
+  const auto pairs = ProviderOptions(kind, config, true);
   std::vector<const char*> keys;
   std::vector<const char*> values;
   for (const auto& [k, v] : pairs) {
@@ -79,8 +81,7 @@ void AppendClassic(Ort::SessionOptions& options, ProviderKind kind, const Native
 void AppendPlugin(Ort::SessionOptions& options, Ort::Env& env, const ActiveProvider& provider,
                   const NativeConfig& config) {
   std::unordered_map<std::string, std::string> map;
-  for (auto& [k, v] : ProviderOptions(provider.kind, config)) map.emplace(std::move(k), std::move(v));
-  map.erase("device_id");  // the device is `provider.devices`; naming it again makes ORT warn at every session
+  for (auto& [k, v] : ProviderOptions(provider.kind, config, false)) map.emplace(std::move(k), std::move(v));
   options.AppendExecutionProvider_V2(env, provider.devices, map);
 }
 

@@ -7,7 +7,7 @@ import { metrics } from '../ops/metrics';
 import { toAnalysis, type Analysis } from '../pipeline/analysis';
 import { DeadlineError, MicroBatcher, QueueFullError, type SubmitOptions } from '../pipeline/batcher';
 import type { Manifest } from './manifest';
-import { PackError, type Precision } from './pack';
+import { PackError, preprocessSpec, type Precision } from './pack';
 import { chooseSizes, median, RUNS, type SizeTiming } from './session-sizes';
 
 export class Model {
@@ -87,8 +87,8 @@ export class Model {
   async warmUp(sample: Buffer, onStep: (step: string) => void = () => {}): Promise<void> {
     const batches = this.sessionBatches();
     for (const stage of ['detector', 'classifier'] as const) {
-      const preprocess = stage === 'detector' ? this.manifest.detector.preprocess : this.manifest.classifier.preprocess;
-      const row = (await this.addon.preprocessImage(sample, { ...preprocess, mean: [...preprocess.mean], std: [...preprocess.std] })).tensor.data;
+      const preprocess = preprocessSpec(stage === 'detector' ? this.manifest.detector.preprocess : this.manifest.classifier.preprocess);
+      const row = (await this.addon.preprocessImage(sample, preprocess)).tensor.data;
       const timed: Array<{ batch: number; msPerImage: number }> = [];
       for (const { batch } of batches[stage]) {
         onStep(`${this.id} ${stage} at batch ${batch}`);

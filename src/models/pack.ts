@@ -60,7 +60,8 @@ async function readFileChecked(full: string, expected: string): Promise<Buffer> 
   return data;
 }
 
-function preprocessSpec(p: PreprocessManifest): PreprocessSpec {
+/** A manifest's preprocessing as the addon takes it (its own arrays). */
+export function preprocessSpec(p: PreprocessManifest): PreprocessSpec {
   return { ...p, mean: [...p.mean], std: [...p.std] };
 }
 

@@ -63,8 +63,9 @@ export function compareAnswers(int8: PhotoAnswer[], fp32: PhotoAnswer[], { toler
       const [x, y] = [fa[name] ?? null, fb[name] ?? null];
       if (x === null || y === null) continue;
       const d = Math.abs(x - y);
-      const limit = name === 'comfort score' ? scoreTolerance : tolerance;
-      if (limit === tolerance) largest = Math.max(largest, d);
+      const isScore = name === 'comfort score';
+      const limit = isScore ? scoreTolerance : tolerance;
+      if (!isScore) largest = Math.max(largest, d);
       if (d > limit) problems.push(`${what}: ${name} ${x.toFixed(3)} at int8, ${y.toFixed(3)} at fp32 (differs by ${d.toFixed(3)} > ${limit})`);
     }
   });
@@ -86,25 +87,29 @@ async function selfCheckPhotos(dir: string, m: Manifest): Promise<Array<{ what: 
   return Promise.all(photos.map(async (p) => ({ what: `${p.file} (${p.what})`, data: await readPackFile(dir, m, p, 'self-check photo') })));
 }
 
+/** The pack loaded at a precision, with a pipeline of its own. */
+async function open(addon: NativeAddon, pack: LoadedPack): Promise<{ pack: LoadedPack; pipeline: NativePipeline }> {
+  return { pack, pipeline: await addon.createPipeline(pack.spec) };
+}
+
 /**
- * The self-check's verdict on `manifest`'s pack: null when int8 answers as fp32 does on its photos,
- * else what differs. Each precision runs on a pipeline of its own, released after (one at a time),
- * so the serving pipeline's counters start at zero.
+ * The self-check on `manifest`'s pack: what differs between its int8 and fp32 answers on its photos
+ * (none when int8 may serve), and the pack loaded at each precision. Each precision runs on a
+ * pipeline of its own, released after (one at a time), so the serving pipeline, made later from
+ * the loaded pack, starts with its counters at zero.
  */
-async function selfCheck(addon: NativeAddon, dir: string, manifest: Manifest, limits: PackLimits): Promise<{ problems: string[]; largest: number; photos: number }> {
-  const check = manifest.selfCheck!;
+async function selfCheck(addon: NativeAddon, dir: string, manifest: Manifest, limits: PackLimits) {
   const photos = await selfCheckPhotos(dir, manifest);
   const run = async (precision: Precision) => {
-    const pack = await loadPack(dir, { ...limits, precision });
-    const pipeline = await addon.createPipeline(pack.spec);
+    const { pack, pipeline } = await open(addon, await loadPack(dir, { ...limits, precision }));
     try {
-      return await answers(addon, pipeline, photos);
+      return { pack, answers: await answers(addon, pipeline, photos) };
     } finally {
       addon.releasePipeline(pipeline);
     }
   };
   const [int8, fp32] = [await run('int8'), await run('fp32')];
-  return { ...compareAnswers(int8, fp32, check), photos: photos.length };
+  return { ...compareAnswers(int8.answers, fp32.answers, manifest.selfCheck!), photos: photos.length, packs: { int8: int8.pack, fp32: fp32.pack } };
 }
 
 /**
@@ -117,26 +122,26 @@ export async function loadProven(
   limits: PackLimits,
   wanted: PrecisionWanted,
 ): Promise<{ pack: LoadedPack; pipeline: NativePipeline; choice: PrecisionChoice }> {
-  const open = async (precision: Precision, reason: string) => {
-    const pack = await loadPack(dir, { ...limits, precision });
-    return { pack, pipeline: await addon.createPipeline(pack.spec), choice: { precision, reason } };
-  };
-  if (wanted.precision === 'fp32') return open('fp32', wanted.forced ? 'CATCOMFORT_PRECISION=fp32' : 'fp32 on a GPU provider');
+  const serve = async (precision: Precision, pack: LoadedPack | Promise<LoadedPack>, reason: string) => ({ ...(await open(addon, await pack)), choice: { precision, reason } });
+  const load = (precision: Precision) => loadPack(dir, { ...limits, precision });
+  if (wanted.precision === 'fp32') return serve('fp32', load('fp32'), wanted.forced ? 'CATCOMFORT_PRECISION=fp32' : 'fp32 on a GPU provider');
   const manifest = await readManifest(dir);
-  if (!hasInt8(manifest)) return open('fp32', 'the pack has no int8 form');
+  if (!hasInt8(manifest)) return serve('fp32', load('fp32'), 'the pack has no int8 form');
 
   const id = `${manifest.id}@${manifest.version}`;
-  const refuse = (reason: string) => {
+  const refuse = (reason: string, packs?: Record<Precision, LoadedPack>) => {
     log.warn(wanted.forced ? 'int8 self-check did not pass, but CATCOMFORT_PRECISION=int8 forces int8: answers may differ from fp32' : 'int8 refused: serving fp32', {
       model: id,
       reason,
       cpu_features: cpuFeatures(),
     });
-    return wanted.forced ? open('int8', `forced by CATCOMFORT_PRECISION=int8; self-check: ${reason}`) : open('fp32', `int8 refused: ${reason}`);
+    return wanted.forced
+      ? serve('int8', packs?.int8 ?? load('int8'), `forced by CATCOMFORT_PRECISION=int8; self-check: ${reason}`)
+      : serve('fp32', packs?.fp32 ?? load('fp32'), `int8 refused: ${reason}`);
   };
   if (!manifest.selfCheck) return refuse('the pack ships no self-check photos (manifest selfCheck)');
-  const { problems, largest, photos } = await selfCheck(addon, dir, manifest, limits);
-  if (problems.length > 0) return refuse(`self-check failed on this CPU: ${problems.join('; ')}`);
+  const { problems, largest, photos, packs } = await selfCheck(addon, dir, manifest, limits);
+  if (problems.length > 0) return refuse(`self-check failed on this CPU: ${problems.join('; ')}`, packs);
   log.info('int8 self-check passed', { model: id, photos, largest_difference: Number(largest.toFixed(4)), cpu_features: cpuFeatures() });
-  return open('int8', `self-check passed: ${photos} photos, same states, largest difference ${largest.toFixed(3)} (tolerance ${manifest.selfCheck.tolerance})`);
+  return serve('int8', packs.int8, `self-check passed: ${photos} photos, same states, largest difference ${largest.toFixed(3)} (tolerance ${manifest.selfCheck.tolerance})`);
 }
