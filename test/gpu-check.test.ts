@@ -34,7 +34,7 @@ test('gpu-check on CPU: answers written, then compared; the table and verdict pr
   const json = path.join(dir, 'check.json');
   const checked = await catcomfort(['gpu-check', '--photos', photos, '--answers', answers, '--seconds', '1', '--json', json], data);
   assert.equal(checked.code, 1, 'not healthy: no GPU here');
-  assert.match(checked.stdout, /^\| as configured \| cpu \| \d+\.\d\dx \| \d+ \| 3\/3 \|( [\d.]+ \|){8} – \| – \| no GPU provider active[^|]* \|$/m);
+  assert.match(checked.stdout, /^\| as configured \| cpu \| \d+\.\d\dx \| \d+ \| 3\/3 \|( [\d.]+ \|){9} – \| – \| no GPU provider active[^|]* \|$/m);
   assert.match(checked.stdout, /verdict: NOT healthy as configured: no GPU provider active/);
   assert.doesNotMatch(checked.stdout, /session batch 1 \|/, 'no GPU knobs without a GPU');
   const report = JSON.parse(readFileSync(json, 'utf8'));
@@ -43,12 +43,13 @@ test('gpu-check on CPU: answers written, then compared; the table and verdict pr
   assert.deepEqual(report.reports[0].load.map((l: { clients: number; failed: number }) => [l.clients, l.failed]), [[1, 0], [32, 0], [128, 0], [256, 0]]);
   assert.deepEqual(report.reports[0].http.map((l: { clients: number; failed: number }) => [l.clients, l.failed]), [[1, 0], [32, 0], [128, 0], [256, 0]], 'the service over HTTP, every answer 200');
   assert.ok(report.reports[0].http.every((l: { reqPerS: number }) => l.reqPerS > 0));
+  assert.ok(report.reports[0].readyMs > 0, 'the service started for HTTP was timed to ready');
 
   const usage = await catcomfort(['gpu-check']);
   assert.equal(usage.code, 2);
 });
 
-test('gpu-check verdict: a per-shape stall, a slow photo, differing states and failures are problems', () => {
+test('gpu-check verdict: a per-shape stall, a slow photo, differing states, failures and a slow restart are problems', () => {
   const healthy: ChildReport = {
     name: 'as configured',
     providers: ['cuda', 'cpu'],
@@ -56,6 +57,7 @@ test('gpu-check verdict: a per-shape stall, a slow photo, differing states and f
     photos: { count: 40, maxMs: 30, p50Ms: 15, slowest: 'a.jpg', states: {}, statesEqual: 40, compared: 40 },
     load: [{ clients: 32, reqPerS: 300, p50Ms: 100, p99Ms: 150, failed: 0, gpu: null }],
     http: [{ clients: 32, reqPerS: 290, p50Ms: 105, p99Ms: 160, failed: 0 }],
+    readyMs: 9000,
   };
   assert.deepEqual(problems(healthy), []);
   const stalled = { ...healthy, sessions: [{ stage: 'classifier' as const, batch: 2, steadyMs: 1, alternatingMs: 900 }] };
@@ -63,6 +65,7 @@ test('gpu-check verdict: a per-shape stall, a slow photo, differing states and f
   const slow = { ...healthy, photos: { ...healthy.photos, maxMs: 1300, slowest: '039.jpg', statesEqual: 39 } };
   assert.deepEqual(problems(slow), ['039.jpg took 1300 ms at one client (limit 100)', '1 of 40 states differ from the answers']);
   assert.deepEqual(problems({ ...healthy, error: 'ended by SIGSEGV' }), ['ended by SIGSEGV']);
+  assert.deepEqual(problems({ ...healthy, readyMs: 54_000 }), ['restart ready in 54.0 s (limit 20)']);
   assert.deepEqual(problems({ ...healthy, http: [{ clients: 32, reqPerS: 5.3, p50Ms: 5000, p99Ms: 9000, failed: 2 }] }), [
     '2 requests failed under load',
     'HTTP at 32 clients: 5.3 req/s, under 90 % of in-process 300.0',

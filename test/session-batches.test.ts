@@ -10,8 +10,8 @@ import { before, test } from 'node:test';
 import { loadConfig } from '../src/config';
 import type { Model } from '../src/models/model';
 import { loadModel, ModelRegistry } from '../src/models/registry';
-import { chooseSizes } from '../src/models/session-sizes';
-import { loadModels, registryOptions } from '../src/models/runtime';
+import { chooseSizes, RUNS } from '../src/models/session-sizes';
+import { loadModels, registryOptions, warmUpAll } from '../src/models/runtime';
 import type { ItemResult, NativeAddon, NativeInfo, NativePipeline, SessionStage } from '../src/native/addon';
 import { repoRoot } from './helpers/paths';
 
@@ -143,5 +143,39 @@ test('warm-up times each size on the warm-up photo and drops a size that does no
     assert.deepEqual(outcomes(await analyzeFive(model)), outcomes(await analyzeFive(padded)));
   } finally {
     await model.close();
+  }
+});
+
+test('warm-up of several packs: every first Run at once, then each size timed with no other Run in flight', async () => {
+  // The real addon, with each runSession call's overlap recorded.
+  let inFlight = 0;
+  const overlaps: number[] = [];
+  const watched = Object.create(addon, {
+    runSession: {
+      value: async (p: NativePipeline, stage: SessionStage, batch: number, row?: Float32Array) => {
+        overlaps.push(++inFlight);
+        try {
+          return await addon.runSession(p, stage, batch, row);
+        } finally {
+          inFlight--;
+        }
+      },
+    },
+  }) as NativeAddon;
+  const modelsDir = onePackOneView();
+  cpSync(path.join(repoRoot, 'models', 'bc-legacy'), path.join(modelsDir, 'bc-legacy'), { recursive: true });
+  const registry = await ModelRegistry.load(watched, { ...registryOptions(loadConfig({ ...env, CATCOMFORT_MODELS_DIR: modelsDir }), info), sessionBatch: 2 });
+  try {
+    const ready: string[] = [];
+    await warmUpAll(registry, undefined, (id, state) => state === 'ready' && ready.push(id));
+    assert.deepEqual(ready.sort(), ['bc-legacy', 'bc-v1']);
+    // Two packs x two stages x sizes 1 and 2 (bc-legacy's detector: 1 and 2 with its dynamicBatch patch).
+    const sessions = registry.list().reduce((n, m) => n + m.sizeTimings().detector.length + m.sizeTimings().classifier.length, 0);
+    assert.equal(sessions, 8);
+    assert.deepEqual(overlaps.slice(0, sessions), Array.from({ length: sessions }, (_, i) => i + 1), 'the first Runs all overlap');
+    assert.equal(overlaps.length, sessions * (1 + RUNS));
+    assert.ok(overlaps.slice(sessions).every((n) => n === 1), 'every timed Run ran alone');
+  } finally {
+    await registry.closeAll();
   }
 });

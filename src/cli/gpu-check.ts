@@ -10,7 +10,9 @@
 //      their detection states against --answers (a file --write-answers made, e.g. on a CPU at fp32);
 //   3. a closed loop of in-process clients at 1, 32, 128 and 256 for --seconds each, with GPU
 //      utilisation and memory from nvidia-smi; then the same levels over HTTP against the service
-//      started as a child (http-load.ts), which should reach 90 % of in-process from 32 clients.
+//      started as a child (http-load.ts), which should reach 90 % of in-process from 32 clients;
+//      that service is a restart (the probe verdict this child proved is remembered), timed from
+//      its spawn to /readyz 200, which should take at most 20 s.
 // The probe verdict is remembered in the data folder as the service does (probe-verdicts.ts).
 // The parent prints one table and a verdict and writes --json. No npm and no network: it runs from
 // the offline bundle (`catcomfort/catcomfort gpu-check`).
@@ -49,6 +51,8 @@ const PHOTO_MS = 100;
 const STALL_RATIO = 3;
 /** HTTP throughput at 32 clients and more should reach this share of in-process. */
 const HTTP_SHARE = 0.9;
+/** A restart should be ready within this. */
+const READY_MS = 20_000;
 
 interface SessionFigures {
   stage: 'detector' | 'classifier';
@@ -70,6 +74,8 @@ export interface ChildReport {
   load: LoadFigures[];
   /** The same levels over HTTP against the service started as a child (http-load.ts). */
   http: HttpLevel[];
+  /** That service's spawn to /readyz 200: a restart with the probe verdict remembered; null before it ran. */
+  readyMs: number | null;
   error?: string;
 }
 
@@ -117,6 +123,7 @@ async function child(name: string, photosDir: string, answersFile: string | null
     photos: { count: 0, maxMs: 0, p50Ms: 0, slowest: '', states: {}, statesEqual: null, compared: 0 },
     load: [],
     http: [],
+    readyMs: null,
   };
   await warmUpAll(registry);
   const model = registry.get(config.defaultModel)!;
@@ -148,8 +155,8 @@ async function child(name: string, photosDir: string, answersFile: string | null
     report.load.push({ clients, ...loop, gpu: await sampler.stop() });
   }
   await registry.closeAll();
-  report.http = await httpLoad({}, images, CLIENTS, seconds, 5 * 60_000);
-  return report;
+  const served = await httpLoad({}, images, CLIENTS, seconds, 5 * 60_000);
+  return { ...report, http: served.levels, readyMs: served.readyMs };
 }
 
 /** Runs one configuration in a child of this command; resolves to its report (an error report when it failed). */
@@ -169,7 +176,7 @@ function runChild(name: string, env: Record<string, string>, args: string[], tim
     proc.on('close', (code, signal) => {
       clearTimeout(timer);
       const line = out.split('\n').find((l) => l.startsWith('{"name":'));
-      const failed = (error: string): ChildReport => ({ name, providers: [], sessions: [], photos: { count: 0, maxMs: NaN, p50Ms: NaN, slowest: '', states: {}, statesEqual: null, compared: 0 }, load: [], http: [], error });
+      const failed = (error: string): ChildReport => ({ name, providers: [], sessions: [], photos: { count: 0, maxMs: NaN, p50Ms: NaN, slowest: '', states: {}, statesEqual: null, compared: 0 }, load: [], http: [], readyMs: null, error });
       if (line && code === 0) resolve(JSON.parse(line) as ChildReport);
       else resolve(failed(signal ? `ended by ${signal}${signal === 'SIGKILL' ? ' (time limit)' : ''}` : `exited with code ${code}`));
     });
@@ -186,6 +193,7 @@ export function problems(r: ChildReport): string[] {
   if (r.photos.statesEqual !== null && r.photos.statesEqual < r.photos.compared) out.push(`${r.photos.compared - r.photos.statesEqual} of ${r.photos.compared} states differ from the answers`);
   const failed = r.load.reduce((n, l) => n + l.failed, 0) + r.http.reduce((n, l) => n + l.failed, 0);
   if (failed > 0) out.push(`${failed} requests failed under load`);
+  if (r.readyMs !== null && r.readyMs > READY_MS) out.push(`restart ready in ${(r.readyMs / 1000).toFixed(1)} s (limit ${READY_MS / 1000})`);
   for (const h of r.http) {
     const inProcess = r.load.find((l) => l.clients === h.clients)?.reqPerS ?? 0;
     if (h.clients >= 32 && h.reqPerS < HTTP_SHARE * inProcess) out.push(`HTTP at ${h.clients} clients: ${h.reqPerS.toFixed(1)} req/s, under ${HTTP_SHARE * 100} % of in-process ${inProcess.toFixed(1)}`);
@@ -196,15 +204,15 @@ export function problems(r: ChildReport): string[] {
 function table(reports: ChildReport[]): string {
   const cell = (n: number | undefined, digits = 0) => (n === undefined || Number.isNaN(n) ? '–' : n.toFixed(digits));
   const lines = [
-    `| configuration | providers | worst alternating/steady | slowest photo ms | states equal | ${CLIENTS.map((c) => `req/s c=${c}`).join(' | ')} | ${CLIENTS.map((c) => `HTTP c=${c}`).join(' | ')} | GPU util max % | GPU MiB max | problems |`,
-    `|---|---|---:|---:|---:|${CLIENTS.map(() => '---:').join('|')}|${CLIENTS.map(() => '---:').join('|')}|---:|---:|---|`,
+    `| configuration | providers | worst alternating/steady | slowest photo ms | states equal | ${CLIENTS.map((c) => `req/s c=${c}`).join(' | ')} | ${CLIENTS.map((c) => `HTTP c=${c}`).join(' | ')} | restart ready s | GPU util max % | GPU MiB max | problems |`,
+    `|---|---|---:|---:|---:|${CLIENTS.map(() => '---:').join('|')}|${CLIENTS.map(() => '---:').join('|')}|---:|---:|---:|---|`,
   ];
   for (const r of reports) {
     const ratio = Math.max(0, ...r.sessions.map((s) => s.alternatingMs / s.steadyMs));
     const gpu = r.load.map((l) => l.gpu).filter((g): g is GpuUtilisation => g !== null);
     lines.push(
       `| ${r.name} | ${r.providers.join(',') || '–'} | ${r.sessions.length ? `${ratio.toFixed(2)}x` : '–'} | ${cell(r.photos.maxMs)} | ${r.photos.statesEqual === null ? '–' : `${r.photos.statesEqual}/${r.photos.compared}`} | ` +
-        `${CLIENTS.map((c) => cell(r.load.find((l) => l.clients === c)?.reqPerS, 1)).join(' | ')} | ${CLIENTS.map((c) => cell(r.http.find((l) => l.clients === c)?.reqPerS, 1)).join(' | ')} | ${gpu.length ? Math.max(...gpu.map((g) => g.maxPct)) : '–'} | ${gpu.length ? Math.max(...gpu.map((g) => g.memoryMiBMax)) : '–'} | ${problems(r).join('; ') || 'none'} |`,
+        `${CLIENTS.map((c) => cell(r.load.find((l) => l.clients === c)?.reqPerS, 1)).join(' | ')} | ${CLIENTS.map((c) => cell(r.http.find((l) => l.clients === c)?.reqPerS, 1)).join(' | ')} | ${r.readyMs === null ? '–' : cell(r.readyMs / 1000, 1)} | ${gpu.length ? Math.max(...gpu.map((g) => g.maxPct)) : '–'} | ${gpu.length ? Math.max(...gpu.map((g) => g.memoryMiBMax)) : '–'} | ${problems(r).join('; ') || 'none'} |`,
     );
   }
   return lines.join('\n');

@@ -1,5 +1,5 @@
 // The service as users meet it, for `catcomfort gpu-check`: started as a child process on a free
-// port of 127.0.0.1 (its own probe, load and warm-up), waited for until /readyz answers 200, loaded
+// port of 127.0.0.1 (its own probe, load and warm-up), timed until /readyz answers 200, loaded
 // by closed-loop keep-alive clients posting /v2/predict, then stopped with SIGTERM.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -16,7 +16,11 @@ interface Service {
   port: number;
   key: string;
   child: ChildProcess;
+  /** From the spawn to the first 200 of /readyz (polled every READY_POLL_MS). */
+  readyMs: number;
 }
+
+const READY_POLL_MS = 100;
 
 const main = path.resolve(__dirname, '../main.js');
 
@@ -34,6 +38,7 @@ function request(port: number, method: string, route: string, agent: http.Agent,
 /** Starts the service with `env` on top of this process's environment; resolves once it is ready. */
 async function start(env: Record<string, string>, timeoutMs: number): Promise<Service> {
   const key = randomBytes(16).toString('hex');
+  const spawned = performance.now();
   const child = spawn(process.execPath, [main], {
     env: { ...process.env, ...env, CATCOMFORT_HOST: '127.0.0.1', CATCOMFORT_PORT: '0', CATCOMFORT_API_KEYS: key, CATCOMFORT_LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'ignore'],
@@ -58,10 +63,10 @@ async function start(env: Record<string, string>, timeoutMs: number): Promise<Se
   const deadline = performance.now() + timeoutMs;
   while ((await request(port, 'GET', '/readyz', agent).catch(() => 0)) !== 200) {
     if (performance.now() > deadline || child.exitCode !== null) throw new Error('the service did not become ready in time');
-    await new Promise((resolve) => setTimeout(resolve, 500)); // poll interval of /readyz, as an orchestrator would
+    await new Promise((resolve) => setTimeout(resolve, READY_POLL_MS));
   }
   agent.destroy();
-  return { port, key, child };
+  return { port, key, child, readyMs: performance.now() - spawned };
 }
 
 async function stop(service: Service): Promise<void> {
@@ -71,8 +76,14 @@ async function stop(service: Service): Promise<void> {
   await exited;
 }
 
-/** Load levels against a service started with `env`: each level for `seconds`, photos rotated. */
-export async function httpLoad(env: Record<string, string>, images: Buffer[], levels: number[], seconds: number, timeoutMs: number): Promise<HttpLevel[]> {
+/** Load levels against a service started with `env`: each level for `seconds`, photos rotated; and its time to ready. */
+export async function httpLoad(
+  env: Record<string, string>,
+  images: Buffer[],
+  levels: number[],
+  seconds: number,
+  timeoutMs: number,
+): Promise<{ readyMs: number; levels: HttpLevel[] }> {
   const service = await start(env, timeoutMs);
   const bodies = images.map((image) => JSON.stringify({ image: image.toString('base64') }));
   const headers = { 'api-key': service.key, 'content-type': 'application/json' };
@@ -87,5 +98,5 @@ export async function httpLoad(env: Record<string, string>, images: Buffer[], le
   } finally {
     await stop(service);
   }
-  return out;
+  return { readyMs: service.readyMs, levels: out };
 }

@@ -10,6 +10,11 @@ import type { Manifest } from './manifest';
 import { PackError, preprocessSpec, type Precision } from './pack';
 import { chooseSizes, median, RUNS, type SizeTiming } from './session-sizes';
 
+const SESSION_STAGES = ['detector', 'classifier'] as const;
+
+/** The warm-up photo's input tensor for each stage. */
+export type WarmUpRows = Record<SessionStage, Float32Array>;
+
 export class Model {
   readonly batcher: MicroBatcher<AnalyzeItem, ItemResult>;
   private timings: Record<SessionStage, SizeTiming[]> = { detector: [], classifier: [] };
@@ -80,27 +85,60 @@ export class Model {
   }
 
   /**
-   * Before traffic arrives: each stage's session at every batch size on `sample`'s tensor, timed
-   * (session-sizes.ts), keeping only the sizes that pay; then the pipeline on `sample` at every
-   * micro-batch size. `onStep` hears what is about to run (the provider probe reports it).
+   * Before traffic arrives, in three steps (warmUpAll runs the first and last of every model side
+   * by side, the timing one model at a time): firstRuns, timeSizes and warmPipeline.
+   * `onStep` hears what is about to run (the provider probe reports it).
    */
   async warmUp(sample: Buffer, onStep: (step: string) => void = () => {}): Promise<void> {
+    const rows = await this.warmUpRows(sample);
+    await this.firstRuns(rows, onStep);
+    await this.timeSizes(rows, onStep);
+    await this.warmPipeline(sample, onStep);
+  }
+
+  /** `sample`'s input tensor for each stage (what the warm-up Runs take). */
+  async warmUpRows(sample: Buffer): Promise<WarmUpRows> {
+    const row = async (stage: SessionStage) => {
+      const spec = stage === 'detector' ? this.manifest.detector.preprocess : this.manifest.classifier.preprocess;
+      return (await this.addon.preprocessImage(sample, preprocessSpec(spec))).tensor.data;
+    };
+    return { detector: await row('detector'), classifier: await row('classifier') };
+  }
+
+  /**
+   * The first Run of each stage's session at every batch size on `rows`, all started at once: the
+   * Runs that build plans (seconds each on a GPU).
+   */
+  async firstRuns(rows: WarmUpRows, onStep: (step: string) => void = () => {}): Promise<void> {
     const batches = this.sessionBatches();
-    for (const stage of ['detector', 'classifier'] as const) {
-      const preprocess = preprocessSpec(stage === 'detector' ? this.manifest.detector.preprocess : this.manifest.classifier.preprocess);
-      const row = (await this.addon.preprocessImage(sample, preprocess)).tensor.data;
+    onStep(`${this.id} first Run at every session batch size`);
+    await Promise.all(
+      SESSION_STAGES.flatMap((stage) => batches[stage].map(({ batch }) => this.addon.runSession(this.pipeline, stage, batch, rows[stage]))),
+    );
+  }
+
+  /**
+   * Each stage's session at every batch size timed on `rows` (session-sizes.ts), one Run at a time,
+   * keeping only the sizes that pay.
+   */
+  async timeSizes(rows: WarmUpRows, onStep: (step: string) => void = () => {}): Promise<void> {
+    const batches = this.sessionBatches();
+    for (const stage of SESSION_STAGES) {
       const timed: Array<{ batch: number; msPerImage: number }> = [];
       for (const { batch } of batches[stage]) {
         onStep(`${this.id} ${stage} at batch ${batch}`);
-        const first = await this.addon.runSession(this.pipeline, stage, batch, row);
         const runs: number[] = [];
-        for (let i = 0; i < RUNS; i++) runs.push(await this.addon.runSession(this.pipeline, stage, batch, row));
-        log.debug('session warmed up', { model: this.id, stage, batch, first_ms: Math.round(first), median_ms: median(runs) });
+        for (let i = 0; i < RUNS; i++) runs.push(await this.addon.runSession(this.pipeline, stage, batch, rows[stage]));
+        log.debug('session timed', { model: this.id, stage, batch, median_ms: median(runs) });
         timed.push({ batch, msPerImage: median(runs) / batch });
       }
       this.timings[stage] = chooseSizes(timed);
       this.addon.keepSessionBatches(this.pipeline, stage, this.timings[stage].filter((t) => t.kept).map((t) => t.batch));
     }
+  }
+
+  /** The whole pipeline on `sample` at every micro-batch size. */
+  async warmPipeline(sample: Buffer, onStep: (step: string) => void = () => {}): Promise<void> {
     for (let size = 1; size <= this.batcher.options.maxBatchSize; size++) {
       onStep(`${this.id} pipeline on ${size} image(s)`);
       const items = Array.from({ length: size }, (): AnalyzeItem => ({ data: sample, encoding: 'bytes' }));

@@ -59,15 +59,23 @@ export class ModelRegistry {
 
   static async load(addon: NativeAddon, options: RegistryOptions): Promise<ModelRegistry> {
     const { enabled, disabled } = await ModelRegistry.packIds(options.modelsDir);
-    const packs = new Map<string, PackVersions>();
-    for (const name of enabled) {
-      const dir = path.join(options.modelsDir, name);
-      const manifest = await readManifest(dir);
-      if (manifest.id !== name) throw new PackError(`Model pack folder ${dir} holds manifest id "${manifest.id}"; they must match`);
-      packs.set(name, new PackVersions(await loadModel(addon, dir, options)));
+    if (enabled.length === 0) throw new PackError(`No model packs found in ${options.modelsDir}`);
+    // Side by side (sessions are built on the addon's threads); if one fails, those loaded close.
+    const loads = await Promise.allSettled(
+      enabled.map(async (name) => {
+        const dir = path.join(options.modelsDir, name);
+        const manifest = await readManifest(dir);
+        if (manifest.id !== name) throw new PackError(`Model pack folder ${dir} holds manifest id "${manifest.id}"; they must match`);
+        return loadModel(addon, dir, options);
+      }),
+    );
+    const failed = loads.find((l) => l.status === 'rejected');
+    const loaded = loads.flatMap((l) => (l.status === 'fulfilled' ? [l.value] : []));
+    if (failed) {
+      await Promise.all(loaded.map((model) => model.close()));
+      throw failed.reason;
     }
-    if (packs.size === 0) throw new PackError(`No model packs found in ${options.modelsDir}`);
-    return new ModelRegistry(packs, disabled);
+    return new ModelRegistry(new Map(loaded.map((model) => [model.id, new PackVersions(model)])), disabled);
   }
 
   /** The serving version of a pack id. */

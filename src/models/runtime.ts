@@ -73,8 +73,9 @@ export function readWarmUpSample(): Buffer {
 }
 
 /**
- * Warms every loaded model up (Model.warmUp); `onStep` hears what is about to run, `onModel`
- * when each model starts warming and when it is ready.
+ * Warms every loaded model up (Model.warmUp's steps): the first Runs and the pipeline runs of all
+ * models side by side, the size timing one model at a time so that no Run disturbs another's time.
+ * `onStep` hears what is about to run, `onModel` when each model starts warming and when it is ready.
  */
 export async function warmUpAll(
   registry: ModelRegistry,
@@ -82,18 +83,24 @@ export async function warmUpAll(
   onModel: (id: string, state: 'warming' | 'ready') => void = () => {},
 ): Promise<void> {
   const sample = readWarmUpSample();
-  for (const model of registry.list()) {
-    const started = performance.now();
-    onModel(model.id, 'warming');
-    await model.warmUp(sample, onStep);
-    onModel(model.id, 'ready');
-    const batches = model.sessionBatches();
-    log.info('model warmed up', {
-      model: model.id,
-      session_batches: { detector: batches.detector.map((b) => b.batch), classifier: batches.classifier.map((b) => b.batch) },
-      session_batch_timings: model.sizeTimings(),
-      host_memory: model.hostMemory(),
-      ms: Math.round(performance.now() - started),
-    });
-  }
+  const started = performance.now();
+  const models = registry.list();
+  for (const model of models) onModel(model.id, 'warming');
+  const rows = await Promise.all(models.map((model) => model.warmUpRows(sample)));
+  await Promise.all(models.map((model, i) => model.firstRuns(rows[i]!, onStep)));
+  for (const [i, model] of models.entries()) await model.timeSizes(rows[i]!, onStep);
+  await Promise.all(
+    models.map(async (model) => {
+      await model.warmPipeline(sample, onStep);
+      onModel(model.id, 'ready');
+      const batches = model.sessionBatches();
+      log.info('model warmed up', {
+        model: model.id,
+        session_batches: { detector: batches.detector.map((b) => b.batch), classifier: batches.classifier.map((b) => b.batch) },
+        session_batch_timings: model.sizeTimings(),
+        host_memory: model.hostMemory(),
+        ms_since_warm_up_start: Math.round(performance.now() - started),
+      });
+    }),
+  );
 }
