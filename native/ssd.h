@@ -1,7 +1,7 @@
 // SSD decoding (output.format "ssd", TF Object Detection API heads as MediaPipe runs them): two
 // outputs per image, box encodings [A, 4] (ty, tx, th, tw) and class logits [A, numClasses];
 // A anchors from the multiple-grid anchor generator; the cat score is sigmoid(cat logit); boxes
-// by the faster-RCNN box coder. A port of src/models/ssd-anchors.ts (the reference, with the
+// by the faster-RCNN box coder. A port of src/graphs/ssd-anchors.ts (the reference, with the
 // formulas); test/native.test.ts checks that both give the same anchors and boxes.
 #pragma once
 

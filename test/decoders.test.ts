@@ -1,7 +1,7 @@
 // The detector output decoders behind one dispatch point (native/decoder.h): the manifest's
 // output.format picks 'yolox' or 'ssd'.
 // - SSD: the native anchors and decoded boxes equal the TypeScript reference
-//   (src/models/ssd-anchors.ts) on synthetic outputs and on the real model's outputs;
+//   (src/graphs/ssd-anchors.ts) on synthetic outputs and on the real model's outputs;
 // - YOLOX: the native decoder equals a direct TypeScript decoding of the real model's output;
 // - dispatch: unknown formats and invalid settings are refused with the key named; pipelines
 //   built from the shipped manifests of both formats find the cat in source pixels;
@@ -15,7 +15,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { loadPack, type LoadedPack } from '../src/models/pack';
 import type { SsdOutputManifest, YoloxOutputManifest } from '../src/models/manifest';
-import { decodeSsdBox, ssdAnchors } from '../src/models/ssd-anchors';
+import { decodeSsdBox, ssdAnchors } from '../src/graphs/ssd-anchors';
 import { loadAddon, type DecodedDetection, type FloatTensor, type ItemSuccess, type NativeAddon, type NativePipeline, type PipelineSpec } from '../src/native/addon';
 import { photo, repoRoot } from './helpers/paths';
 import { encodeRgbPng } from './helpers/png';
@@ -56,7 +56,7 @@ function assertBoxesClose(actual: DecodedDetection[], expected: DecodedDetection
   });
 }
 
-describe('SSD decoder: the native port equals src/models/ssd-anchors.ts', () => {
+describe('SSD decoder: the native port equals src/graphs/ssd-anchors.ts', () => {
   test('anchors: zero box encodings decode to the anchors themselves, all 1917 in order', async () => {
     const out = ssdOutput();
     const anchors = ssdAnchors(out.anchors);

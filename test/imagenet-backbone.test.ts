@@ -1,4 +1,4 @@
-// The ImageNet backbone tooling (src/models/imagenet) on the ONNX Model Zoo's mobilenetv2-12-int8:
+// The ImageNet backbone tooling (src/graphs/imagenet) on the ONNX Model Zoo's mobilenetv2-12-int8:
 // - floatCopy: only default-domain ops, no QLinear, QuantizeLinear or DequantizeLinear, one opset
 //   import, weights dequantized per channel, the same bytes every time; an unknown op is named;
 // - composeCropNetwork: input and outputs (p_discomfort, probs, features) as declared, for the int8
@@ -10,13 +10,13 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { before, describe, test } from 'node:test';
-import { composeCropNetwork, CROP_OUTPUTS } from '../src/models/imagenet/crop-network';
-import { requantize } from '../src/models/imagenet/requantize';
-import { WEIGHT_QMAX } from '../src/models/quantize/qdq';
-import { floatCopy } from '../src/models/imagenet/float-copy';
-import { encodeHead, parseHead } from '../src/models/imagenet/head';
-import { decodeModel } from '../src/models/onnx/read';
-import { encodeModel, type OnnxModel, type OnnxTensor } from '../src/models/onnx/write';
+import { composeCropNetwork, CROP_OUTPUTS } from '../src/graphs/imagenet/crop-network';
+import { requantize } from '../src/graphs/imagenet/requantize';
+import { WEIGHT_QMAX } from '../src/graphs/quantize/qdq';
+import { floatCopy } from '../src/graphs/imagenet/float-copy';
+import { encodeHead, parseHead } from '../src/graphs/imagenet/head';
+import { decodeModel } from '../src/graphs/onnx/read';
+import { encodeModel, type OnnxModel, type OnnxTensor } from '../src/graphs/onnx/write';
 import { loadAddon, type NativeAddon } from '../src/native/addon';
 import { referenceHead } from '../src/tools/make-reference-head';
 import { seededRandom } from '../src/train/evaluate';

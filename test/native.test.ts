@@ -17,7 +17,7 @@ import {
   type PipelineSpec,
   type PreprocessSpec,
 } from '../src/native/addon';
-import { withDynamicBatch } from '../src/models/onnx/batch';
+import { withDynamicBatch } from '../src/graphs/onnx/batch';
 import { iou } from '../src/tools/iou';
 import { fixture, modelMirror, photoEntry, repoRoot } from './helpers/paths';
 import { decodeRgbPng, encodeRgbPng, makeHugeHeaderPng } from './helpers/png';

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { withDynamicBatch, summarizeOnnx, _wire } from '../src/models/onnx/batch';
+import { withDynamicBatch, summarizeOnnx, _wire } from '../src/graphs/onnx/batch';
 import { modelMirror } from './helpers/paths';
 
 const YOLOX = path.join(modelMirror, 'yolox-nano/yolox_nano.onnx');

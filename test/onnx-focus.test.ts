@@ -1,13 +1,13 @@
-// The Focus rewrite (src/models/onnx/focus.ts): bit-identical outputs through the real addon on
+// The Focus rewrite (src/graphs/onnx/focus.ts): bit-identical outputs through the real addon on
 // CPU, found by structure only, and no Slice left in any graph of the loaded packs.
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { before, test } from 'node:test';
-import { summarizeOnnx, withDynamicBatch } from '../src/models/onnx/batch';
-import { withFocusAsSpaceToDepth } from '../src/models/onnx/focus';
-import { encodeModel, type OnnxNode, type OnnxTensor } from '../src/models/onnx/write';
+import { summarizeOnnx, withDynamicBatch } from '../src/graphs/onnx/batch';
+import { withFocusAsSpaceToDepth } from '../src/graphs/onnx/focus';
+import { encodeModel, type OnnxNode, type OnnxTensor } from '../src/graphs/onnx/write';
 import { loadPack, readManifest, readModelFile } from '../src/models/pack';
 import { loadAddon, type FloatTensor, type NativeAddon } from '../src/native/addon';
 import { photo, repoRoot } from './helpers/paths';

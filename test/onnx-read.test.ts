@@ -1,4 +1,4 @@
-// The ONNX model reader (src/models/onnx/read.ts) against the writer (src/models/onnx/write.ts):
+// The ONNX model reader (src/graphs/onnx/read.ts) against the writer (src/graphs/onnx/write.ts):
 // - round trip: decoding and re-encoding gives the same bytes, for the converted SSD of bc-v1, the
 //   ONNX Model Zoo's mobilenetv2-12-int8 (com.microsoft ops, seven opset imports, float_data and
 //   int32_data tensors) and a small model with every tensor type and storage, a shapeless output,
@@ -12,9 +12,9 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { decodeModel } from '../src/models/onnx/read';
-import { encodeModel, type OnnxModel } from '../src/models/onnx/write';
-import { encodeFloatField, encodeLenField, encodeStringField, encodeVarint, encodeVarintField, payload, rewrite } from '../src/models/onnx/protobuf';
+import { decodeModel } from '../src/graphs/onnx/read';
+import { encodeModel, type OnnxModel } from '../src/graphs/onnx/write';
+import { encodeFloatField, encodeLenField, encodeStringField, encodeVarint, encodeVarintField, payload, rewrite } from '../src/graphs/onnx/protobuf';
 import { repoRoot, zooMobileNetV2Int8 } from './helpers/paths';
 
 const ssdPath = path.join(repoRoot, 'models/bc-v1/ssd_mobilenetv2_oidv4.onnx');

@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import { loadAddon, type NativeAddon } from '../src/native/addon';
 import { loadPack, sha256, type Precision } from '../src/models/pack';
 import { compareAnswers, type PhotoAnswer } from '../src/models/precision-check';
-import { int8FromTable, parseCalibrationTable } from '../src/models/quantize/table';
+import { int8FromTable, parseCalibrationTable } from '../src/graphs/quantize/table';
 import { postJson, request } from './helpers/http';
 import { photoEntries, repoRoot } from './helpers/paths';
 import { startServer } from './helpers/server';

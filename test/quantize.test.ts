@@ -1,4 +1,4 @@
-// Static int8 quantization (src/models/quantize): a quantized Conv, run by the real ONNX Runtime,
+// Static int8 quantization (src/graphs/quantize): a quantized Conv, run by the real ONNX Runtime,
 // matches its float reference within the error its quantization steps allow; calibration finds
 // the ranges the float model produces; the same ranges give the same bytes, and the pack's committed
 // table makes exactly the int8 detector its manifest names.
@@ -8,12 +8,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { before, test } from 'node:test';
 import { loadAddon, type FloatTensor, type NativeAddon } from '../src/native/addon';
-import { encodeModel, type OnnxModel } from '../src/models/onnx/write';
-import { calibrate } from '../src/models/quantize/calibrate';
-import { decodeModel } from '../src/models/onnx/read';
-import { activationParams, activationTensors, quantizeModel, quantizeWeights, WEIGHT_QMAX } from '../src/models/quantize/qdq';
+import { encodeModel, type OnnxModel } from '../src/graphs/onnx/write';
+import { calibrate } from '../src/graphs/quantize/calibrate';
+import { decodeModel } from '../src/graphs/onnx/read';
+import { activationParams, activationTensors, quantizeModel, quantizeWeights, WEIGHT_QMAX } from '../src/graphs/quantize/qdq';
 import { readManifest, sha256 } from '../src/models/pack';
-import { int8FromTable, parseCalibrationTable } from '../src/models/quantize/table';
+import { int8FromTable, parseCalibrationTable } from '../src/graphs/quantize/table';
 import { seededRandom } from '../src/train/evaluate';
 import { repoRoot } from './helpers/paths';
 

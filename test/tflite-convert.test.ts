@@ -1,4 +1,4 @@
-// The TFLite -> ONNX converter (src/models/tflite) and the SSD anchors (src/models/ssd-anchors.ts).
+// The TFLite -> ONNX converter (src/graphs/tflite) and the SSD anchors (src/graphs/ssd-anchors.ts).
 // - each ONNX emitter, run by the real ONNX Runtime (the addon's runModel), against naive NHWC
 //   JavaScript implementations of the TFLite operators;
 // - the flatbuffer reader on the real .tflite of @mediapipe/objectron;
@@ -13,16 +13,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { before, describe, test } from 'node:test';
 import { validateManifest, type Manifest, type SsdOutputManifest } from '../src/models/manifest';
-import { findPackageDir, readNpmSource } from '../src/models/npm-source';
-import { summarizeOnnx } from '../src/models/onnx/batch';
-import { encodeModel } from '../src/models/onnx/write';
-import { decodeSsdBox, ssdAnchors } from '../src/models/ssd-anchors';
-import { convertTfliteToOnnx, ONNX_IR_VERSION, ONNX_OPSET } from '../src/models/tflite/convert';
-import * as emit from '../src/models/tflite/emit';
-import { FlatBufferError } from '../src/models/tflite/flatbuffer';
-import { halfToFloat, widenFloat16 } from '../src/models/tflite/float16';
-import { GraphBuilder } from '../src/models/tflite/graph-builder';
-import { Activation, Padding, readTflite, tensorTypeName } from '../src/models/tflite/schema';
+import { findPackageDir, readNpmSource } from '../src/graphs/npm-source';
+import { summarizeOnnx } from '../src/graphs/onnx/batch';
+import { encodeModel } from '../src/graphs/onnx/write';
+import { decodeSsdBox, ssdAnchors } from '../src/graphs/ssd-anchors';
+import { convertTfliteToOnnx, ONNX_IR_VERSION, ONNX_OPSET } from '../src/graphs/tflite/convert';
+import * as emit from '../src/graphs/tflite/emit';
+import { FlatBufferError } from '../src/graphs/tflite/flatbuffer';
+import { halfToFloat, widenFloat16 } from '../src/graphs/tflite/float16';
+import { GraphBuilder } from '../src/graphs/tflite/graph-builder';
+import { Activation, Padding, readTflite, tensorTypeName } from '../src/graphs/tflite/schema';
 import { loadAddon, type FloatTensor, type NativeAddon } from '../src/native/addon';
 import { decodeRgbPng } from './helpers/png';
 import { photoEntries, photosDir, repoRoot } from './helpers/paths';

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reference outputs of the SSD detector of models/bc-v1, computed by TFLite itself.
 
-The converter (src/models/tflite) turns the .tflite into ONNX; test/tflite-convert.test.ts
+The converter (src/graphs/tflite) turns the .tflite into ONNX; test/tflite-convert.test.ts
 checks the ONNX model's outputs against the values this script writes to
 test/fixtures/ssd-reference.json, which come from an independent implementation: the LiteRT /
 TFLite interpreter with its reference kernels, running the original .tflite file.

@@ -9,7 +9,7 @@ being reported as domestic cats, without losing real cats? This script reproduce
     through a numpy port of the service's detector path: decode (EXIF rotation, alpha flattened
     onto white, JPEG shrink-on-load by 8/4/2 as libvips does it), stretch to 300x300 with a
     triangle (antialiased bilinear) filter, x/127.5 - 1, NHWC; SSD anchors as
-    src/models/ssd-anchors.ts, box decoding as native/ssd.cc, sigmoid of cat class 8, score
+    src/graphs/ssd-anchors.ts, box decoding as native/ssd.cc, sigmoid of cat class 8, score
     floor 0.05, greedy NMS at IoU 0.45 (native/decoder.cc). Plain view and mirrored view. The
     plain view's candidates with raw score >= 0.3 (at most 5, score order) are cropped as
     native/pipeline.cc ClassifierCrop does (integer box + 10 % margin), stretched to 224x224 and
@@ -105,7 +105,7 @@ def load_synset(path):
 # Step 1: detector port and crops
 # ---------------------------------------------------------------------------------------------
 def ssd_anchors(cfg):
-    """Port of src/models/ssd-anchors.ts ssdAnchors: [A, 4] as (yc, xc, h, w)."""
+    """Port of src/graphs/ssd-anchors.ts ssdAnchors: [A, 4] as (yc, xc, h, w)."""
     sizes = cfg['featureMapSizes']
     n = len(sizes)
 

@@ -56,7 +56,7 @@ const YoloxOutput = Type.Object(
 /**
  * SSD head (TF Object Detection API): outputs [N, A, 4] box encodings (ty, tx, th, tw) and
  * [N, A, numClasses] class logits (index 0 = background), A anchors made by the grid anchor
- * generator below (src/models/ssd-anchors.ts is the reference implementation).
+ * generator below (src/graphs/ssd-anchors.ts is the reference implementation).
  */
 const SsdOutput = Type.Object(
   {
@@ -92,7 +92,7 @@ const SsdOutput = Type.Object(
 
 /**
  * The int8 (QDQ) detector made at install from the float one and a calibration table kept in the
- * pack (src/models/quantize/): u8 activations, per-channel s8 weights, the Convs named in floatConvs
+ * pack (src/graphs/quantize/): u8 activations, per-channel s8 weights, the Convs named in floatConvs
  * left in float.
  */
 const Int8Detector = Type.Object(
@@ -213,7 +213,7 @@ const NetworkFields = { file: FileName, sha256: Sha256, outputIndex: Type.Intege
  * detector file; `float` is the copy our tooling makes of it at install (weights dequantized) for
  * providers without QLinear kernels, and `int8` the one the CPU serves: the float copy quantized by
  * our quantizer with 7-bit weights and the zoo file's activation ranges (imagenet/requantize.ts). Its 1280 pooled features feed the head, its 1000-class
- * probabilities the verifier (src/models/imagenet/).
+ * probabilities the verifier (src/graphs/imagenet/).
  */
 const ImagenetBackbone = Type.Object(
   {

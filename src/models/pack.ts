@@ -7,13 +7,13 @@ import path from 'node:path';
 import type { BatchingConfig } from '../config';
 import { log } from '../log';
 import type { ClassifierSpec, DetectorSpec, PipelineSpec, PreprocessSpec, VerifierSpec } from '../native/addon';
-import { CROP_OUTPUTS, composeCropNetwork } from './imagenet/crop-network';
-import { parseHead, type HeadWeights } from './imagenet/head';
+import { CROP_OUTPUTS, composeCropNetwork } from '../graphs/imagenet/crop-network';
+import { parseHead, type HeadWeights } from '../graphs/imagenet/head';
 import { classList, validateManifest, type HeadClassifierManifest, type Manifest, type PreprocessManifest, type VerifierManifest } from './manifest';
-import { decodeModel } from './onnx/read';
+import { decodeModel } from '../graphs/onnx/read';
 import { backboneFile, packFileDir } from './pack-files';
-import { summarizeOnnx, withDynamicBatch } from './onnx/batch';
-import { withFocusAsSpaceToDepth } from './onnx/focus';
+import { summarizeOnnx, withDynamicBatch } from '../graphs/onnx/batch';
+import { withFocusAsSpaceToDepth } from '../graphs/onnx/focus';
 
 export class PackError extends Error {}
 
@@ -121,7 +121,7 @@ export async function readPackFile(dir: string, manifest: Manifest, file: { file
 }
 
 /**
- * The crop network of a head classifier (src/models/imagenet/crop-network.ts): the backbone at the
+ * The crop network of a head classifier (src/graphs/imagenet/crop-network.ts): the backbone at the
  * precision wanted with the head on it. The bench's peers run the same file.
  */
 export async function cropNetwork(dir: string, manifest: Manifest, c: HeadClassifierManifest, precision: Precision): Promise<Buffer> {

@@ -1,6 +1,6 @@
 // The x86 vector features of this machine that decide how int8 runs (Linux /proc/cpuinfo flags):
 // named in the int8 self-check's log line, /v2/stats and every bench figure. Without VNNI, u8 x s8
-// int8 kernels add pairs into saturating 16-bit lanes (src/models/quantize/qdq.ts, WEIGHT_QMAX).
+// int8 kernels add pairs into saturating 16-bit lanes (src/graphs/quantize/qdq.ts, WEIGHT_QMAX).
 import { readFileSync } from 'node:fs';
 
 /** /proc/cpuinfo flag -> the name we print, in the order printed. */

@@ -4,22 +4,22 @@
 // checked, and converted to ONNX by our converter when `convert` says so); any other comes from
 // the folder named by CATCOMFORT_MODEL_MIRROR when set, else from the manifest's published URL.
 // Then a detector with an `int8` section gets its int8 file, made from the float file and the
-// pack's calibration table (src/models/quantize/table.ts), both sha256-checked; an ImageNet
-// backbone its float copy (src/models/imagenet/float-copy.ts), made from its int8 file, then the
-// int8 file the CPU serves (src/models/imagenet/requantize.ts), made from both.
+// pack's calibration table (src/graphs/quantize/table.ts), both sha256-checked; an ImageNet
+// backbone its float copy (src/graphs/imagenet/float-copy.ts), made from its int8 file, then the
+// int8 file the CPU serves (src/graphs/imagenet/requantize.ts), made from both.
 import { existsSync } from 'node:fs';
 import { readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { modelMirrorFrom, modelsDirFrom } from '../config';
-import { floatCopy } from '../models/imagenet/float-copy';
-import { requantize } from '../models/imagenet/requantize';
+import { floatCopy } from '../graphs/imagenet/float-copy';
+import { requantize } from '../graphs/imagenet/requantize';
 import type { ImagenetBackboneManifest, Int8DetectorManifest, Manifest } from '../models/manifest';
-import { buildFromNpmSource } from '../models/npm-source';
-import { decodeModel } from '../models/onnx/read';
-import { encodeModel } from '../models/onnx/write';
+import { buildFromNpmSource } from '../graphs/npm-source';
+import { decodeModel } from '../graphs/onnx/read';
+import { encodeModel } from '../graphs/onnx/write';
 import { readManifest, sha256 } from '../models/pack';
 import { packFileDir, packFiles, type PackFile } from '../models/pack-files';
-import { int8FromTable, parseCalibrationTable } from '../models/quantize/table';
+import { int8FromTable, parseCalibrationTable } from '../graphs/quantize/table';
 
 const repoRoot = path.resolve(__dirname, '../../..');
 

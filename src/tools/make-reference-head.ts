@@ -11,7 +11,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { encodeHead, FEATURES } from '../models/imagenet/head';
+import { encodeHead, FEATURES } from '../graphs/imagenet/head';
 import { sha256 } from '../models/pack';
 import { seededRandom } from '../train/evaluate';
 

@@ -10,11 +10,11 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { sharedDirFrom } from '../config';
 import { loadAddon } from '../native/addon';
-import { decodeModel } from '../models/onnx/read';
+import { decodeModel } from '../graphs/onnx/read';
 import { readManifest } from '../models/pack';
-import { calibrate, type RangeMethod } from '../models/quantize/calibrate';
-import { activationTensors } from '../models/quantize/qdq';
-import { int8FromTable, type CalibrationTable } from '../models/quantize/table';
+import { calibrate, type RangeMethod } from '../graphs/quantize/calibrate';
+import { activationTensors } from '../graphs/quantize/qdq';
+import { int8FromTable, type CalibrationTable } from '../graphs/quantize/table';
 
 const repoRoot = path.resolve(__dirname, '../../..');
 

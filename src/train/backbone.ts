@@ -3,12 +3,12 @@
 // `detector`: the MobileNetV2 of the base pack's SSD detector (a TFLite file inside an npm
 // dependency, manifest detector.source), cut after one of its stages by our converter and pooled
 // to one embedding row per crop. Same settings, same ONNX bytes.
-import { FEATURES } from '../models/imagenet/head';
+import { FEATURES } from '../graphs/imagenet/head';
 import type { ImagenetBackboneManifest, Manifest, PreprocessManifest } from '../models/manifest';
-import { readNpmSource } from '../models/npm-source';
-import type { OnnxGraph } from '../models/onnx/write';
+import { readNpmSource } from '../graphs/npm-source';
+import type { OnnxGraph } from '../graphs/onnx/write';
 import { sha256 } from '../models/pack';
-import { convertTfliteBackbone, encodeOnnx } from '../models/tflite/convert';
+import { convertTfliteBackbone, encodeOnnx } from '../graphs/tflite/convert';
 
 /** Stages that can end the backbone, by the name train-head's --stage takes. */
 export const STAGES = {

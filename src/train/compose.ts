@@ -1,7 +1,7 @@
 // The trained classifier as one ONNX file: the backbone graph, then the head
 // MatMul(embedding, W[C, 1]) + b -> Sigmoid, output p_discomfort [batch, 1] (outputIndex 0).
-import type { OnnxGraph } from '../models/onnx/write';
-import { BATCH_DIM, encodeOnnx } from '../models/tflite/convert';
+import type { OnnxGraph } from '../graphs/onnx/write';
+import { BATCH_DIM, encodeOnnx } from '../graphs/tflite/convert';
 import type { DetectorBackbone } from './backbone';
 import type { LogisticHead } from './logistic';
 

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describeFailure, loadAddon, type NativeAddon, type NativePipeline } from '../native/addon';
 import { loadPack, sha256 } from '../models/pack';
-import { CROP_OUTPUTS } from '../models/imagenet/crop-network';
+import { CROP_OUTPUTS } from '../graphs/imagenet/crop-network';
 import type { Backbone } from './backbone';
 import type { LabelledPhoto } from './dataset';
 

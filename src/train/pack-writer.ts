@@ -8,7 +8,7 @@
 //   + head), copies of the base pack's detector files and self-check photos, MODEL_CARD.md.
 import { mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { encodeHead } from '../models/imagenet/head';
+import { encodeHead } from '../graphs/imagenet/head';
 import { validateManifest, type Manifest, type TrainingManifest } from '../models/manifest';
 import { readModelFile, sha256 } from '../models/pack';
 import type { Backbone } from './backbone';

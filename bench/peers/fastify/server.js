@@ -149,7 +149,7 @@ async function main() {
     };
   }
   function ssdDecoder() {
-    // Grid anchors of the TF Object Detection API (as src/models/ssd-anchors.ts): [yc, xc, h, w].
+    // Grid anchors of the TF Object Detection API (as src/graphs/ssd-anchors.ts): [yc, xc, h, w].
     const a = out.anchors;
     const n = a.featureMapSizes.length;
     const scale = (i) => (i >= n ? 1 : n === 1 ? a.minScale : a.minScale + ((a.maxScale - a.minScale) * i) / (n - 1));

@@ -118,7 +118,7 @@ def yolox_grid(pp: dict, strides: list[int]) -> tuple[np.ndarray, np.ndarray, np
 
 def ssd_anchors(a: dict) -> np.ndarray:
     """[A, 4] (y_center, x_center, height, width), normalised: the TF Object Detection API grid
-    anchor generator (as src/models/ssd-anchors.ts)."""
+    anchor generator (as src/graphs/ssd-anchors.ts)."""
     n = len(a["featureMapSizes"])
 
     def scale(i: int) -> float:

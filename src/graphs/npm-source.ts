@@ -1,10 +1,10 @@
 // Model files that come out of an installed npm package (manifest detector.source): the file is
 // found in node_modules, cut to its byte range, checked against its sha256, and, for
-// convert: "tflite", converted to ONNX by src/models/tflite.
+// convert: "tflite", converted to ONNX by src/graphs/tflite.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { NpmSourceManifest } from './manifest';
-import { sha256 } from './pack';
+import type { NpmSourceManifest } from '../models/manifest';
+import { sha256 } from '../models/pack';
 import { convertTfliteToOnnx } from './tflite/convert';
 
 /** The installed package's folder: node_modules/<name> in `from` or a folder above it. */
