@@ -9,9 +9,9 @@
 // Run alone: `node dist/bench/inprocess.js [out.json]`.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { loadConfig } from '../src/config';
-import type { Model } from '../src/models/model';
-import { ModelRegistry } from '../src/models/registry';
-import { loadModels, registryOptions } from '../src/models/runtime';
+import type { Model } from '../src/packs/model';
+import { ModelRegistry } from '../src/packs/registry';
+import { loadModels, registryOptions } from '../src/packs/runtime';
 import { benchOptions, fixturePhotos, fmt, log, percentile, PRECISIONS, type Precision } from './common';
 import { sampleGpu, type GpuUtilisation } from '../src/ops/gpu-sampler';
 import { phonePhotos } from './phone-photos';

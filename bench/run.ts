@@ -13,7 +13,7 @@ import { execFileSync, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../src/config';
-import { cropNetwork, readManifest } from '../src/models/pack';
+import { cropNetwork, readManifest } from '../src/packs/pack';
 import {
   benchDir,
   benchOptions,
@@ -147,7 +147,7 @@ const peerCropNetworks = new Map<Precision, string | null>();
 
 /**
  * For a pack whose classifier is an ImageNet backbone + head: the service's crop network at the
- * precision given (src/models/pack.ts cropNetwork, composed at load there), written once to the
+ * precision given (src/packs/pack.ts cropNetwork, composed at load there), written once to the
  * bench's tmp folder for the peers (PEER_CROP_NETWORK); null for a pack with a plain classifier file.
  */
 async function peerCropNetwork(precision: Precision): Promise<string | null> {

@@ -11,7 +11,7 @@ async function main(): Promise<void> {
   process.env.CATCOMFORT_MODELS_DIR ??= path.join(root, 'models');
   process.env.CATCOMFORT_LOG_LEVEL ??= 'error';
   const { loadConfig } = require(path.join(root, 'dist/src/config.js')) as typeof import('../src/config');
-  const { loadModels } = require(path.join(root, 'dist/src/models/runtime.js')) as typeof import('../src/models/runtime');
+  const { loadModels } = require(path.join(root, 'dist/src/packs/runtime.js')) as typeof import('../src/packs/runtime');
   const before = process.memoryUsage().rss;
   const { registry } = await loadModels(loadConfig(process.env));
   const sample = readFileSync(path.join(root, 'models/warmup-cat.png'));

@@ -409,7 +409,7 @@ void WriteViewTensor(const DetectorSpec& det, const ItemState& s, size_t view, f
 
 }  // namespace
 
-// The spec comes from a manifest validated in TypeScript (src/models/manifest.ts: sizes, views,
+// The spec comes from a manifest validated in TypeScript (src/packs/manifest.ts: sizes, views,
 // ascending calibration knots, output indices); it is trusted here.
 std::shared_ptr<Pipeline> Pipeline::Create(PipelineSpec spec, const Runtime& runtime) {
 

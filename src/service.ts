@@ -2,7 +2,7 @@
 import type { Config } from './config';
 import type { DocsAsset } from './http/docs/pages';
 import type { KeyRing } from './http/auth';
-import type { ModelRegistry } from './models/registry';
+import type { ModelRegistry } from './packs/registry';
 
 export interface Service {
   config: Config;

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { loadPack } from '../src/models/pack';
+import { loadPack } from '../src/packs/pack';
 import { loadBenchAddon } from '../src/native/addon';
 import { photo, repoRoot } from './helpers/paths';
 

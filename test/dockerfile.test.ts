@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { KNOWN_VARIABLES } from '../src/config';
-import { packFiles } from '../src/models/pack-files';
+import { packFiles } from '../src/packs/pack-files';
 import { copies, execForm, makeIgnore, parseDockerfile, type Stage } from './helpers/dockerfile';
 import { repoRoot } from './helpers/paths';
 import { startServer } from './helpers/server';

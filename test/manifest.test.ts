@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { ManifestError, validateManifest } from '../src/models/manifest';
+import { ManifestError, validateManifest } from '../src/packs/manifest';
 import { repoRoot } from './helpers/paths';
 
 const shipped = JSON.parse(readFileSync(path.join(repoRoot, 'models/bc-v1/manifest.json'), 'utf8'));

@@ -8,7 +8,7 @@ import { before, test } from 'node:test';
 import { summarizeOnnx, withDynamicBatch } from '../src/graphs/onnx/batch';
 import { withFocusAsSpaceToDepth } from '../src/graphs/onnx/focus';
 import { encodeModel, type OnnxNode, type OnnxTensor } from '../src/graphs/onnx/write';
-import { loadPack, readManifest, readModelFile } from '../src/models/pack';
+import { loadPack, readManifest, readModelFile } from '../src/packs/pack';
 import { loadAddon, type FloatTensor, type NativeAddon } from '../src/native/addon';
 import { photo, repoRoot } from './helpers/paths';
 

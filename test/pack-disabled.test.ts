@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import type { NativeAddon } from '../src/native/addon';
-import { ModelRegistry } from '../src/models/registry';
+import { ModelRegistry } from '../src/packs/registry';
 import { repoRoot } from './helpers/paths';
 
 const options = {

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { loadPack, type LoadedPack } from '../src/models/pack';
+import { loadPack, type LoadedPack } from '../src/packs/pack';
 import { loadAddon, type ItemSuccess, type NativeAddon, type NativePipeline } from '../src/native/addon';
 import { postJson } from './helpers/http';
 import { repoRoot, photo } from './helpers/paths';

@@ -1,15 +1,15 @@
 // A provider can never take the service down: accelerated providers are proven in a child
-// process first (src/models/provider-probe.ts). Here (CPU only) the probe is made to fail on
+// process first (src/packs/probe/provider-probe.ts). Here (CPU only) the probe is made to fail on
 // purpose with CATCOMFORT_TEST_PROBE_FAULT: the service starts on CPU and logs the cause. A pass
-// is remembered in the data folder and not probed again (src/models/probe-verdicts.ts).
+// is remembered in the data folder and not probed again (src/packs/probe/verdicts.ts).
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { loadConfig } from '../src/config';
-import { probeKey, rememberedVerdict, rememberVerdict } from '../src/models/probe-verdicts';
-import { provenProviders } from '../src/models/provider-probe';
+import { probeKey, rememberedVerdict, rememberVerdict } from '../src/packs/probe/verdicts';
+import { provenProviders } from '../src/packs/probe/provider-probe';
 import { postJson, request } from './helpers/http';
 import { photo } from './helpers/paths';
 import { startServer } from './helpers/server';

@@ -12,7 +12,7 @@ import { encodeModel, type OnnxModel } from '../src/graphs/onnx/write';
 import { calibrate } from '../src/graphs/quantize/calibrate';
 import { decodeModel } from '../src/graphs/onnx/read';
 import { activationParams, activationTensors, quantizeModel, quantizeWeights, WEIGHT_QMAX } from '../src/graphs/quantize/qdq';
-import { readManifest, sha256 } from '../src/models/pack';
+import { readManifest, sha256 } from '../src/packs/pack';
 import { int8FromTable, parseCalibrationTable } from '../src/graphs/quantize/table';
 import { seededRandom } from '../src/train/evaluate';
 import { repoRoot } from './helpers/paths';

@@ -8,10 +8,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { before, test } from 'node:test';
 import { loadConfig } from '../src/config';
-import type { Model } from '../src/models/model';
-import { loadModel, ModelRegistry } from '../src/models/registry';
-import { chooseSizes, RUNS } from '../src/models/session-sizes';
-import { loadModels, registryOptions, warmUpAll } from '../src/models/runtime';
+import type { Model } from '../src/packs/model';
+import { loadModel, ModelRegistry } from '../src/packs/registry';
+import { chooseSizes, RUNS } from '../src/packs/session-sizes';
+import { loadModels, registryOptions, warmUpAll } from '../src/packs/runtime';
 import type { ItemResult, NativeAddon, NativeInfo, NativePipeline, SessionStage } from '../src/native/addon';
 import { repoRoot } from './helpers/paths';
 

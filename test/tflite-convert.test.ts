@@ -12,7 +12,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { before, describe, test } from 'node:test';
-import { validateManifest, type Manifest, type SsdOutputManifest } from '../src/models/manifest';
+import { validateManifest, type Manifest, type SsdOutputManifest } from '../src/packs/manifest';
 import { findPackageDir, readNpmSource } from '../src/graphs/npm-source';
 import { summarizeOnnx } from '../src/graphs/onnx/batch';
 import { encodeModel } from '../src/graphs/onnx/write';

@@ -8,7 +8,7 @@ import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, write
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { loadPack, readManifest } from '../src/models/pack';
+import { loadPack, readManifest } from '../src/packs/pack';
 import { loadAddon } from '../src/native/addon';
 import { buildBackbone } from '../src/train/backbone';
 import { composeClassifier } from '../src/train/compose';

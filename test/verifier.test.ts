@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
 import { after, before, describe, test } from 'node:test';
-import { loadPack } from '../src/models/pack';
+import { loadPack } from '../src/packs/pack';
 import { loadAddon, type NativeAddon, type VerifierSpec } from '../src/native/addon';
 import { iou } from '../src/tools/iou';
 import { postJson, request } from './helpers/http';

@@ -1,9 +1,9 @@
-// The versions of one pack id (src/models/versions.ts): which version answers a request, the limit
+// The versions of one pack id (src/packs/versions.ts): which version answers a request, the limit
 // of two loaded at once, and what promote, rollback and remove allow.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Model } from '../src/models/model';
-import { PackVersions, VersionError } from '../src/models/versions';
+import type { Model } from '../src/packs/model';
+import { PackVersions, VersionError } from '../src/packs/versions';
 
 const model = (version: string) => ({ id: 'bc-v1', version, manifest: { id: 'bc-v1', version } }) as unknown as Model;
 

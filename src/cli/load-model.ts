@@ -3,11 +3,11 @@
 // micro-batcher), without the others.
 import path from 'node:path';
 import type { Config } from '../config';
-import type { Model } from '../models/model';
-import { PackError } from '../models/pack';
-import { provenProviders } from '../models/provider-probe';
-import { loadModel, ModelRegistry } from '../models/registry';
-import { configureAddon, registryOptions } from '../models/runtime';
+import type { Model } from '../packs/model';
+import { PackError } from '../packs/pack';
+import { provenProviders } from '../packs/probe/provider-probe';
+import { loadModel, ModelRegistry } from '../packs/registry';
+import { configureAddon, registryOptions } from '../packs/runtime';
 
 /** The model asked for is not an enabled pack of the models folder. */
 export class ModelChoiceError extends Error {}

@@ -10,7 +10,7 @@ import { parse, UsageError } from './args';
 import { commandLineBytes, predictInChild, readNames, SAFE_COMMAND_LINE_BYTES } from './file-list';
 import { loadOneModel, ModelChoiceError } from './load-model';
 import { ProgressBar } from './progress';
-import type { Model } from '../models/model';
+import type { Model } from '../packs/model';
 
 /** Files from which on a progress bar is drawn (when stderr is a terminal). */
 const PROGRESS_FROM = 10;

@@ -10,8 +10,8 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { modelsDirFrom } from '../config';
-import type { TrainingManifest } from '../models/manifest';
-import { readManifest } from '../models/pack';
+import type { TrainingManifest } from '../packs/manifest';
+import { readManifest } from '../packs/pack';
 import { BACKBONE_KINDS, buildBackbone, imagenetBackbone, isStage, STAGES, type Backbone, type BackboneKind, type StageName } from '../train/backbone';
 import { composeClassifier } from '../train/compose';
 import { DatasetError, LABEL_NAMES, readDataset } from '../train/dataset';

@@ -4,11 +4,11 @@
 // int8 self-check allows on this CPU.
 import path from 'node:path';
 import { toAnalysis } from '../pipeline/analysis';
-import type { Manifest } from '../models/manifest';
-import { readManifest, readPackFile } from '../models/pack';
-import { loadProven } from '../models/precision-check';
-import { packFileDir, packFiles } from '../models/pack-files';
-import { configureAddon, readWarmUpSample, registryOptions } from '../models/runtime';
+import type { Manifest } from '../packs/manifest';
+import { readManifest, readPackFile } from '../packs/pack';
+import { loadProven } from '../packs/precision-check';
+import { packFileDir, packFiles } from '../packs/pack-files';
+import { configureAddon, readWarmUpSample, registryOptions } from '../packs/runtime';
 import { loadConfig } from '../config';
 import { setLogLevel } from '../log';
 import { parse, positionals } from './args';
@@ -16,7 +16,7 @@ import { parse, positionals } from './args';
 const USAGE = `Usage: catcomfort validate-pack DIR
 
 Checks the model pack in DIR as the service would load it, printing one line per check:
-  manifest     manifest.json parses and matches the schema (src/models/manifest.ts); its id is
+  manifest     manifest.json parses and matches the schema (src/packs/manifest.ts); its id is
                the folder's name
   detector, detector-int8, calibration, classifier | backbone, backbone-float, backbone-int8, head, reference-photo
                each model file the manifest names is there (in DIR, or in the base pack a

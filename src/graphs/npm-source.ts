@@ -3,8 +3,8 @@
 // convert: "tflite", converted to ONNX by src/graphs/tflite.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { NpmSourceManifest } from '../models/manifest';
-import { sha256 } from '../models/pack';
+import type { NpmSourceManifest } from '../packs/manifest';
+import { sha256 } from '../packs/pack';
 import { convertTfliteToOnnx } from './tflite/convert';
 
 /** The installed package's folder: node_modules/<name> in `from` or a folder above it. */

@@ -1,9 +1,9 @@
 // The native surface, declared once. Manifests and options are validated in TypeScript
-// (src/models/manifest.ts, src/config.ts); the addon copies these shapes into plain structs,
+// (src/packs/manifest.ts, src/config.ts); the addon copies these shapes into plain structs,
 // checking only their JS types at the boundary.
 import path from 'node:path';
 import { createRequire } from 'node:module';
-import type { DetectorOutputManifest } from '../models/manifest';
+import type { DetectorOutputManifest } from '../packs/manifest';
 
 /** How the `data` of an item is encoded. */
 export type ItemEncoding =

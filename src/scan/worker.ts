@@ -5,7 +5,7 @@
 // attempt: StoreHealth logs the outage once and its end once.
 import { randomUUID } from 'node:crypto';
 import { log } from '../log';
-import type { Model } from '../models/model';
+import type { Model } from '../packs/model';
 import { metrics } from '../ops/metrics';
 import { ImageError } from '../pipeline/analysis';
 import { QueueFullError } from '../pipeline/batcher';

@@ -24,9 +24,9 @@ import { chmodSync, copyFileSync, cpSync, existsSync, linkSync, mkdirSync, mkdte
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import type { Manifest } from '../models/manifest';
-import { readManifest, readModelFile } from '../models/pack';
-import { packFileDir, packFiles, type PackFile } from '../models/pack-files';
+import type { Manifest } from '../packs/manifest';
+import { readManifest, readModelFile } from '../packs/pack';
+import { packFileDir, packFiles, type PackFile } from '../packs/pack-files';
 import { copyProductionModules, LEFT_OUT } from './bundle-modules';
 import { fatbinArchitectures, parseArchitecture, pruneFatbin } from './cuda-fatbin';
 import { splitFile } from './split-file';
@@ -119,7 +119,7 @@ function cudaLibraryFor(archs: number[]): Buffer {
 
 /**
  * The model files of a pack a bundle carries (packFiles): both precisions, since int8 serves on a
- * CPU only once its self-check against fp32 passes there (src/models/precision-check.ts) and fp32
+ * CPU only once its self-check against fp32 passes there (src/packs/precision-check.ts) and fp32
  * serves otherwise; not the zoo's ImageNet file (`backbone`), which the install step only makes
  * the served backbone files from. A pack made by train-head carries only what it holds itself
  * (its base pack is bundled beside it).

@@ -29,9 +29,9 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { sharedDirFrom } from '../config';
 import { describeFailure, loadAddon, type DetectionState, type DetectorView, type NativeAddon, type NativePipeline, type PipelineSpec, type Verification, type VerifierSpec } from '../native/addon';
-import type { Manifest } from '../models/manifest';
-import { loadPack, readManifest, readModelFile, type LoadedPack, type Precision } from '../models/pack';
-import { backboneFile } from '../models/pack-files';
+import type { Manifest } from '../packs/manifest';
+import { loadPack, readManifest, readModelFile, type LoadedPack, type Precision } from '../packs/pack';
+import { backboneFile } from '../packs/pack-files';
 import { iou } from './iou';
 
 interface PhotoEntry {

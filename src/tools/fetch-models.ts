@@ -13,12 +13,12 @@ import path from 'node:path';
 import { modelMirrorFrom, modelsDirFrom } from '../config';
 import { floatCopy } from '../graphs/imagenet/float-copy';
 import { requantize } from '../graphs/imagenet/requantize';
-import type { ImagenetBackboneManifest, Int8DetectorManifest, Manifest } from '../models/manifest';
+import type { ImagenetBackboneManifest, Int8DetectorManifest, Manifest } from '../packs/manifest';
 import { buildFromNpmSource } from '../graphs/npm-source';
 import { decodeModel } from '../graphs/onnx/read';
 import { encodeModel } from '../graphs/onnx/write';
-import { readManifest, sha256 } from '../models/pack';
-import { packFileDir, packFiles, type PackFile } from '../models/pack-files';
+import { readManifest, sha256 } from '../packs/pack';
+import { packFileDir, packFiles, type PackFile } from '../packs/pack-files';
 import { int8FromTable, parseCalibrationTable } from '../graphs/quantize/table';
 
 const repoRoot = path.resolve(__dirname, '../../..');

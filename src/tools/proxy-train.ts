@@ -10,7 +10,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { readManifest } from '../models/pack';
+import { readManifest } from '../packs/pack';
 import { buildBackbone, imagenetBackbone, STAGES, type Backbone, type StageName } from '../train/backbone';
 import type { LabelledPhoto } from '../train/dataset';
 import { defaultCacheDir, embedPhotos } from '../train/embed';

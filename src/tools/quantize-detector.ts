@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import { sharedDirFrom } from '../config';
 import { loadAddon } from '../native/addon';
 import { decodeModel } from '../graphs/onnx/read';
-import { readManifest } from '../models/pack';
+import { readManifest } from '../packs/pack';
 import { calibrate, type RangeMethod } from '../graphs/quantize/calibrate';
 import { activationTensors } from '../graphs/quantize/qdq';
 import { int8FromTable, type CalibrationTable } from '../graphs/quantize/table';

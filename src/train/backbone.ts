@@ -4,10 +4,10 @@
 // dependency, manifest detector.source), cut after one of its stages by our converter and pooled
 // to one embedding row per crop. Same settings, same ONNX bytes.
 import { FEATURES } from '../graphs/imagenet/head';
-import type { ImagenetBackboneManifest, Manifest, PreprocessManifest } from '../models/manifest';
+import type { ImagenetBackboneManifest, Manifest, PreprocessManifest } from '../packs/manifest';
 import { readNpmSource } from '../graphs/npm-source';
 import type { OnnxGraph } from '../graphs/onnx/write';
-import { sha256 } from '../models/pack';
+import { sha256 } from '../packs/pack';
 import { convertTfliteBackbone, encodeOnnx } from '../graphs/tflite/convert';
 
 /** Stages that can end the backbone, by the name train-head's --stage takes. */

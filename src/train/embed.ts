@@ -8,7 +8,7 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describeFailure, loadAddon, type NativeAddon, type NativePipeline } from '../native/addon';
-import { loadPack, sha256 } from '../models/pack';
+import { loadPack, sha256 } from '../packs/pack';
 import { CROP_OUTPUTS } from '../graphs/imagenet/crop-network';
 import type { Backbone } from './backbone';
 import type { LabelledPhoto } from './dataset';

@@ -1,6 +1,6 @@
 // MODEL_CARD.md of a pack written by train-head: what it was trained on and how well it did on
 // its held-out photos, in plain words for the operator.
-import type { Manifest, TrainingManifest } from '../models/manifest';
+import type { Manifest, TrainingManifest } from '../packs/manifest';
 import type { CrossValidation } from './evaluate';
 
 export interface CardInput {

@@ -9,8 +9,8 @@
 import { mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { encodeHead } from '../graphs/imagenet/head';
-import { validateManifest, type Manifest, type TrainingManifest } from '../models/manifest';
-import { readModelFile, sha256 } from '../models/pack';
+import { validateManifest, type Manifest, type TrainingManifest } from '../packs/manifest';
+import { readModelFile, sha256 } from '../packs/pack';
 import type { Backbone } from './backbone';
 import type { LogisticHead } from './logistic';
 

@@ -10,7 +10,7 @@ import { requestIdFrom } from '../http/request-id';
 import { sendError } from '../http/respond';
 import type { Router } from '../http/router';
 import { log } from '../log';
-import { analyzeRouted } from '../models/routed';
+import { analyzeRouted } from '../packs/routed';
 import { ImageError } from '../pipeline/analysis';
 import { Semaphore } from '../pipeline/semaphore';
 import type { Service } from '../service';

@@ -5,7 +5,7 @@
 // Times: total_extraction_time is the wall time of ffmpeg plus decoding and detection of all
 // frames; total_prediction_time is the classifier's share of the pipeline's wall time.
 import type { Exchange } from '../http/exchange';
-import type { Model } from '../models/model';
+import type { Model } from '../packs/model';
 import { ImageError, type Analysis } from '../pipeline/analysis';
 import type { Semaphore } from '../pipeline/semaphore';
 import type { Service } from '../service';

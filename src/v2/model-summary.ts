@@ -1,9 +1,9 @@
 // The `classifier` and `verifier` blocks of GET /v2/models: the head's backbone, the trained head
 // (with its validation figures) or the untrained reference, and the verifier's file and rule.
 import type { Static } from '@sinclair/typebox';
-import type { Manifest } from '../models/manifest';
-import type { Precision } from '../models/pack';
-import { backboneFile } from '../models/pack-files';
+import type { Manifest } from '../packs/manifest';
+import type { Precision } from '../packs/pack';
+import { backboneFile } from '../packs/pack-files';
 import type { BackboneSummary, ClassifierSummary, VerifierSummary } from './schemas';
 
 /** The backbone file serving now: the ImageNet network at its precision, or the trained head's recorded backbone. */

@@ -1,7 +1,7 @@
 // POST /v2/predict and POST /v2/models/{model_id}/predict (spec 2.1, 2.2, 4.1).
-import type { Model } from '../models/model';
-import type { ModelRegistry } from '../models/registry';
-import { analyzeRouted } from '../models/routed';
+import type { Model } from '../packs/model';
+import type { ModelRegistry } from '../packs/registry';
+import { analyzeRouted } from '../packs/routed';
 import { isDiscomfort, type Analysis } from '../pipeline/analysis';
 import type { SubmitOptions } from '../pipeline/batcher';
 import type { PredictResponse } from './schemas';

@@ -14,7 +14,7 @@ import { sendError, sendJson } from '../http/respond';
 import { classifierSummary, verifierSummary } from './model-summary';
 import { buildV2OpenApi, v2Operations } from './openapi';
 import { predict } from './predict';
-import type { Model } from '../models/model';
+import type { Model } from '../packs/model';
 import { cpuFeatures } from '../native/cpu-features';
 
 type Work = (requestId: string) => Promise<{ status: number; body: unknown }>;

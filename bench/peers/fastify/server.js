@@ -19,7 +19,7 @@
 // manifest's detector.int8.file, the pack's QDQ model; fp32: detector.file; default int8 when the
 // manifest has it, as the service on CPU), PEER_CROP_NETWORK (required when the manifest's
 // classifier is an ImageNet backbone + head, classifier.backbone: the service's crop network ONNX
-// at PEER_PRECISION, which bench/run.ts writes with src/models/pack.ts cropNetwork; outputs
+// at PEER_PRECISION, which bench/run.ts writes with src/packs/pack.ts cropNetwork; outputs
 // p_discomfort [N,1], probs [N,1000], features [N,1280]).
 
 const cluster = require('node:cluster');
@@ -88,7 +88,7 @@ async function main() {
     if (!crop) {
       throw new Error(
         `${path.join(modelDir, 'manifest.json')} has classifier.backbone: set PEER_CROP_NETWORK to the crop network ONNX ` +
-          'the service composes from it (bench/run.ts writes it with src/models/pack.ts cropNetwork)',
+          'the service composes from it (bench/run.ts writes it with src/packs/pack.ts cropNetwork)',
       );
     }
     if (!fs.statSync(crop, { throwIfNoEntry: false })?.isFile()) throw new Error(`PEER_CROP_NETWORK=${crop} is not a file`);

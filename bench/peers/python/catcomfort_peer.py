@@ -8,7 +8,7 @@ Environment: PEER_MODEL_DIR (default: <repo>/models/bc-v1), PEER_MAX_PIXELS, PEE
 named by the manifest's detector.int8.file, the pack's QDQ model; fp32: detector.file; default int8
 when the manifest has it, as the service on CPU), PEER_CROP_NETWORK (required when the manifest's
 classifier is an ImageNet backbone + head, classifier.backbone: the service's crop network ONNX at
-PEER_PRECISION, which bench/run.ts writes with src/models/pack.ts cropNetwork; outputs
+PEER_PRECISION, which bench/run.ts writes with src/packs/pack.ts cropNetwork; outputs
 p_discomfort [N,1], probs [N,1000], features [N,1280]).
 """
 
@@ -67,7 +67,7 @@ if HEAD_CLASSIFIER:
     if not CROP_NETWORK:
         raise RuntimeError(
             f"{MODEL_DIR / 'manifest.json'} has classifier.backbone: set PEER_CROP_NETWORK to the crop network ONNX "
-            "the service composes from it (bench/run.ts writes it with src/models/pack.ts cropNetwork)")
+            "the service composes from it (bench/run.ts writes it with src/packs/pack.ts cropNetwork)")
     if not Path(CROP_NETWORK).is_file():
         raise RuntimeError(f"PEER_CROP_NETWORK={CROP_NETWORK} is not a file")
     CLS_PATH = Path(CROP_NETWORK)

@@ -1,6 +1,6 @@
 // Pack rollouts: per pack id, the versions the fleet should have loaded (the serving one and the
 // one beside it, with its role), recorded by the instance that carried out an admin action and
-// read by every instance, which converges to it (src/models/pack-control.ts). Each record raises
+// read by every instance, which converges to it (src/packs/control/pack-control.ts). Each record raises
 // the pack's generation, so an instance knows what it has already applied. Written once for both
 // databases over the SQL seam (sql.ts).
 import type { SqlDb } from './sql';

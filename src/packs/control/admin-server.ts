@@ -1,15 +1,15 @@
 // The admin listener (CATCOMFORT_ADMIN_PORT, on CATCOMFORT_ADMIN_HOST, never the public port): pack
-// versions changed while serving (src/models/pack-control.ts), for `catcomfort packs`. A plain
+// versions changed while serving (src/packs/control/pack-control.ts), for `catcomfort packs`. A plain
 // node:http server with JSON in and out, keys in `Authorization: Bearer`, and one audit log line
 // per action naming the admin key's id.
 import http from 'node:http';
-import { listenBeside, type SideListener } from '../http/side-listener';
-import { log } from '../log';
-import { PackError } from '../models/pack';
-import type { PackControl } from '../models/pack-control';
-import type { ModelRegistry } from '../models/registry';
-import { VersionError, type CandidateRole } from '../models/versions';
-import type { AdminKeys } from './keys';
+import { listenBeside, type SideListener } from '../../http/side-listener';
+import { log } from '../../log';
+import { PackError } from '../pack';
+import type { PackControl } from './pack-control';
+import type { ModelRegistry } from '../registry';
+import { VersionError, type CandidateRole } from '../versions';
+import type { AdminKeys } from './admin-keys';
 
 const MAX_BODY = 64 * 1024;
 const ROLES: readonly CandidateRole[] = ['standby', 'shadow', 'canary'];

@@ -107,7 +107,7 @@ const Int8Detector = Type.Object(
 );
 
 /**
- * The int8 self-check (src/models/precision-check.ts): photos shipped with the pack that its int8
+ * The int8 self-check (src/packs/precision-check.ts): photos shipped with the pack that its int8
  * form must answer as its fp32 form does (same detection state; confidence and the verifier's class
  * masses within `tolerance`, the comfort score within `scoreTolerance`) before int8 serves on a machine.
  */

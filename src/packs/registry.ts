@@ -1,6 +1,6 @@
-// The loaded model packs by id: which pack folders there are, loading each (src/models/pack.ts)
-// into its native pipeline and Model (src/models/model.ts), the versions of each id
-// (src/models/versions.ts), and closing them all.
+// The loaded model packs by id: which pack folders there are, loading each (src/packs/pack.ts)
+// into its native pipeline and Model (src/packs/model.ts), the versions of each id
+// (src/packs/versions.ts), and closing them all.
 import { existsSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';

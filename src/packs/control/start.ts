@@ -1,18 +1,18 @@
 // Pack control at start: the fleet's recorded pack versions applied before the service turns
 // ready, a sync with the store every CATCOMFORT_PACK_SYNC_MS, and (with CATCOMFORT_ADMIN_PORT) the
 // admin listener with its keys, issued ones reloaded with the API keys.
-import type { Config } from '../config';
-import { KeyRing } from '../http/auth';
-import { log } from '../log';
-import type { NativeAddon, NativeInfo } from '../native/addon';
-import { PackControl } from '../models/pack-control';
-import { probePack } from '../models/provider-probe';
-import type { ModelRegistry } from '../models/registry';
-import { registryOptions } from '../models/runtime';
-import type { VersionStates } from '../ops/readiness';
-import type { Store } from '../scan/store';
-import { AdminKeys } from './keys';
-import { startAdminServer } from './server';
+import type { Config } from '../../config';
+import { KeyRing } from '../../http/auth';
+import { log } from '../../log';
+import type { NativeAddon, NativeInfo } from '../../native/addon';
+import { PackControl } from './pack-control';
+import { probePack } from '../probe/provider-probe';
+import type { ModelRegistry } from '../registry';
+import { registryOptions } from '../runtime';
+import type { VersionStates } from '../../ops/readiness';
+import type { Store } from '../../scan/store';
+import { AdminKeys } from './admin-keys';
+import { startAdminServer } from './admin-server';
 
 export interface PackControlRunning {
   control: PackControl;

@@ -1,6 +1,6 @@
 // Accelerated execution providers are proven before the service uses them. A GPU provider can
 // crash the whole process (a segfault in its library) or hang in its first Runs; so each one is
-// tried in a child process (src/tools/probe-providers.ts, the service's own loading and warm-up
+// tried in a child process (src/packs/probe/child.ts, the service's own loading and warm-up
 // code) that builds every loaded pack's sessions on it and runs each session at every batch size
 // it will be run at. A crash, an error or a timeout disables that provider with one log line
 // naming the cause, and the next one is tried; CPU always remains. CPU alone is never probed.
@@ -13,10 +13,10 @@
 // provider passed is remembered (probe-verdicts.ts): a restart with the same key skips the probe.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import type { ProviderName, RuntimeConfig } from '../config';
-import { log } from '../log';
-import type { ProviderStatus } from '../native/addon';
-import { probeKey, rememberedVerdict, rememberVerdict, type Verdict } from './probe-verdicts';
+import type { ProviderName, RuntimeConfig } from '../../config';
+import { log } from '../../log';
+import type { ProviderStatus } from '../../native/addon';
+import { probeKey, rememberedVerdict, rememberVerdict, type Verdict } from './verdicts';
 
 /** What the probe child prints on stdout, one JSON object per line (other lines are ignored). */
 export type ProbeLine =
@@ -26,7 +26,7 @@ export type ProbeLine =
 
 type ProbeOutcome = { ok: true; providers: ProviderStatus[] } | { ok: false; cause: string; stderr: string; timedOut: boolean };
 
-const probeScript = path.join(__dirname, '../tools/probe-providers.js');
+const probeScript = path.join(__dirname, 'child.js');
 const STDERR_KEPT = 2000;
 
 function parseLine(line: string): ProbeLine | null {

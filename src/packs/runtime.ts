@@ -6,7 +6,7 @@ import type { Config, RuntimeConfig } from '../config';
 import { log } from '../log';
 import { loadAddon, type NativeAddon, type NativeInfo } from '../native/addon';
 import type { Precision } from './pack';
-import { provenProviders } from './provider-probe';
+import { provenProviders } from './probe/provider-probe';
 import { ModelRegistry, type RegistryOptions } from './registry';
 
 /** Configures `addon` (by default the service's binding) from the service configuration. */
@@ -58,7 +58,7 @@ export function registryOptions(config: RuntimeConfig, info: NativeInfo): Regist
 }
 
 /**
- * Configures the addon with the providers that passed their probe (src/models/provider-probe.ts;
+ * Configures the addon with the providers that passed their probe (src/packs/probe/provider-probe.ts;
  * `verdicts`: where verdicts are remembered) and loads the packs.
  */
 export async function loadModels(config: RuntimeConfig, verdicts?: string): Promise<{ addon: NativeAddon; info: NativeInfo; registry: ModelRegistry }> {

@@ -1,12 +1,12 @@
-// Child process of the provider probe (src/models/provider-probe.ts): configures the addon with
+// Child process of the provider probe (src/packs/probe/provider-probe.ts): configures the addon with
 // the providers it is given (argv[2]: the runtime settings as JSON), loads every pack (or only the
 // pack folder argv[3], a version about to be loaded while serving), and warms each up exactly as the
 // service does, announcing each step; then prints the providers' status.
 // Whatever a provider does to this process, the service process is not touched.
-import type { ProbeLine } from '../models/provider-probe';
-import { loadModel, ModelRegistry } from '../models/registry';
-import type { RuntimeConfig } from '../config';
-import { configureAddon, readWarmUpSample, registryOptions, warmUpAll } from '../models/runtime';
+import type { ProbeLine } from './provider-probe';
+import { loadModel, ModelRegistry } from '../registry';
+import type { RuntimeConfig } from '../../config';
+import { configureAddon, readWarmUpSample, registryOptions, warmUpAll } from '../runtime';
 
 function report(line: ProbeLine): void {
   process.stdout.write(`${JSON.stringify(line)}\n`);

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { RuntimeConfig } from '../config';
+import type { RuntimeConfig } from '../../config';
 
 export type Verdict = Pick<RuntimeConfig, 'providers' | 'pinnedMemory'>;
 
@@ -18,7 +18,7 @@ export function verdictsFile(dataDir: string): string {
   return path.join(dataDir, 'provider-probes.json');
 }
 
-const release = path.resolve(__dirname, '../../../build/Release');
+const release = path.resolve(__dirname, '../../../../build/Release');
 const NVIDIA = '/proc/driver/nvidia';
 
 function sha256(data: Buffer | string): string {

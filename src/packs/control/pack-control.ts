@@ -6,13 +6,13 @@
 // every instance converges to what is recorded (sync), so a fleet changes version together. The
 // caller (the admin routes) writes the audit line of each action.
 import path from 'node:path';
-import { log } from '../log';
-import type { NativeAddon } from '../native/addon';
-import type { Model } from './model';
-import { PackError, readManifest } from './pack';
-import { loadModel, type ModelRegistry, type RegistryOptions } from './registry';
-import { readWarmUpSample } from './runtime';
-import { VersionError, type CandidateRole, type PackVersions } from './versions';
+import { log } from '../../log';
+import type { NativeAddon } from '../../native/addon';
+import type { Model } from '../model';
+import { PackError, readManifest } from '../pack';
+import { loadModel, type ModelRegistry, type RegistryOptions } from '../registry';
+import { readWarmUpSample } from '../runtime';
+import { VersionError, type CandidateRole, type PackVersions } from '../versions';
 
 /** A pack id's recorded versions (the store's PackRollouts gives them). */
 export interface Rollout {
