@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test as nodeTest } from 'node:test';
 import Database from 'better-sqlite3';
-import { SQLITE_FILE } from '../src/scan/store';
+import { SQLITE_FILE } from '../src/store';
 import { postJson, request } from './helpers/http';
 import { parseMetrics, total, type Sample } from './helpers/metrics';
 import { photo } from './helpers/paths';

@@ -10,8 +10,8 @@ import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KeyRing } from '../src/http/auth';
-import { InvalidCursorError, openStore, type NewScan, type Store } from '../src/scan/store';
-import { postgresMigrations } from '../src/scan/store/migrations';
+import { InvalidCursorError, openStore, type NewScan, type Store } from '../src/store';
+import { postgresMigrations } from '../src/store/migrations';
 import { startTestPostgres } from './helpers/postgres';
 import { repoRoot } from './helpers/paths';
 

@@ -1,7 +1,7 @@
 // Opens the storage the service uses (CATCOMFORT_DATABASE_URL, else SQLite under
 // CATCOMFORT_DATA_DIR) for one CLI command, and closes it afterwards.
 import { storeLocationFrom } from '../config';
-import { openStore, type Store } from '../scan/store';
+import { openStore, type Store } from '../store';
 import { parse, positionals } from './args';
 
 export const STORAGE_HELP = `Storage: CATCOMFORT_DATABASE_URL (PostgreSQL) when set, else the SQLite file in

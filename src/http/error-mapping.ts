@@ -4,7 +4,7 @@ import { log } from '../log';
 import { ImageError } from '../pipeline/analysis';
 import { AbortedError, ClosedError, DeadlineError, QueueFullError } from '../pipeline/batcher';
 import { BusyError } from '../pipeline/semaphore';
-import { StoreUnavailableError } from '../scan/store/types';
+import { StoreUnavailableError } from '../store/types';
 import { ApiError, bodyTooLargeMessage, errorTable } from './errors';
 import { BadContentLengthError, BodyTooLargeError, ClientGoneError } from './exchange';
 

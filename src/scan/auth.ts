@@ -10,10 +10,10 @@ import { createHash } from 'node:crypto';
 import { ApiError } from '../http/errors';
 import { Semaphore } from '../pipeline/semaphore';
 import type { FailureThrottle } from './failure-throttle';
-import type { StoreHealth } from './store-health';
-import type { Store } from './store';
+import type { StoreHealth } from '../store/health';
+import type { Store } from '../store';
 
-// The public shapes of issued credentials (src/scan/store/secrets.ts): anything else is refused
+// The public shapes of issued credentials (src/store/secrets.ts): anything else is refused
 // without spending scrypt on it.
 const KEY_ID = /^sk_[0-9a-f]{24}$/;
 const SECRET = /^ss_[A-Za-z0-9_-]{43}$/;

@@ -2,7 +2,7 @@
 import { moodOf, V1_MESSAGES } from '../v1/respond';
 import type { DetectionState } from '../pipeline/analysis';
 import type { ScanEvent, ScanResource } from './schemas';
-import type { ClaimedDelivery, ScanRecord, WebhookDelivery } from './store';
+import type { ClaimedDelivery, ScanRecord, WebhookDelivery } from '../store';
 import { redactUrl } from './webhooks/callback-url';
 
 /** What the worker stores as a scan's result. */

@@ -12,8 +12,8 @@ import { QueueFullError } from '../pipeline/batcher';
 import { backoffMs } from './backoff';
 import { fetchImage, isFetchRefusedError, type FetchPolicy } from './fetch';
 import type { StoredResult } from './present';
-import { StoreUnavailableError, type ClaimedScan, type Store } from './store';
-import type { StoreHealth } from './store-health';
+import { StoreUnavailableError, type ClaimedScan, type Store } from '../store';
+import type { StoreHealth } from '../store/health';
 import type { WebhookDispatcher } from './webhooks/dispatcher';
 
 export interface WorkerOptions {

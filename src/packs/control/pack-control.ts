@@ -23,7 +23,7 @@ export interface Rollout {
   updatedBy: string;
 }
 
-/** Where the fleet's pack versions are recorded (src/scan/store/rollouts.ts). */
+/** Where the fleet's pack versions are recorded (src/store/rollouts.ts). */
 export interface RolloutStore {
   all(): Promise<Rollout[]>;
   /** Returns the new generation. */

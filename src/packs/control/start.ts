@@ -10,7 +10,7 @@ import { probePack } from '../probe/provider-probe';
 import type { ModelRegistry } from '../registry';
 import { registryOptions } from '../runtime';
 import type { VersionStates } from '../../ops/readiness';
-import type { Store } from '../../scan/store';
+import type { Store } from '../../store';
 import { AdminKeys } from './admin-keys';
 import { startAdminServer } from './admin-server';
 

@@ -1,7 +1,7 @@
 // Keys issued with the CLI, stored as sha256 hex digests: v1/v2 API keys (scope `api`) and keys of
 // the admin listener (scope `admin`); a key of one scope is never accepted for the other. Written once for both
 // databases over the SQL seam (sql.ts).
-import { KeyRing } from '../../http/auth';
+import { KeyRing } from '../http/auth';
 import { checkName, newId, normalizeId } from './records';
 import { sha256Hex } from './secrets';
 import { isoOrNull, type SqlDb } from './sql';

@@ -3,7 +3,7 @@
 //  - SQLite (default, embedded): `<dataDir>/catcomfort.sqlite3`, WAL, synchronous=FULL.
 //  - PostgreSQL when a database URL is given: instances share scans and claim work with
 //    FOR UPDATE SKIP LOCKED.
-import { log } from '../../log';
+import { log } from '../log';
 import { ApiKeys } from './api-keys';
 import { ScanCredentials } from './credentials';
 import { PostgresDb } from './postgres-db';
