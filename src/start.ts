@@ -20,15 +20,10 @@ import { startMetricsServer } from './ops/metrics-server';
 import { Readiness } from './ops/readiness';
 import { registerOps } from './ops/routes';
 import type { Service } from './service';
-import { CredentialVerifier } from './scan/auth';
-import { FailureThrottle } from './scan/failure-throttle';
-import { fetchPolicy } from './scan/fetch';
-import { registerScan } from './scan/routes';
-import { StoreHealth } from './store/health';
-import { openStore, type Store } from './store';
-import { ScanWorkers } from './scan/worker';
-import { presentEvent } from './scan/present';
-import { WebhookDispatcher } from './scan/webhooks/dispatcher';
+import { startScan } from './scan';
+import { openStore } from './store';
+import { keepIssuedKeys } from './store/api-keys';
+import { newApiKey } from './store/secrets';
 import { registerV1 } from './v1/routes';
 import { registerV2 } from './v2/routes';
 import { errorResponse } from './http/errors';
@@ -51,24 +46,6 @@ function urlHost(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
 }
 
-/** The scan store; a PostgreSQL URL that cannot be used is reported naming its variable (without its password). */
-async function openScanStore(config: Config): Promise<Store> {
-  const url = config.scan.databaseUrl;
-  if (!url) return openStore({ dataDir: config.scan.dataDir });
-  try {
-    return await openStore({ dataDir: config.scan.dataDir, databaseUrl: url });
-  } catch (error) {
-    let where = 'the database';
-    try {
-      const parsed = new URL(url);
-      where = `${parsed.host}${parsed.pathname}`;
-    } catch {
-      // not a URL: the message below says what failed
-    }
-    throw new Error(`CATCOMFORT_DATABASE_URL: cannot use the PostgreSQL database at ${where}: ${(error as Error)?.message ?? String(error)}`);
-  }
-}
-
 export async function startService(config: Config): Promise<RunningService> {
   const version = serviceVersion();
   metrics.collectProcessMetrics();
@@ -80,7 +57,7 @@ export async function startService(config: Config): Promise<RunningService> {
 
   const keys = new KeyRing(config.apiKeys);
   if (config.apiKeys.length === 0) {
-    const key = KeyRing.generateKey();
+    const key = newApiKey();
     keys.addKey(key);
     // Printed once, on purpose: there is never a fixed default key. The JSON line is for log collectors.
     process.stdout.write(`No CATCOMFORT_API_KEYS set; generated this API key for this run only: ${key}\n`);
@@ -154,13 +131,11 @@ async function startInterfaces(
   config: Config,
   ctx: { router: Router; keys: KeyRing; readiness: Readiness; version: string; packsDisabled: string[] },
 ): Promise<Started> {
-  const store = await openScanStore(config);
+  const store = await openStore({ dataDir: config.scan.dataDir, databaseUrl: config.scan.databaseUrl });
   log.info('scan store open', { backend: store.kind });
   // Keys issued with the CLI live hashed in the store; a refresh picks up new ones and revocations.
-  const refreshKeys = () => store.apiKeys.activeDigests().then((d) => ctx.keys.setIssuedDigests(d), (e: unknown) => log.warn('api key refresh failed', { error: String(e) }));
-  await refreshKeys();
-  const keyTimer = setInterval(refreshKeys, 30_000);
-  keyTimer.unref();
+  const apiKeys = keepIssuedKeys(store.apiKeys, 'api', (issued) => ctx.keys.setIssuedDigests(issued.map((k) => k.digest)));
+  await apiKeys.first;
 
   const loadStarted = performance.now();
   const { addon, info, registry } = await loadModels(config, verdictsFile(config.scan.dataDir));
@@ -216,51 +191,18 @@ async function startInterfaces(
   const packs = await startPackControl(config, { addon, info, registry, store });
   ctx.readiness.setVersions(() => versionStates(registry, packs.control));
   const service: Service = { config, keys: ctx.keys, registry, version: ctx.version, docsAssets: loadDocsAssets() };
-  if (!registry.get(config.scan.model)) throw new Error(`CATCOMFORT_SCAN_MODEL "${config.scan.model}" is not a loaded pack`);
-  // The scan model's serving version at the time of each use (it may be promoted while serving).
-  const scanModel = () => registry.get(config.scan.model)!;
-  if (config.scan.allowPrivateUrls) log.warn('CATCOMFORT_FETCH_ALLOW_PRIVATE is on: scan URLs may reach private and loopback addresses (UNSAFE)');
-  const health = new StoreHealth();
-  ctx.readiness.setScanStore(() => health.state);
-  const policy = fetchPolicy({ allowPrivate: config.scan.allowPrivateUrls });
-  const hooks = config.scan.webhooks;
-  const webhooks = new WebhookDispatcher(store, health, {
-    concurrency: hooks.concurrency,
-    perReceiver: hooks.perReceiver,
-    timeoutMs: hooks.timeoutMs,
-    retrySchedule: hooks.retrySchedule,
-    idlePollMs: 500,
-    policy: { ...policy, connectTimeoutMs: Math.min(policy.connectTimeoutMs, hooks.timeoutMs) },
-    body: (scan, delivery) => presentEvent(scan, { id: config.scan.model, version: ctx.version }, delivery),
-  });
-  const workers = new ScanWorkers(store, health, scanModel, webhooks, {
-    workers: config.scan.workers,
-    leaseMs: config.scan.leaseMs,
-    maxAttempts: config.scan.maxAttempts,
-    idlePollMs: 250,
-    retentionMs: config.scan.retentionMs,
-    fetchPolicy: policy,
-    serviceVersion: ctx.version,
-  });
   registerV2(ctx.router, service);
   registerV1(ctx.router, service);
-  const verifier = new CredentialVerifier(store, health, new FailureThrottle(config.scan.authFailuresPerMinute));
-  registerScan(ctx.router, { service, store, health, workers, verifier, maxImageBytes: 4 * 1024 * 1024, fetchPolicy: policy });
-  metrics.setSources({
-    queueDepths: () => registry.list().map((m) => ({ model: m.id, queued: m.batcher.stats().queued })),
-    scanQueue: () => health.track('queue_depth', () => store.scans.queueDepth()),
-    webhookQueue: () => health.track('queue_depth', () => store.webhooks.depth()),
-  });
-  workers.start();
-  webhooks.start();
+  const scan = startScan(config, { router: ctx.router, service, store, readiness: ctx.readiness });
+  metrics.setSources({ queueDepths: () => registry.list().map((m) => ({ model: m.id, queued: m.batcher.stats().queued })) });
   return {
     service,
     vipsVersion: info.vipsVersion,
     ortVersion: info.ortVersion,
     async close(drain) {
-      clearInterval(keyTimer);
+      apiKeys.stop();
       packs.close();
-      await Promise.all([drain(), workers.stop().then(() => webhooks.stop())]);
+      await Promise.all([drain(), scan.stop()]);
       await registry.closeAll();
       await store.close();
     },

@@ -1,6 +1,6 @@
 // API key check in constant time: every configured key is compared (as SHA-256 digests,
 // so lengths never leak) and the loop never exits early.
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 
 function digest(value: string): Buffer {
   return createHash('sha256').update(value, 'utf8').digest();
@@ -17,11 +17,6 @@ export class KeyRing {
 
   setIssuedDigests(hexDigests: string[]): void {
     this.issued = hexDigests.map((hex) => Buffer.from(hex, 'hex')).filter((b) => b.length === 32);
-  }
-
-  /** Generates one random key (printed once by the caller) when none is configured. */
-  static generateKey(): string {
-    return `cc_${randomBytes(24).toString('base64url')}`;
   }
 
   addKey(key: string): void {

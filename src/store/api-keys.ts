@@ -1,20 +1,21 @@
 // Keys issued with the CLI, stored as sha256 hex digests: v1/v2 API keys (scope `api`) and keys of
 // the admin listener (scope `admin`); a key of one scope is never accepted for the other. Written once for both
-// databases over the SQL seam (sql.ts).
-import { KeyRing } from '../http/auth';
+// databases over the SQL seam (sql.ts). A serving process keeps each scope's issued keys fresh
+// (keepIssuedKeys).
+import { log } from '../log';
 import { checkName, newId, normalizeId } from './records';
-import { sha256Hex } from './secrets';
+import { newApiKey, sha256Hex } from './secrets';
 import { isoOrNull, type SqlDb } from './sql';
 import type { ApiKeyInfo, KeyScope } from './types';
 
 export class ApiKeys {
   constructor(private readonly db: SqlDb) {}
 
-  /** New key (format of KeyRing.generateKey); returned once, stored as its sha256 hex digest. */
+  /** New key (newApiKey); returned once, stored as its sha256 hex digest. */
   async create(name: string, scope: KeyScope = 'api'): Promise<{ id: string; key: string }> {
     const cleanName = checkName(name);
     const id = newId();
-    const key = KeyRing.generateKey();
+    const key = newApiKey();
     await this.db.run(`INSERT INTO api_keys (id, name, digest, scope, created_at) VALUES ($1, $2, $3, $4, ${this.db.dialect.now})`, [
       id,
       cleanName,
@@ -53,4 +54,18 @@ export class ApiKeys {
   async active(scope: KeyScope): Promise<Array<{ id: string; digest: string }>> {
     return this.db.query<{ id: string; digest: string }>('SELECT id, digest FROM api_keys WHERE revoked_at IS NULL AND scope = $1 ORDER BY created_at, id', [scope]);
   }
+}
+
+/** How often a serving process reloads issued keys (new ones and revocations). */
+const REFRESH_MS = 30_000;
+
+/**
+ * `scope`'s issued keys handed to `apply` now (`first`) and every REFRESH_MS; a failed read is
+ * logged and the keys applied last stay.
+ */
+export function keepIssuedKeys(keys: ApiKeys, scope: KeyScope, apply: (issued: Array<{ id: string; digest: string }>) => void): { first: Promise<void>; stop(): void } {
+  const refresh = () => keys.active(scope).then(apply, (error: unknown) => log.warn(`${scope} key refresh failed`, { error: String(error) }));
+  const timer = setInterval(refresh, REFRESH_MS);
+  timer.unref();
+  return { first: refresh(), stop: () => clearInterval(timer) };
 }

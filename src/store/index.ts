@@ -48,18 +48,30 @@ function idlePostgresError(error: Error): void {
   log.debug('postgres idle connection lost', { error: error.message });
 }
 
-/** Opens the database the options select and (unless `migrate: false`) brings its schema up to date. */
+/** A PostgreSQL URL's host and database, without its password, for messages. */
+function whereIs(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.host}${parsed.pathname}`;
+  } catch {
+    return 'the database';
+  }
+}
+
+/**
+ * Opens the database the options select and (unless `migrate: false`) brings its schema up to
+ * date. A PostgreSQL database that cannot be used is reported naming CATCOMFORT_DATABASE_URL.
+ */
 export async function openStore(opts: StoreOptions): Promise<Store> {
-  const db: SqlDb =
-    opts.databaseUrl
-      ? new PostgresDb(opts.databaseUrl, { onIdleError: idlePostgresError })
-      : new SqliteDb(opts.dataDir);
+  const url = opts.databaseUrl;
+  const db: SqlDb = url ? new PostgresDb(url, { onIdleError: idlePostgresError }) : new SqliteDb(opts.dataDir);
   if (opts.migrate !== false) {
     try {
       await db.migrate();
     } catch (error) {
       await db.close().catch(() => undefined);
-      throw error;
+      if (!url) throw error;
+      throw new Error(`CATCOMFORT_DATABASE_URL: cannot use the PostgreSQL database at ${whereIs(url)}: ${(error as Error)?.message ?? String(error)}`);
     }
   }
   return {

@@ -2,6 +2,11 @@
 // constant time.
 import { createHash, randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 
+/** An API or admin key (printed or returned once; stored as its sha256 digest). */
+export function newApiKey(): string {
+  return `cc_${randomBytes(24).toString('base64url')}`;
+}
+
 /** Public key id of a scan credential. */
 export function newKeyId(): string {
   return `sk_${randomBytes(12).toString('hex')}`;

@@ -2,7 +2,6 @@
 // ready, a sync with the store every CATCOMFORT_PACK_SYNC_MS, and (with CATCOMFORT_ADMIN_PORT) the
 // admin listener with its keys, issued ones reloaded with the API keys.
 import type { Config } from '../../config';
-import { KeyRing } from '../../http/auth';
 import { log } from '../../log';
 import type { NativeAddon, NativeInfo } from '../../native/addon';
 import { PackControl } from './pack-control';
@@ -11,6 +10,8 @@ import type { ModelRegistry } from '../registry';
 import { registryOptions } from '../runtime';
 import type { VersionStates } from '../../ops/readiness';
 import type { Store } from '../../store';
+import { keepIssuedKeys } from '../../store/api-keys';
+import { newApiKey } from '../../store/secrets';
 import { AdminKeys } from './admin-keys';
 import { startAdminServer } from './admin-server';
 
@@ -52,18 +53,12 @@ export async function startPackControl(config: Config, parts: { addon: NativeAdd
   timer.unref();
 
   const keys = new AdminKeys(config.admin.keys);
-  const refreshKeys = () =>
-    parts.store.apiKeys.active('admin').then(
-      (issued) => keys.setIssued(issued),
-      (error: unknown) => log.warn('admin key refresh failed', { error: String(error) }),
-    );
+  const issued = keepIssuedKeys(parts.store.apiKeys, 'admin', (k) => keys.setIssued(k));
   let server: Awaited<ReturnType<typeof startAdminServer>> | null = null;
-  const keyTimer = setInterval(refreshKeys, 30_000);
-  keyTimer.unref();
   if (config.admin.port !== null) {
-    await refreshKeys();
+    await issued.first;
     if (config.admin.keys.length === 0) {
-      const key = KeyRing.generateKey();
+      const key = newApiKey();
       keys.addConfigured(key);
       process.stdout.write(`No CATCOMFORT_ADMIN_KEYS set; generated this admin key for this run only: ${key}\n`);
     }
@@ -74,7 +69,7 @@ export async function startPackControl(config: Config, parts: { addon: NativeAdd
     control,
     close() {
       clearInterval(timer);
-      clearInterval(keyTimer);
+      issued.stop();
       server?.close();
     },
   };

@@ -1,0 +1,61 @@
+// The scan interface at start: its routes on the public router, the store's health (read by
+// /readyz and the metrics), the webhook dispatcher and the scan workers, started; stop() lets the
+// workers finish their scan, then the dispatcher.
+import type { Config } from '../config';
+import type { Router } from '../http/router';
+import { log } from '../log';
+import { metrics } from '../ops/metrics';
+import type { Readiness } from '../ops/readiness';
+import type { Service } from '../service';
+import type { Store } from '../store';
+import { StoreHealth } from '../store/health';
+import { CredentialVerifier } from './auth';
+import { FailureThrottle } from './failure-throttle';
+import { fetchPolicy } from './fetch';
+import { presentEvent } from './present';
+import { registerScan } from './routes';
+import { WebhookDispatcher } from './webhooks/dispatcher';
+import { ScanWorkers } from './worker';
+
+/** Largest image a scan fetches. */
+const MAX_IMAGE_BYTES = 4 * 1024 * 1024;
+
+export function startScan(config: Config, parts: { router: Router; service: Service; store: Store; readiness: Readiness }): { stop(): Promise<void> } {
+  const { service, store } = parts;
+  const scan = config.scan;
+  if (!service.registry.get(scan.model)) throw new Error(`CATCOMFORT_SCAN_MODEL "${scan.model}" is not a loaded pack`);
+  // The scan model's serving version at the time of each use (it may be promoted while serving).
+  const scanModel = () => service.registry.get(scan.model)!;
+  if (scan.allowPrivateUrls) log.warn('CATCOMFORT_FETCH_ALLOW_PRIVATE is on: scan URLs may reach private and loopback addresses (UNSAFE)');
+  const health = new StoreHealth();
+  parts.readiness.setScanStore(() => health.state);
+  const policy = fetchPolicy({ allowPrivate: scan.allowPrivateUrls });
+  const hooks = scan.webhooks;
+  const webhooks = new WebhookDispatcher(store, health, {
+    concurrency: hooks.concurrency,
+    perReceiver: hooks.perReceiver,
+    timeoutMs: hooks.timeoutMs,
+    retrySchedule: hooks.retrySchedule,
+    idlePollMs: 500,
+    policy: { ...policy, connectTimeoutMs: Math.min(policy.connectTimeoutMs, hooks.timeoutMs) },
+    body: (s, delivery) => presentEvent(s, { id: scan.model, version: service.version }, delivery),
+  });
+  const workers = new ScanWorkers(store, health, scanModel, webhooks, {
+    workers: scan.workers,
+    leaseMs: scan.leaseMs,
+    maxAttempts: scan.maxAttempts,
+    idlePollMs: 250,
+    retentionMs: scan.retentionMs,
+    fetchPolicy: policy,
+    serviceVersion: service.version,
+  });
+  const verifier = new CredentialVerifier(store, health, new FailureThrottle(scan.authFailuresPerMinute));
+  registerScan(parts.router, { service, store, health, workers, verifier, maxImageBytes: MAX_IMAGE_BYTES, fetchPolicy: policy });
+  metrics.setSources({
+    scanQueue: () => health.track('queue_depth', () => store.scans.queueDepth()),
+    webhookQueue: () => health.track('queue_depth', () => store.webhooks.depth()),
+  });
+  workers.start();
+  webhooks.start();
+  return { stop: () => workers.stop().then(() => webhooks.stop()) };
+}
