@@ -1,6 +1,6 @@
 // Entry point: `npm start`.
 import { ConfigError, loadConfig } from './config';
-import { unknownVariables } from './config-unknown';
+import { unknownVariables } from './config/unknown';
 import { ListenError } from './http/listen-error';
 import { log, setLogLevel } from './log';
 import { startService } from './start';

@@ -5,7 +5,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { ConfigError, KNOWN_VARIABLES, loadConfig } from '../src/config';
-import { editDistance, unknownVariables } from '../src/config-unknown';
+import { settingsTable } from '../src/config/doc-table';
+import { editDistance, unknownVariables } from '../src/config/unknown';
 
 test('CATCOMFORT_CUDNN_CONV_ALGO_SEARCH: HEURISTIC by default, any case accepted, anything else refused', () => {
   assert.equal(loadConfig({}).cudnnConvAlgoSearch, 'HEURISTIC');
@@ -68,4 +69,10 @@ test('CATCOMFORT_PRECISION: unset (auto) by default, int8 or fp32 in any case, a
   assert.equal(loadConfig({ CATCOMFORT_PRECISION: 'FP32' }).precision, 'fp32');
   assert.equal(loadConfig({ CATCOMFORT_PRECISION: 'int8' }).precision, 'int8');
   assert.throws(() => loadConfig({ CATCOMFORT_PRECISION: 'fp16' }), /CATCOMFORT_PRECISION must be int8 or fp32, got "fp16"/);
+});
+
+test("README's table of settings is the settings table's (npm run docs:settings writes it)", () => {
+  const readme = readFileSync(path.resolve(__dirname, '../../README.md'), 'utf8');
+  assert.ok(readme.includes(settingsTable()), 'run npm run docs:settings');
+  assert.equal(settingsTable().split('\n').filter((l) => l.startsWith('| `CATCOMFORT_')).length, KNOWN_VARIABLES.length);
 });

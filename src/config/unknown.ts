@@ -1,6 +1,6 @@
 // Unknown CATCOMFORT_* variables (a misspelt name is otherwise silently ignored): each is
 // reported with the known name closest to it by edit distance.
-import { KNOWN_VARIABLES } from './config';
+import { KNOWN_VARIABLES } from './settings';
 
 export interface UnknownVariable {
   name: string;
