@@ -38,7 +38,7 @@ test('unknown CATCOMFORT_* variables are named with the closest known one; known
     CATCOMFORT_PORTT: '1',
     CATCOMFORT_DATABSE_URL: 'x',
     CATCOMFORT_PORT: '8080',
-    CATCOMFORT_TEST_PROBE_FAULT: 'segv',
+    CATCOMFORT_TEST_PG_BIN: '/usr/lib/postgresql/16/bin',
     HOME: '/root',
     CATCOMFORTABLE: 'x',
   };

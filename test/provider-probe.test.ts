@@ -1,7 +1,9 @@
 // A provider can never take the service down: accelerated providers are proven in a child
 // process first (src/packs/probe/provider-probe.ts). Here (CPU only) the probe is made to fail on
-// purpose with CATCOMFORT_TEST_PROBE_FAULT: the service starts on CPU and logs the cause. A pass
-// is remembered in the data folder and not probed again (src/packs/probe/verdicts.ts).
+// purpose from outside the service: test/helpers/probe-fault.ts, preloaded through NODE_OPTIONS
+// into the probe child, makes it crash, exit, fail or hang as PROBE_FAULT says; the service starts
+// on CPU and logs the cause. A pass is remembered in the data folder and not probed again
+// (src/packs/probe/verdicts.ts).
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -12,6 +14,7 @@ import { probeKey, rememberedVerdict, rememberVerdict } from '../src/packs/probe
 import { provenProviders } from '../src/packs/probe/provider-probe';
 import { postJson, request } from './helpers/http';
 import { photo } from './helpers/paths';
+import { probeFaultEnv } from './helpers/probe-fault';
 import { startServer } from './helpers/server';
 
 interface LogLine {
@@ -55,7 +58,7 @@ function disabledCause(lines: LogLine[]): string {
 }
 
 test('a probe that crashes with SIGSEGV disables the provider; the service answers on CPU', async () => {
-  const server = await startServer({ CATCOMFORT_EXECUTION_PROVIDERS: 'cuda,cpu', CATCOMFORT_TEST_PROBE_FAULT: 'segv' });
+  const server = await startServer({ CATCOMFORT_EXECUTION_PROVIDERS: 'cuda,cpu', ...probeFaultEnv('segv') });
   try {
     const image = readFileSync(photo('000_skimage_chelsea.png')).toString('base64');
     const answer = await postJson(`${server.url}/v2/predict`, { image });
@@ -70,26 +73,26 @@ test('a probe that crashes with SIGSEGV disables the provider; the service answe
 });
 
 test('a probe that exits non-zero disables the provider', async () => {
-  assert.match(disabledCause(await startWithCuda({ CATCOMFORT_TEST_PROBE_FAULT: 'exit' })), /^probe process exited with code 70 /);
+  assert.match(disabledCause(await startWithCuda(probeFaultEnv('exit'))), /^probe process exited with code 70 /);
 });
 
 test('a probe that fails with an error disables the provider, naming the error', async () => {
-  const cause = disabledCause(await startWithCuda({ CATCOMFORT_TEST_PROBE_FAULT: 'error' }));
-  assert.match(cause, /^probe failed: fault injected by CATCOMFORT_TEST_PROBE_FAULT \(at: building the sessions\)$/);
+  const cause = disabledCause(await startWithCuda(probeFaultEnv('error')));
+  assert.match(cause, /^probe failed: fault injected by PROBE_FAULT \(at: building the sessions\)$/);
 });
 
 test('a probe that fails only with pinned memory is run again without it; the provider is not disabled', async () => {
-  const lines = await startWithCuda({ CATCOMFORT_TEST_PROBE_FAULT: 'pinned' });
+  const lines = await startWithCuda(probeFaultEnv('pinned'));
   const retry = lines.filter((l) => l.msg === PINNED_RETRY);
   assert.equal(retry.length, 1, JSON.stringify(lines));
-  assert.match(retry[0]!.cause!, /^probe failed: fault injected by CATCOMFORT_TEST_PROBE_FAULT with pinned memory /);
+  assert.match(retry[0]!.cause!, /^probe failed: fault injected by PROBE_FAULT with pinned memory /);
   assert.equal(lines.filter((l) => l.msg === 'execution provider disabled').length, 0, 'the second probe passed');
   // CPU-only machines: the passing probe reports CUDA skipped (its libraries do not load).
   assert.ok(lines.some((l) => l.provider === 'cuda' && (l.msg === 'execution provider skipped' || l.msg === 'execution provider proven')));
 });
 
 test('a probe that hangs past CATCOMFORT_PROVIDER_PROBE_TIMEOUT_MS disables the provider', async () => {
-  const lines = await startWithCuda({ CATCOMFORT_TEST_PROBE_FAULT: 'hang', CATCOMFORT_PROVIDER_PROBE_TIMEOUT_MS: '2000' });
+  const lines = await startWithCuda({ ...probeFaultEnv('hang'), CATCOMFORT_PROVIDER_PROBE_TIMEOUT_MS: '2000' });
   assert.match(disabledCause(lines), /^probe gave no answer within 2000 ms /);
   assert.equal(lines.filter((l) => l.msg === PINNED_RETRY).length, 0, 'a timeout is not tried again');
 });
@@ -107,7 +110,7 @@ test('a probe that passes without the provider loading reports it skipped, with 
 });
 
 test('with CPU only there is no probe', async () => {
-  const server = await startServer({ CATCOMFORT_EXECUTION_PROVIDERS: 'cpu', CATCOMFORT_TEST_PROBE_FAULT: 'segv' });
+  const server = await startServer({ CATCOMFORT_EXECUTION_PROVIDERS: 'cpu', ...probeFaultEnv('segv') });
   await server.stop();
   const lines = logLines(server.output());
   assert.equal(lines.filter((l) => l.msg === 'probing execution provider').length, 0);

@@ -12,28 +12,6 @@ function report(line: ProbeLine): void {
   process.stdout.write(`${JSON.stringify(line)}\n`);
 }
 
-/**
- * Tests only: CATCOMFORT_TEST_PROBE_FAULT=segv|exit|error|hang makes this probe fail on purpose;
- * `pinned` fails it only while pinned memory is on.
- */
-async function testFault(config: RuntimeConfig): Promise<void> {
-  switch (process.env.CATCOMFORT_TEST_PROBE_FAULT) {
-    case 'pinned':
-      if (config.pinnedMemory) throw new Error('fault injected by CATCOMFORT_TEST_PROBE_FAULT with pinned memory');
-      break;
-    case 'segv':
-      process.kill(process.pid, 'SIGSEGV');
-      break;
-    case 'exit':
-      process.exit(70);
-      break;
-    case 'error':
-      throw new Error('fault injected by CATCOMFORT_TEST_PROBE_FAULT');
-    case 'hang':
-      await new Promise(() => setInterval(() => {}, 60_000));
-  }
-}
-
 async function main(): Promise<void> {
   const config = JSON.parse(process.argv[2] ?? '') as RuntimeConfig;
   report({ probe: 'step', step: 'configuring the providers' });
@@ -42,11 +20,9 @@ async function main(): Promise<void> {
   const packDir = process.argv[3];
   if (packDir) {
     const model = await loadModel(addon, packDir, registryOptions(config, info));
-    await testFault(config);
     await model.warmUp(readWarmUpSample(), (step) => report({ probe: 'step', step }));
   } else {
     const registry = await ModelRegistry.load(addon, registryOptions(config, info));
-    await testFault(config);
     await warmUpAll(registry, (step) => report({ probe: 'step', step }));
   }
   report({ probe: 'done', providers: info.providers });
