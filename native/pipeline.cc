@@ -428,87 +428,124 @@ std::shared_ptr<Pipeline> Pipeline::Create(PipelineSpec spec, const Runtime& run
   return pipeline;
 }
 
+// What Analyze's steps hand on to each other.
+struct Pipeline::AnalyzeState {
+  explicit AnalyzeState(size_t items) : states(items) {}
+  std::vector<ItemState> states;  // one per item, in input order
+  std::vector<std::pair<size_t, size_t>> jobs;  // (item, view): the detector's inputs
+  // Per job: the top `keep` boxes after NMS, best first, in decoded pixels.
+  std::vector<std::vector<Detection>> jobKept;
+  double detectStageMs = 0;  // wall time of the shared detector stage
+  std::vector<size_t> confident;  // items whose best cat is detected
+  std::vector<std::pair<size_t, size_t>> crops;  // (item, candidate): the classifier's inputs
+  // Per crop: the classifier's score, the verifier's reading, the embedding row.
+  std::vector<float> scores;
+  std::vector<Verification> readings;
+  std::vector<std::vector<float>> rows;
+  double classifyStageMs = 0;  // wall time of the shared classifier stage
+};
+
 std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, ThreadPool& pool) const {
-  const DetectorSpec& det = spec_.detector;
-  const ClassifierSpec& cls = spec_.classifier;
-  std::vector<ItemState> states(items.size());
+  AnalyzeState a(items.size());
+  PrepareItems(items, a, pool);
+  DetectViews(a, pool);
+  CombineViews(a);
+  PickCandidates(a);
+  RedecodeSmallCats(items, a, pool);
+  ClassifyCrops(a, pool);
+  ChooseCats(a);
+  return TakeResults(a);
+}
 
-  // 1. Decode and prepare the detector content, item-parallel. Failures stay per item.
-  ParallelFor(pool, items.size(), [&](size_t i) { PrepareItem(spec_, items[i], states[i]); });
+// Decodes every item and prepares its detector content, item-parallel; failures stay per item.
+void Pipeline::PrepareItems(const std::vector<ItemInput>& items, AnalyzeState& a, ThreadPool& pool) const {
+  ParallelFor(pool, items.size(), [&](size_t i) { PrepareItem(spec_, items[i], a.states[i]); });
+}
 
-  // 2. One detector pass over every (item, view), chunked by the session batch.
-  const size_t viewCount = std::min<size_t>(det.views.size(), 4);
-  const VerifierSpec& verifier = cls.verifier;
-  const size_t keep = verifier.enabled ? static_cast<size_t>(std::max(1, verifier.maxCandidates)) : 1;
-  std::vector<std::pair<size_t, size_t>> jobs;  // (item, view)
-  for (size_t i = 0; i < states.size(); ++i) {
-    if (!states[i].result.ok) continue;
-    for (size_t v = 0; v < viewCount; ++v) jobs.emplace_back(i, v);
+// One detector pass over every (item, view) of the items still ok, chunked by the session batch.
+void Pipeline::DetectViews(AnalyzeState& a, ThreadPool& pool) const {
+  const size_t viewCount = std::min<size_t>(spec_.detector.views.size(), 4);
+  for (size_t i = 0; i < a.states.size(); ++i) {
+    if (!a.states[i].result.ok) continue;
+    for (size_t v = 0; v < viewCount; ++v) a.jobs.emplace_back(i, v);
   }
   const size_t detChunk = ChunkSize(detector_);
-  const size_t detChunks = (jobs.size() + detChunk - 1) / detChunk;
-  // Per (item, view): the top `keep` boxes after NMS, best first, in decoded pixels.
-  std::vector<std::vector<Detection>> jobKept(jobs.size());
+  const size_t detChunks = (a.jobs.size() + detChunk - 1) / detChunk;
+  a.jobKept.resize(a.jobs.size());
   const Clock::time_point detectStart = Clock::now();
   // Chunks run concurrently on the pool (several Runs of the shared session when the model's
   // batch is fixed at 1); each chunk fills its tensor in parallel too.
   ParallelFor(pool, detChunks, [&](size_t chunk) {
     const size_t first = chunk * detChunk;
-    const size_t count = std::min(detChunk, jobs.size() - first);
-    BatchOutput out = RunBatch(detector_, det.preprocess, count, pool, [&](size_t k, float* dst) {
-      const auto [item, view] = jobs[first + k];
-      WriteViewTensor(det, states[item], view, dst);
-    });
-    std::vector<std::vector<int64_t>> shapes;
-    for (const OutputData& o : out.outputs) shapes.push_back(o.shape);
-    decoder_->CheckShapes(shapes);
-    std::vector<const float*> image(out.outputs.size());
-    for (size_t k = 0; k < count; ++k) {
-      const auto [item, view] = jobs[first + k];
-      for (size_t o = 0; o < out.outputs.size(); ++o) image[o] = out.outputs[o].data + k * out.outputs[o].perImage;
-      // NMS first, as the spec says; the top candidate always survives it.
-      std::vector<Detection> kept = NonMaxSuppression(decoder_->Decode(image), det.nmsIou);
-      if (kept.size() > keep) kept.resize(keep);
-      const Placement& p = states[item].placements[view];
-      for (Detection& d : kept) {
-        const double xa = p.ToSourceX(d.x1);
-        const double xb = p.ToSourceX(d.x2);
-        const double ya = p.ToSourceY(d.y1);
-        const double yb = p.ToSourceY(d.y2);
-        d.x1 = static_cast<float>(std::min(xa, xb));
-        d.x2 = static_cast<float>(std::max(xa, xb));
-        d.y1 = static_cast<float>(ya);
-        d.y2 = static_cast<float>(yb);
-      }
-      jobKept[first + k] = std::move(kept);
-    }
+    DetectChunk(a, first, std::min(detChunk, a.jobs.size() - first), pool);
   });
-  // The shared detector stage (wall time of all chunks) counts fully for every item in it.
-  const double detectStageMs = jobs.empty() ? 0.0 : MsSince(detectStart);
-  for (size_t j = 0; j < jobs.size(); ++j) {
-    ItemState& s = states[jobs[j].first];
-    const float top = jobKept[j].empty() ? -1.0f : jobKept[j].front().score;
+  a.detectStageMs = a.jobs.empty() ? 0.0 : MsSince(detectStart);
+}
+
+// One detector Run over jobs [first, first + count): their kept boxes, mapped back to decoded pixels.
+void Pipeline::DetectChunk(AnalyzeState& a, size_t first, size_t count, ThreadPool& pool) const {
+  const DetectorSpec& det = spec_.detector;
+  const VerifierSpec& verifier = spec_.classifier.verifier;
+  const size_t keep = verifier.enabled ? static_cast<size_t>(std::max(1, verifier.maxCandidates)) : 1;
+  BatchOutput out = RunBatch(detector_, det.preprocess, count, pool, [&](size_t k, float* dst) {
+    const auto [item, view] = a.jobs[first + k];
+    WriteViewTensor(det, a.states[item], view, dst);
+  });
+  std::vector<std::vector<int64_t>> shapes;
+  for (const OutputData& o : out.outputs) shapes.push_back(o.shape);
+  decoder_->CheckShapes(shapes);
+  std::vector<const float*> image(out.outputs.size());
+  for (size_t k = 0; k < count; ++k) {
+    const auto [item, view] = a.jobs[first + k];
+    for (size_t o = 0; o < out.outputs.size(); ++o) image[o] = out.outputs[o].data + k * out.outputs[o].perImage;
+    // NMS first, as the spec says; the top candidate always survives it.
+    std::vector<Detection> kept = NonMaxSuppression(decoder_->Decode(image), det.nmsIou);
+    if (kept.size() > keep) kept.resize(keep);
+    const Placement& p = a.states[item].placements[view];
+    for (Detection& d : kept) {
+      const double xa = p.ToSourceX(d.x1);
+      const double xb = p.ToSourceX(d.x2);
+      const double ya = p.ToSourceY(d.y1);
+      const double yb = p.ToSourceY(d.y2);
+      d.x1 = static_cast<float>(std::min(xa, xb));
+      d.x2 = static_cast<float>(std::max(xa, xb));
+      d.y1 = static_cast<float>(ya);
+      d.y2 = static_cast<float>(yb);
+    }
+    a.jobKept[first + k] = std::move(kept);
+  }
+}
+
+// Per item: the best view's top box, the views' scores combined, and the detector stage's time.
+void Pipeline::CombineViews(AnalyzeState& a) const {
+  for (size_t j = 0; j < a.jobs.size(); ++j) {
+    ItemState& s = a.states[a.jobs[j].first];
+    const std::vector<Detection>& kept = a.jobKept[j];
+    const float top = kept.empty() ? -1.0f : kept.front().score;
     if (top > s.bestScore) {
       s.bestScore = top;
-      s.bestBox = jobKept[j].front();
+      s.bestBox = kept.front();
       s.bestJob = j;
     }
     s.minScore = std::min(s.minScore, top);
-    if (j == 0 || jobs[j - 1].first != jobs[j].first) s.result.detectMs += detectStageMs;
+    // The shared detector stage (wall time of all chunks) counts fully for every item in it.
+    if (j == 0 || a.jobs[j - 1].first != a.jobs[j].first) s.result.detectMs += a.detectStageMs;
   }
   // "min": a cat only where every view sees one, scored by the least sure view; the box stays the
   // best view's. A view with no candidate at or above scoreFloor leaves the item without a cat.
-  if (det.viewCombine == ViewCombine::Min) {
-    for (ItemState& s : states) {
+  if (spec_.detector.viewCombine == ViewCombine::Min) {
+    for (ItemState& s : a.states) {
       if (s.bestScore >= 0) s.bestScore = s.minScore;
     }
   }
+}
 
-  // 3. Best cat per item, in source pixels; with a verifier, the best view's next `detected`
-  // candidates too (a cat beside a dog); free the detector content.
-  std::vector<size_t> confident;
-  for (size_t i = 0; i < states.size(); ++i) {
-    ItemState& s = states[i];
+// Best cat per item, in source pixels, and its detection state; with a verifier, the best view's
+// next `detected` candidates too (a cat beside a dog). Frees the detector content.
+void Pipeline::PickCandidates(AnalyzeState& a) const {
+  const DetectorSpec& det = spec_.detector;
+  for (size_t i = 0; i < a.states.size(); ++i) {
+    ItemState& s = a.states[i];
     s.plain = ResizedImage();
     s.half = ResizedImage();
     if (!s.result.ok || s.bestScore < 0) continue;
@@ -516,9 +553,9 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
     s.result.cat = cat;
     if (cat.confidence >= spec_.detectedCutoff) {
       s.result.detection = DetectionState::Detected;
-      confident.push_back(i);
+      a.confident.push_back(i);
       s.candidates.push_back(cat);
-      const std::vector<Detection>& kept = jobKept[s.bestJob];
+      const std::vector<Detection>& kept = a.jobKept[s.bestJob];
       for (size_t k = 1; k < kept.size(); ++k) {
         const CatCandidate next = ToCandidate(det, s.image, kept[k], kept[k].score);
         if (next.confidence >= spec_.detectedCutoff) s.candidates.push_back(next);
@@ -527,11 +564,14 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
       s.result.detection = DetectionState::LowConfidence;
     }
   }
+}
 
-  // Cats too small for a full-quality classifier crop at the first decode's scale: decode the
-  // file again, finer (see the shrink-on-load rule above), item-parallel.
-  ParallelFor(pool, confident.size(), [&](size_t k) {
-    ItemState& s = states[confident[k]];
+// Cats too small for a full-quality classifier crop at the first decode's scale: decodes the file
+// again, finer (see the shrink-on-load rule above), item-parallel; failures stay per item.
+void Pipeline::RedecodeSmallCats(const std::vector<ItemInput>& items, AnalyzeState& a, ThreadPool& pool) const {
+  const ClassifierSpec& cls = spec_.classifier;
+  ParallelFor(pool, a.confident.size(), [&](size_t k) {
+    ItemState& s = a.states[a.confident[k]];
     int shrink = s.image.shrink;
     for (const CatCandidate& cat : s.candidates) {
       const Crop crop = ClassifierCrop(cat, cls.cropMargin, s.image.sourceWidth, s.image.sourceHeight);
@@ -539,7 +579,7 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
     }
     if (shrink >= s.image.shrink) return;
     const Clock::time_point start = Clock::now();
-    const ItemInput& in = items[confident[k]];
+    const ItemInput& in = items[a.confident[k]];
     const bool kept = !s.file.empty();
     try {
       s.image = DecodeImage(kept ? s.file.data() : in.bytes(), kept ? s.file.size() : in.size(), spec_.maxPixels,
@@ -551,88 +591,105 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
       s.result = InternalFailure(e.what());
     }
   });
-  std::vector<std::pair<size_t, size_t>> crops;  // (item, candidate)
-  for (size_t i : confident) {
-    if (!states[i].result.ok) continue;
-    for (size_t c = 0; c < states[i].candidates.size(); ++c) crops.emplace_back(i, c);
-  }
+}
 
-  // 4. The classifier (and verifier) over every candidate's crop (+margin) from the decoded image.
+// The classifier (and verifier) over every candidate's crop (+margin) of the items still ok,
+// chunked by the session batch.
+void Pipeline::ClassifyCrops(AnalyzeState& a, ThreadPool& pool) const {
+  for (size_t i : a.confident) {
+    if (!a.states[i].result.ok) continue;
+    for (size_t c = 0; c < a.states[i].candidates.size(); ++c) a.crops.emplace_back(i, c);
+  }
   const size_t clsChunk = ChunkSize(classifier_);
-  const size_t clsChunks = (crops.size() + clsChunk - 1) / clsChunk;
+  const size_t clsChunks = (a.crops.size() + clsChunk - 1) / clsChunk;
   const Clock::time_point classifyStart = Clock::now();
-  std::vector<float> scores(crops.size(), 0.0f);
-  std::vector<Verification> readings(crops.size());
-  std::vector<std::vector<float>> rows(cls.embeddingOutput >= 0 ? crops.size() : 0);
+  a.scores.assign(a.crops.size(), 0.0f);
+  a.readings.resize(a.crops.size());
+  a.rows.resize(spec_.classifier.embeddingOutput >= 0 ? a.crops.size() : 0);
   ParallelFor(pool, clsChunks, [&](size_t chunk) {
     const size_t first = chunk * clsChunk;
-    const size_t count = std::min(clsChunk, crops.size() - first);
-    BatchOutput out = RunBatch(classifier_, cls.preprocess, count, pool, [&](size_t k, float* dst) {
-      const auto [item, candidate] = crops[first + k];
-      const ItemState& s = states[item];
-      const Crop c = ClassifierCrop(s.candidates[candidate], cls.cropMargin, s.image.sourceWidth, s.image.sourceHeight);
-      const Placement p = CropPlacement(c, cls.preprocess);
-      // Source pixels -> decoded pixels (the identity without shrink-on-load).
-      const double sx = SourceScaleX(s.image);
-      const double sy = SourceScaleY(s.image);
-      ResizedImage crop = ResizeRgb(s.image, c.x1 / sx, c.y1 / sy, (c.x2 - c.x1) / sx, (c.y2 - c.y1) / sy, p.width, p.height);
-      WriteTensor(crop, p, cls.preprocess, dst);
-    });
-    const OutputData& o = out.outputs.at(0);
-    if (static_cast<size_t>(cls.outputIndex) >= o.perImage) {
-      throw std::runtime_error("classifier outputIndex is outside the model output");
-    }
-    for (size_t k = 0; k < count; ++k) scores[first + k] = o.data[k * o.perImage + static_cast<size_t>(cls.outputIndex)];
-    if (verifier.enabled) {
-      const OutputData& probs = out.outputs.at(static_cast<size_t>(verifier.probsOutput));
-      for (size_t k = 0; k < count; ++k) {
-        readings[first + k] = Verify(verifier, probs.data + k * probs.perImage, probs.perImage);
-      }
-    }
-    if (cls.embeddingOutput >= 0) {
-      const OutputData& e = out.outputs.at(static_cast<size_t>(cls.embeddingOutput));
-      for (size_t k = 0; k < count; ++k) rows[first + k].assign(e.data + k * e.perImage, e.data + (k + 1) * e.perImage);
-    }
+    ClassifyChunk(a, first, std::min(clsChunk, a.crops.size() - first), pool);
   });
-  const double classifyStageMs = crops.empty() ? 0.0 : MsSince(classifyStart);
-  // 5. Per item, the cat is the first candidate the verifier passes that looks at least as much
-  // like a cat as like a dog, else the first it passes (the first one without a verifier); when
-  // it vetoes every one, the item answers low_confidence with its best candidate.
-  for (size_t first = 0; first < crops.size();) {
-    const size_t item = crops[first].first;
+  a.classifyStageMs = a.crops.empty() ? 0.0 : MsSince(classifyStart);
+}
+
+// One classifier Run over crops [first, first + count): their scores, verifier readings and
+// embedding rows.
+void Pipeline::ClassifyChunk(AnalyzeState& a, size_t first, size_t count, ThreadPool& pool) const {
+  const ClassifierSpec& cls = spec_.classifier;
+  const VerifierSpec& verifier = cls.verifier;
+  BatchOutput out = RunBatch(classifier_, cls.preprocess, count, pool, [&](size_t k, float* dst) {
+    const auto [item, candidate] = a.crops[first + k];
+    const ItemState& s = a.states[item];
+    const Crop c = ClassifierCrop(s.candidates[candidate], cls.cropMargin, s.image.sourceWidth, s.image.sourceHeight);
+    const Placement p = CropPlacement(c, cls.preprocess);
+    // Source pixels -> decoded pixels (the identity without shrink-on-load).
+    const double sx = SourceScaleX(s.image);
+    const double sy = SourceScaleY(s.image);
+    ResizedImage crop = ResizeRgb(s.image, c.x1 / sx, c.y1 / sy, (c.x2 - c.x1) / sx, (c.y2 - c.y1) / sy, p.width, p.height);
+    WriteTensor(crop, p, cls.preprocess, dst);
+  });
+  const OutputData& o = out.outputs.at(0);
+  if (static_cast<size_t>(cls.outputIndex) >= o.perImage) {
+    throw std::runtime_error("classifier outputIndex is outside the model output");
+  }
+  for (size_t k = 0; k < count; ++k) a.scores[first + k] = o.data[k * o.perImage + static_cast<size_t>(cls.outputIndex)];
+  if (verifier.enabled) {
+    const OutputData& probs = out.outputs.at(static_cast<size_t>(verifier.probsOutput));
+    for (size_t k = 0; k < count; ++k) {
+      a.readings[first + k] = Verify(verifier, probs.data + k * probs.perImage, probs.perImage);
+    }
+  }
+  if (cls.embeddingOutput >= 0) {
+    const OutputData& e = out.outputs.at(static_cast<size_t>(cls.embeddingOutput));
+    for (size_t k = 0; k < count; ++k) a.rows[first + k].assign(e.data + k * e.perImage, e.data + (k + 1) * e.perImage);
+  }
+}
+
+// Per classified item, the cat is the first candidate the verifier passes that looks at least as
+// much like a cat as like a dog, else the first it passes (the first one without a verifier); when
+// it vetoes every one, the item answers low_confidence with its best candidate.
+void Pipeline::ChooseCats(AnalyzeState& a) const {
+  const ClassifierSpec& cls = spec_.classifier;
+  const VerifierSpec& verifier = cls.verifier;
+  for (size_t first = 0; first < a.crops.size();) {
+    const size_t item = a.crops[first].first;
     size_t end = first;
-    while (end < crops.size() && crops[end].first == item) ++end;
-    ItemState& s = states[item];
+    while (end < a.crops.size() && a.crops[end].first == item) ++end;
+    ItemState& s = a.states[item];
     ItemResult& r = s.result;
-    r.classifyMs = classifyStageMs;  // the shared stage counts fully for every classified item
+    r.classifyMs = a.classifyStageMs;  // the shared stage counts fully for every classified item
     size_t chosen = end;
     if (!verifier.enabled) {
       chosen = first;
     } else {
       for (size_t k = first; k < end && chosen == end; ++k) {
-        if (readings[k].passed && readings[k].catMass >= readings[k].dogMass) chosen = k;
+        if (a.readings[k].passed && a.readings[k].catMass >= a.readings[k].dogMass) chosen = k;
       }
       for (size_t k = first; k < end && chosen == end; ++k) {
-        if (readings[k].passed) chosen = k;
+        if (a.readings[k].passed) chosen = k;
       }
-      r.verification = readings[chosen == end ? first : chosen];
+      r.verification = a.readings[chosen == end ? first : chosen];
       r.verification->checked = static_cast<int>(end - first);
     }
     if (chosen == end) {
       r.detection = DetectionState::LowConfidence;
-    } else if (std::isnan(scores[chosen])) {
+    } else if (std::isnan(a.scores[chosen])) {
       r = InternalFailure("classifier output is NaN");
     } else {
-      r.cat = s.candidates[crops[chosen].second];
-      r.score = Round6(std::clamp(static_cast<double>(scores[chosen]), 0.0, 1.0));
-      if (cls.embeddingOutput >= 0) r.output = std::move(rows[chosen]);
+      r.cat = s.candidates[a.crops[chosen].second];
+      r.score = Round6(std::clamp(static_cast<double>(a.scores[chosen]), 0.0, 1.0));
+      if (cls.embeddingOutput >= 0) r.output = std::move(a.rows[chosen]);
     }
     first = end;
   }
+}
 
+// Every item's result, in input order.
+std::vector<ItemResult> Pipeline::TakeResults(AnalyzeState& a) {
   std::vector<ItemResult> results;
-  results.reserve(states.size());
-  for (ItemState& s : states) results.push_back(std::move(s.result));
+  results.reserve(a.states.size());
+  for (ItemState& s : a.states) results.push_back(std::move(s.result));
   return results;
 }
 

@@ -98,6 +98,29 @@ class Pipeline {
   bool PinnedHostMemory(SessionStage stage) const;
 
  private:
+  // Analyze's steps, in the order it calls them (pipeline.cc), sharing one AnalyzeState.
+  struct AnalyzeState;
+  // Decodes every item and prepares its detector content, item-parallel.
+  void PrepareItems(const std::vector<ItemInput>& items, AnalyzeState& a, ThreadPool& pool) const;
+  // One detector pass over every (item, view), chunked by the session batch.
+  void DetectViews(AnalyzeState& a, ThreadPool& pool) const;
+  // One detector Run over jobs [first, first + count) and their kept boxes.
+  void DetectChunk(AnalyzeState& a, size_t first, size_t count, ThreadPool& pool) const;
+  // Per item: the best view's top box and the views' scores combined.
+  void CombineViews(AnalyzeState& a) const;
+  // Best cat per item, its detection state, and the candidates for the classifier.
+  void PickCandidates(AnalyzeState& a) const;
+  // Decodes the file again, finer, where a cat's crop is too small at the first decode's scale.
+  void RedecodeSmallCats(const std::vector<ItemInput>& items, AnalyzeState& a, ThreadPool& pool) const;
+  // The classifier (and verifier) over every candidate's crop, chunked by the session batch.
+  void ClassifyCrops(AnalyzeState& a, ThreadPool& pool) const;
+  // One classifier Run over crops [first, first + count).
+  void ClassifyChunk(AnalyzeState& a, size_t first, size_t count, ThreadPool& pool) const;
+  // Per classified item, the candidate that answers and its score.
+  void ChooseCats(AnalyzeState& a) const;
+  // Every item's result, in input order.
+  static std::vector<ItemResult> TakeResults(AnalyzeState& a);
+
   PipelineSpec spec_;
   std::unique_ptr<const DetectorDecoder> decoder_;  // picked by spec_.detector.output.format
   ModelSession detector_;
