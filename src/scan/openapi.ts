@@ -1,6 +1,8 @@
 // The scan interface's OpenAPI 3.1 document, from the TypeBox schemas that validate it, with
 // examples taken from real answers and the example photo as the request example.
+import { MAX_BODY_BYTES } from '../config/settings';
 import { errorResponses, type ErrorDoc } from '../http/docs/openapi-errors';
+import { bodyTooLargeMessage } from '../http/errors';
 import { EXAMPLE_REQUEST_ID, jsonContent, openApiDocument } from '../http/docs/openapi-util';
 import { ErrorResponse } from '../v2/schemas';
 import { ScanAccepted, ScanEvent, ScanList, ScanResource, ScanSubmitRequest } from './schemas';
@@ -171,7 +173,7 @@ export function scanOperations(serviceVersion: string, exampleImage: string) {
           { kind: 'bad_request', when: 'malformed `Content-Length`', message: 'Invalid Content-Length header.' },
           unauthorized,
           { kind: 'idempotency_conflict', when: 'the `Idempotency-Key` was used with another body' },
-          { kind: 'payload_too_large', when: 'body over CATCOMFORT_MAX_BODY_BYTES', message: 'Request body exceeds the limit of 8388608 bytes.' },
+          { kind: 'payload_too_large', when: 'body over CATCOMFORT_MAX_BODY_BYTES', message: bodyTooLargeMessage(MAX_BODY_BYTES) },
           { kind: 'unsupported_media_type', when: 'Content-Type is not JSON' },
           {
             kind: 'invalid_request',

@@ -2,11 +2,16 @@
 import type { ErrorRenderer } from '../http/errors';
 import type { ApiError, ErrorKind } from '../http/errors';
 
+/** v1's text of a 413. */
+export function v1BodyTooLargeMessage(limit: number): string {
+  return `Request body exceeds ${limit} bytes`;
+}
+
 const DETAIL: Partial<Record<ErrorKind, (e: ApiError) => string>> = {
   unauthorized: () => 'Invalid or missing API key',
   not_found: () => 'Not Found',
   method_not_allowed: () => 'Method Not Allowed',
-  payload_too_large: (e) => (e.params.limit !== undefined ? `Request body exceeds ${e.params.limit} bytes` : e.message),
+  payload_too_large: (e) => (e.params.limit !== undefined ? v1BodyTooLargeMessage(Number(e.params.limit)) : e.message),
   bad_request: (e) => (e.params.header === 'content-length' ? 'Invalid Content-Length header' : e.message),
   overloaded: () => 'Too many requests; retry later',
   unavailable: () => 'Service Unavailable',

@@ -1,7 +1,9 @@
 // The v1 (legacy) OpenAPI description, shaped like the FastAPI app it replaces, with examples
 // taken from real answers and the example photo as the request example.
 import { Type } from '@sinclair/typebox';
+import { MAX_BODY_BYTES } from '../config/settings';
 import { API_KEY_SCHEME, jsonContent, openApiDocument, type Example } from '../http/docs/openapi-util';
+import { v1BodyTooLargeMessage } from './errors';
 
 const MediaData = Type.Object({
   image: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'Base64 image (lenient: characters outside the alphabet are skipped); no data: prefix' })),
@@ -146,7 +148,7 @@ function invocation(op: Invocation, exampleImage: string, version: string): Reco
           : detail('Video sent here', 'Video input is not supported on this endpoint; send video to /invocations/bc-legacy.'),
       },
       '401': { description: 'Missing or invalid api-key', content: detail('No key', 'Invalid or missing API key') },
-      '413': { description: 'Body larger than `CATCOMFORT_MAX_BODY_BYTES`', content: detail('Too large', 'Request body exceeds 8388608 bytes') },
+      '413': { description: 'Body larger than `CATCOMFORT_MAX_BODY_BYTES`', content: detail('Too large', v1BodyTooLargeMessage(MAX_BODY_BYTES)) },
       '422': {
         description: 'Validation Error',
         content: ref('HTTPValidationError', {

@@ -1,7 +1,9 @@
-// The `classifier` and `verifier` blocks of GET /v2/models: the head's backbone, the trained head
-// (with its validation figures) or the untrained reference, and the verifier's file and rule.
+// What GET /v2/models says of a pack's serving version: its precision, and the `classifier` and
+// `verifier` blocks: the head's backbone, the trained head (with its validation figures) or the
+// untrained reference, and the verifier's file and rule.
 import type { Static } from '@sinclair/typebox';
 import type { Manifest } from '../packs/manifest';
+import type { Model } from '../packs/model';
 import type { Precision } from '../packs/pack';
 import { backboneFile } from '../packs/pack-files';
 import type { BackboneSummary, ClassifierSummary, VerifierSummary } from './schemas';
@@ -16,7 +18,7 @@ function backboneSummary(c: Manifest['classifier'], precision: Precision | null)
   return b ? { name: `detector:${b.stage}`, file: null, sha256: b.sha256, precision: null } : null;
 }
 
-export function verifierSummary(m: Manifest, precision: Precision | null): Static<typeof VerifierSummary> | null {
+function verifierSummary(m: Manifest, precision: Precision | null): Static<typeof VerifierSummary> | null {
   const v = m.verifier;
   const backbone = backboneSummary(m.classifier, precision);
   if (!v || !backbone) return null;
@@ -29,7 +31,7 @@ export function verifierSummary(m: Manifest, precision: Precision | null): Stati
   };
 }
 
-export function classifierSummary(c: Manifest['classifier'], precision: Precision | null): Static<typeof ClassifierSummary> {
+function classifierSummary(c: Manifest['classifier'], precision: Precision | null): Static<typeof ClassifierSummary> {
   const t = c.training;
   const backbone = backboneSummary(c, precision);
   if (c.reference || !t) return { trained: !c.reference, backbone, training: null };
@@ -46,5 +48,20 @@ export function classifierSummary(c: Manifest['classifier'], precision: Precisio
       validation_auc: t.validation.auc,
       threshold: t.validation.threshold,
     },
+  };
+}
+
+/** What GET /v2/models says of a pack's serving version. */
+export function modelSummary(serviceVersion: string, m: Model) {
+  return {
+    id: m.id,
+    name: m.manifest.name,
+    version: serviceVersion,
+    pack_version: m.manifest.version,
+    default_threshold: m.manifest.defaultThreshold,
+    deprecated: m.manifest.deprecated ?? false,
+    detector: { precision: m.precision, available_precisions: m.manifest.detector.int8 ? ['fp32', 'int8'] : ['fp32'], precision_reason: m.precisionReason },
+    classifier: classifierSummary(m.manifest.classifier, m.backbonePrecision),
+    verifier: verifierSummary(m.manifest, m.backbonePrecision),
   };
 }

@@ -1,8 +1,9 @@
 // The v2 OpenAPI 3.1 document, generated from the TypeBox schemas that validate requests,
 // with examples taken from real answers and the example photo as the request example.
+import { MAX_BODY_BYTES } from '../config/settings';
 import { errorResponses, type ErrorDoc, type V2ErrorKind } from '../http/docs/openapi-errors';
 import { API_KEY_SCHEME, EXAMPLE_REQUEST_ID, jsonContent, openApiDocument } from '../http/docs/openapi-util';
-import { errorTable } from '../http/errors';
+import { bodyTooLargeMessage, errorTable } from '../http/errors';
 import { ErrorResponse, ModelList, PredictRequest, PredictResponse, StatsResponse } from './schemas';
 
 /** An error v2 can answer; scan-only kinds do not type-check here. */
@@ -35,7 +36,7 @@ const predictErrors: V2ErrorDoc[] = [
   },
   { kind: 'bad_request', when: 'malformed `Content-Length`', message: 'Invalid Content-Length header.' },
   unauthorized,
-  { kind: 'payload_too_large', when: 'request body larger than `CATCOMFORT_MAX_BODY_BYTES`', message: 'Request body exceeds the limit of 8388608 bytes.' },
+  { kind: 'payload_too_large', when: 'request body larger than `CATCOMFORT_MAX_BODY_BYTES`', message: bodyTooLargeMessage(MAX_BODY_BYTES) },
   { kind: 'unsupported_media_type', when: 'Content-Type is not `application/json`' },
   {
     kind: 'invalid_request',

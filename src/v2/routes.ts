@@ -11,10 +11,10 @@ import { ApiError } from '../http/errors';
 import { errorResponse } from '../http/errors';
 import { parseJsonObject } from '../http/json-body';
 import { sendError, sendJson } from '../http/respond';
-import { classifierSummary, verifierSummary } from './model-summary';
+import { modelSummary } from './model-summary';
 import { buildV2OpenApi, v2Operations } from './openapi';
 import { predict } from './predict';
-import type { Model } from '../packs/model';
+import { PackNotLoadedError } from '../packs/routed';
 import { cpuFeatures } from '../native/cpu-features';
 
 type Work = (requestId: string) => Promise<{ status: number; body: unknown }>;
@@ -40,9 +40,8 @@ function predictRoute(service: Service, modelFrom: (ex: Exchange) => string) {
     const requestId = requestIdFrom(ex.header('x-request-id'));
     if (!service.keys.check(ex.header('api-key'))) return sendError(ex, errorResponse, requestId, new ApiError('unauthorized'));
     const modelId = modelFrom(ex);
-    if (!service.registry.get(modelId)) {
-      return sendError(ex, errorResponse, requestId, new ApiError('model_not_found', `Model '${modelId}' not found.`, { model_id: modelId }));
-    }
+    // Checked before the body is read; a pack unloaded meanwhile is found by the pick (routed.ts).
+    if (!service.registry.get(modelId)) return sendError(ex, errorResponse, requestId, new PackNotLoadedError(modelId));
     ex.notes.model = modelId;
     if (!isJsonContentType(ex.header('content-type'))) {
       return sendError(ex, errorResponse, requestId, new ApiError('unsupported_media_type'));
@@ -65,21 +64,6 @@ function predictRoute(service: Service, modelFrom: (ex: Exchange) => string) {
   };
 }
 
-/** What GET /v2/models says of a pack's serving version. */
-function modelSummary(service: Service, m: Model) {
-  return {
-    id: m.id,
-    name: m.manifest.name,
-    version: service.version,
-    pack_version: m.manifest.version,
-    default_threshold: m.manifest.defaultThreshold,
-    deprecated: m.manifest.deprecated ?? false,
-    detector: { precision: m.precision, available_precisions: m.manifest.detector.int8 ? ['fp32', 'int8'] : ['fp32'], precision_reason: m.precisionReason },
-    classifier: classifierSummary(m.manifest.classifier, m.backbonePrecision),
-    verifier: verifierSummary(m.manifest, m.backbonePrecision),
-  };
-}
-
 function staticRoute(body: string | Buffer, contentType: string) {
   return (ex: Exchange): void =>
     ex.send(200, { 'Content-Type': contentType, 'Cache-Control': 'public, max-age=3600', 'X-Request-ID': requestIdFrom(ex.header('x-request-id')) }, body);
@@ -99,7 +83,7 @@ export function registerV2(router: Router, service: Service): void {
         body: {
           request_id: requestId,
           models: service.registry.all().map((pack) => ({
-            ...modelSummary(service, pack.current),
+            ...modelSummary(service.version, pack.current),
             versions: pack.list().map((v) => ({ pack_version: v.model.version, role: v.role, share: v.share, since: new Date(v.since).toISOString() })),
           })),
         },

@@ -2,6 +2,9 @@
 // generate the OpenAPI document, so the two cannot drift apart.
 import { Type, type Static } from '@sinclair/typebox';
 
+/** The range of a discomfort threshold (validate.ts words its 422 messages from it). */
+export const THRESHOLD_RANGE = { minimum: 0, maximum: 1 } as const;
+
 export const PredictRequest = Type.Object(
   {
     image: Type.String({
@@ -10,7 +13,7 @@ export const PredictRequest = Type.Object(
         'Base64-encoded image (standard alphabet with padding). An optional `data:image/<type>;base64,` prefix is accepted. The decoded image must be 8-bit per channel.',
     }),
     threshold: Type.Optional(
-      Type.Union([Type.Number({ minimum: 0, maximum: 1 }), Type.Null()], {
+      Type.Union([Type.Number(THRESHOLD_RANGE), Type.Null()], {
         description: "Discomfort threshold override, 0.0-1.0. Omitted or null: the model's default threshold.",
       }),
     ),
@@ -34,7 +37,7 @@ const Prediction = Type.Object(
       description: '`discomfort` when `score` > `threshold`, otherwise `comfort`',
     }),
     score: Type.Number({ minimum: 0, maximum: 1, description: 'Probability of discomfort' }),
-    threshold: Type.Number({ minimum: 0, maximum: 1, description: 'Threshold applied to `score`' }),
+    threshold: Type.Number({ ...THRESHOLD_RANGE, description: 'Threshold applied to `score`' }),
   },
   { $id: 'Prediction' },
 );

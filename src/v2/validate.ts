@@ -3,7 +3,7 @@
 // pydantic's wording (the texts v1 clients already know), never echoing the submitted value.
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { validationError, type FieldError } from '../http/errors';
-import { PredictRequest } from './schemas';
+import { PredictRequest, THRESHOLD_RANGE } from './schemas';
 
 const predictCheck = TypeCompiler.Compile(PredictRequest);
 
@@ -17,8 +17,8 @@ function imageMessage(value: unknown): string | null {
 function thresholdMessage(value: unknown): string | null {
   if (value === undefined || value === null) return null;
   if (typeof value !== 'number' || !Number.isFinite(value)) return 'Input should be a valid number';
-  if (value < 0) return 'Input should be greater than or equal to 0';
-  if (value > 1) return 'Input should be less than or equal to 1';
+  if (value < THRESHOLD_RANGE.minimum) return `Input should be greater than or equal to ${THRESHOLD_RANGE.minimum}`;
+  if (value > THRESHOLD_RANGE.maximum) return `Input should be less than or equal to ${THRESHOLD_RANGE.maximum}`;
   return null;
 }
 
