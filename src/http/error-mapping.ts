@@ -1,6 +1,7 @@
-// The one mapping from failures below the HTTP layer (pipeline, batcher, body reading) to coded
+// The one mapping from failures below the HTTP layer (packs, pipeline, batcher, body reading) to coded
 // errors. Interfaces render the result in their own format.
 import { log } from '../log';
+import { PackNotLoadedError } from '../packs/routed';
 import { ImageError } from '../pipeline/analysis';
 import { AbortedError, ClosedError, DeadlineError, QueueFullError } from '../pipeline/batcher';
 import { BusyError } from '../pipeline/semaphore';
@@ -20,6 +21,7 @@ export const STORE_RETRY_AFTER_S = 5;
 export function toApiError(error: unknown, context: Record<string, unknown> = {}): ApiError | null {
   if (error instanceof ApiError) return error;
   if (error instanceof ClientGoneError || error instanceof AbortedError) return null;
+  if (error instanceof PackNotLoadedError) return new ApiError('model_not_found', `Model '${error.id}' not found.`, { model_id: error.id });
   if (error instanceof ImageError) return new ApiError('invalid_image', error.message);
   if (error instanceof BodyTooLargeError) {
     return new ApiError('payload_too_large', bodyTooLargeMessage(error.limit), {}, {}, { limit: error.limit });

@@ -9,6 +9,13 @@ import type { SubmitOptions } from '../pipeline/batcher';
 import type { Model } from './model';
 import type { ModelRegistry } from './registry';
 
+/** Pack `id` is not loaded (never was, or was unloaded while the request was read). */
+export class PackNotLoadedError extends Error {
+  constructor(readonly id: string) {
+    super(`pack ${id} is not loaded`);
+  }
+}
+
 export interface Routed {
   analysis: Analysis;
   /** The version that answered. */
@@ -18,7 +25,7 @@ export interface Routed {
 /** Analyses `item` with pack `id`'s answering version; `threshold` (or each version's default) decides the compared labels. */
 export async function analyzeRouted(registry: ModelRegistry, id: string, item: AnalyzeItem, options: SubmitOptions, threshold: number | null): Promise<Routed> {
   const pick = registry.pick(id);
-  if (!pick) throw new RangeError(`pack ${id} is not loaded`);
+  if (!pick) throw new PackNotLoadedError(id);
   const { model, role, shadow } = pick;
   const analysis = await model.analyze(item, options);
   metrics.versionAnswers.inc({ model: id, version: model.version, role });
