@@ -84,8 +84,10 @@ export interface FrontConfig {
 
 export interface BatchingConfig {
   maxBatchSize: number;
+  /** Below 1000 us the batch closes on the next turn of the event loop (setImmediate). */
   maxQueueDelayUs: number;
   maxQueue: number;
+  /** Batches running at once; more lets decode of one overlap the model run of another. */
   maxInFlight: number;
 }
 

@@ -32,20 +32,14 @@ export function startScan(config: Config, parts: { router: Router; service: Serv
   const policy = fetchPolicy({ allowPrivate: scan.allowPrivateUrls });
   const hooks = scan.webhooks;
   const webhooks = new WebhookDispatcher(store, health, {
-    concurrency: hooks.concurrency,
-    perReceiver: hooks.perReceiver,
-    timeoutMs: hooks.timeoutMs,
-    retrySchedule: hooks.retrySchedule,
+    ...hooks,
     idlePollMs: 500,
     policy: { ...policy, connectTimeoutMs: Math.min(policy.connectTimeoutMs, hooks.timeoutMs) },
     body: (s, delivery) => presentEvent(s, { id: scan.model, version: service.version }, delivery),
   });
   const workers = new ScanWorkers(store, health, scanModel, webhooks, {
-    workers: scan.workers,
-    leaseMs: scan.leaseMs,
-    maxAttempts: scan.maxAttempts,
+    ...scan,
     idlePollMs: 250,
-    retentionMs: scan.retentionMs,
     fetchPolicy: policy,
     serviceVersion: service.version,
   });

@@ -4,6 +4,7 @@
 // While the store fails, workers back off (exponential, capped, with jitter) and say nothing per
 // attempt: StoreHealth logs the outage once and its end once.
 import { randomUUID } from 'node:crypto';
+import type { ScanConfig } from '../config';
 import { log } from '../log';
 import type { Model } from '../packs/model';
 import { metrics } from '../ops/metrics';
@@ -16,12 +17,9 @@ import { StoreUnavailableError, type ClaimedScan, type Store } from '../store';
 import type { StoreHealth } from '../store/health';
 import type { WebhookDispatcher } from './webhooks/dispatcher';
 
-export interface WorkerOptions {
-  workers: number;
-  leaseMs: number;
-  maxAttempts: number;
+/** The scan settings the workers use (config's ScanConfig), and their parts. */
+export interface WorkerOptions extends Pick<ScanConfig, 'workers' | 'leaseMs' | 'maxAttempts' | 'retentionMs'> {
   idlePollMs: number;
-  retentionMs: number;
   fetchPolicy: FetchPolicy;
   serviceVersion: string;
 }

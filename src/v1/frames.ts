@@ -6,16 +6,12 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import type { VideoConfig } from '../config';
 
 export class VideoError extends Error {}
 
-export interface FrameLimits {
-  ffmpegPath: string | null;
-  maxSeconds: number;
-  maxFrames: number;
-  wallTimeMs: number;
-  memoryBytes: number;
-}
+/** The video settings (config's VideoConfig) but the number of ffmpeg children at once. */
+export type FrameLimits = Omit<VideoConfig, 'concurrency'>;
 
 interface RunResult {
   code: number | null;

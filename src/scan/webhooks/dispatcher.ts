@@ -5,6 +5,7 @@
 // An attempt is begun only while enough of its lease is left for it to end within it, so two
 // instances never send one delivery at the same time.
 import { randomUUID } from 'node:crypto';
+import type { WebhookConfig } from '../../config';
 import { log } from '../../log';
 import { metrics } from '../../ops/metrics';
 import { backoffMs } from '../backoff';
@@ -16,15 +17,8 @@ import { retryDelayMs } from './schedule';
 import { postWebhook, type AttemptAnswer } from './send';
 import { webhookHeaders } from './signing';
 
-export interface DispatcherOptions {
-  /** Attempts in flight in this instance at most; 0 sends nothing from it. */
-  concurrency: number;
-  /** Attempts in flight to one callback URL at most. */
-  perReceiver: number;
-  /** Limit of one attempt, from its connect to the end of the answer. */
-  timeoutMs: number;
-  /** Waits after failed attempts 1..n (schedule.ts); a delivery gets n + 1 attempts. */
-  retrySchedule: number[];
+/** The webhook settings (config's WebhookConfig; a delivery gets retrySchedule's length + 1 attempts), and its parts. */
+export interface DispatcherOptions extends WebhookConfig {
   idlePollMs: number;
   policy: FetchPolicy;
   /** The event body of a finished scan (GET /scan/{id} as it was when it finished). */
