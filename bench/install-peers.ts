@@ -3,7 +3,7 @@
 // installed holds the sha256 of its requirements or lock file; a changed file installs again.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { sha256 } from '../src/packs/pack';
+import { sha256 } from '../src/hash';
 import { benchDir, log, repoRoot, runCommand } from './common';
 
 /** The Python peers' venv (bench/.venv) with the requirements of `peer` installed (the FastAPI peer's first: Ray Serve's run the same pipeline). */

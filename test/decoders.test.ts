@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { loadPack, type LoadedPack } from '../src/packs/pack';
-import type { SsdOutputManifest, YoloxOutputManifest } from '../src/packs/manifest';
+import type { SsdOutputManifest, YoloxOutputManifest } from '../src/native/detector-output';
 import { decodeSsdBox, ssdAnchors } from '../src/graphs/ssd-anchors';
 import { loadAddon, type DecodedDetection, type FloatTensor, type ItemSuccess, type NativeAddon, type NativePipeline, type PipelineSpec } from '../src/native/addon';
 import { photo, repoRoot } from './helpers/paths';

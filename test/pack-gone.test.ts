@@ -7,7 +7,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { loadConfig } from '../src/config';
 import { toApiError } from '../src/http/error-mapping';
-import { PackNotLoadedError } from '../src/packs/routed';
+import { PackNotLoadedError } from '../src/pipeline/analysis';
 import { loadModels } from '../src/packs/runtime';
 import { predict } from '../src/v2/predict';
 import { photo, repoRoot } from './helpers/paths';

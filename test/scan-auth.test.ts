@@ -11,7 +11,7 @@ import type { ApiError } from '../src/http/errors';
 import { CredentialVerifier } from '../src/scan/auth';
 import { FailureThrottle } from '../src/scan/failure-throttle';
 import { openStore } from '../src/store';
-import { StoreHealth } from '../src/store/health';
+import { StoreHealth } from '../src/scan/store-health';
 import { request } from './helpers/http';
 import { createCredential, scanHeaders, storeEnv } from './helpers/scan';
 import { startServer } from './helpers/server';

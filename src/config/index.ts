@@ -5,6 +5,7 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { CudnnConvAlgoSearch } from '../native/addon';
+import type { BatchingConfig } from '../pipeline/batcher';
 import { ConfigError, type Env, type Setting } from './parse';
 import { SETTINGS, type ProviderName } from './settings';
 
@@ -80,15 +81,6 @@ export interface FrontConfig {
   upstreamQueue: number;
   /** Peers (addresses, CIDRs) whose Forwarded / X-Forwarded-For name the client. */
   trustedProxies: string[];
-}
-
-export interface BatchingConfig {
-  maxBatchSize: number;
-  /** Below 1000 us the batch closes on the next turn of the event loop (setImmediate). */
-  maxQueueDelayUs: number;
-  maxQueue: number;
-  /** Batches running at once; more lets decode of one overlap the model run of another. */
-  maxInFlight: number;
 }
 
 export interface VideoConfig {

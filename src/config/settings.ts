@@ -5,7 +5,7 @@
 import os from 'node:os';
 import { trustedProxyEntryError } from '../http/front/client-address';
 import { POOL_DEFAULTS } from '../http/front/upstream-pool';
-import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from '../scan/webhooks/schedule';
+import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from './retry-schedule';
 import { bool, choice, custom, date, folder, int, list, optionalChoice, optionalDate, optionalInt, optionalText, text, tmpFolder, type Setting } from './parse';
 
 export type ProviderName = 'tensorrt' | 'cuda' | 'cpu';
@@ -31,7 +31,7 @@ function providers(name: string, doc: string): Setting<ProviderName[]> {
   });
 }
 
-/** Waits after failed attempts 1..n (scan/webhooks/schedule.ts), in ms. */
+/** Waits after failed attempts 1..n (retry-schedule.ts), in ms. */
 function retrySchedule(name: string, doc: string): Setting<number[]> {
   return custom(name, doc, `\`${DEFAULT_RETRY_SCHEDULE}\``, (raw) => {
     try {

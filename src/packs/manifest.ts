@@ -1,6 +1,7 @@
 // The model-pack manifest (models/<id>/manifest.json): its schema, and validation at start.
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
+import { SsdOutput, YoloxOutput } from '../native/detector-output';
 
 const Sha256 = Type.String({ pattern: '^[0-9a-f]{64}$' });
 const FileName = Type.String({ pattern: '^[A-Za-z0-9._-]+$' });
@@ -39,53 +40,6 @@ const NpmSource = Type.Object(
     byteRange: Type.Optional(Type.Tuple([Type.Integer({ minimum: 0 }), Type.Integer({ minimum: 1 })])),
     sha256: Sha256,
     convert: Type.Optional(Type.Literal('tflite')),
-  },
-  { additionalProperties: false },
-);
-
-const YoloxOutput = Type.Object(
-  {
-    format: Type.Literal('yolox'),
-    strides: Type.Array(Type.Integer({ minimum: 1 }), { minItems: 1 }),
-    numClasses: Type.Integer({ minimum: 1 }),
-    catClassIndex: Type.Integer({ minimum: 0 }),
-  },
-  { additionalProperties: false },
-);
-
-/**
- * SSD head (TF Object Detection API): outputs [N, A, 4] box encodings (ty, tx, th, tw) and
- * [N, A, numClasses] class logits (index 0 = background), A anchors made by the grid anchor
- * generator below (src/graphs/ssd-anchors.ts is the reference implementation).
- */
-const SsdOutput = Type.Object(
-  {
-    format: Type.Literal('ssd'),
-    numClasses: Type.Integer({ minimum: 1 }),
-    catClassIndex: Type.Integer({ minimum: 0 }),
-    /** Class scores are logits; this turns them into probabilities. */
-    scoreActivation: Type.Literal('sigmoid'),
-    /** Box coder scales for (y, x, h, w): y = ty / scale_y * ha + ya, h = exp(th / scale_h) * ha. */
-    boxCoderScales: Type.Tuple([
-      Type.Number({ exclusiveMinimum: 0 }),
-      Type.Number({ exclusiveMinimum: 0 }),
-      Type.Number({ exclusiveMinimum: 0 }),
-      Type.Number({ exclusiveMinimum: 0 }),
-    ]),
-    anchors: Type.Object(
-      {
-        /** Cells per side of each square feature map, in output order. */
-        featureMapSizes: Type.Array(Type.Integer({ minimum: 1 }), { minItems: 1 }),
-        minScale: Type.Number({ exclusiveMinimum: 0, maximum: 1 }),
-        maxScale: Type.Number({ exclusiveMinimum: 0, maximum: 1 }),
-        aspectRatios: Type.Array(Type.Number({ exclusiveMinimum: 0 }), { minItems: 1 }),
-        /** Aspect ratio of the extra anchor of scale sqrt(s_i * s_i+1) per cell; 0 = none. */
-        interpolatedScaleAspectRatio: Type.Number({ minimum: 0 }),
-        /** First map: only (0.1, 1), (s_0, 2), (s_0, 0.5). */
-        reduceBoxesInLowestLayer: Type.Boolean(),
-      },
-      { additionalProperties: false },
-    ),
   },
   { additionalProperties: false },
 );
@@ -333,9 +287,6 @@ export type VerifierManifest = Static<typeof Verifier>;
 export type PreprocessManifest = Static<typeof Preprocess>;
 export type NpmSourceManifest = Static<typeof NpmSource>;
 export type Int8DetectorManifest = Static<typeof Int8Detector>;
-export type SsdOutputManifest = Static<typeof SsdOutput>;
-export type YoloxOutputManifest = Static<typeof YoloxOutput>;
-export type DetectorOutputManifest = YoloxOutputManifest | SsdOutputManifest;
 
 const check = TypeCompiler.Compile(ManifestSchema as TSchema);
 

@@ -1,7 +1,7 @@
 // One loaded model pack: its native pipeline behind its micro-batcher (the request path), with the
 // metrics of each analysis, its session batches and host memory, and its warm-up.
 import { log } from '../log';
-import type { BatchingConfig } from '../config';
+import type { BatchingConfig } from '../pipeline/batcher';
 import { describeFailure, type AnalyzeItem, type HostMemory, type ItemResult, type NativeAddon, type NativePipeline, type SessionBatch, type SessionStage } from '../native/addon';
 import { metrics } from '../ops/metrics';
 import { toAnalysis, type Analysis } from '../pipeline/analysis';

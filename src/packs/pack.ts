@@ -1,10 +1,10 @@
 // Loads one model pack folder: manifest validation, sha256 checks of the model files, the
 // in-memory graph rewrites (the detector's dynamic batch; Focus blocks as SpaceToDepth, for the
 // GPU providers), and the native pipeline spec.
-import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { BatchingConfig } from '../config';
+import { sha256 } from '../hash';
+import type { BatchingConfig } from '../pipeline/batcher';
 import { log } from '../log';
 import type { ClassifierSpec, DetectorSpec, PipelineSpec, PreprocessSpec, VerifierSpec } from '../native/addon';
 import { CROP_OUTPUTS, composeCropNetwork } from '../graphs/imagenet/crop-network';
@@ -16,10 +16,6 @@ import { summarizeOnnx, withDynamicBatch } from '../graphs/onnx/batch';
 import { withFocusAsSpaceToDepth } from '../graphs/onnx/focus';
 
 export class PackError extends Error {}
-
-export function sha256(data: Buffer): string {
-  return createHash('sha256').update(data).digest('hex');
-}
 
 export async function readManifest(dir: string): Promise<Manifest> {
   const file = path.join(dir, 'manifest.json');

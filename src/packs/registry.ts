@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { BatchingConfig } from '../config';
+import type { BatchingConfig } from '../pipeline/batcher';
 import type { NativeAddon } from '../native/addon';
 import { Model } from './model';
 import { PackError, readManifest, type Precision } from './pack';

@@ -3,18 +3,11 @@
 // the serving one's (metrics per version), never answered, and skipped while its queue is half
 // full so it never slows the serving path.
 import { metrics } from '../ops/metrics';
-import { isDiscomfort, type Analysis } from '../pipeline/analysis';
+import { isDiscomfort, PackNotLoadedError, type Analysis } from '../pipeline/analysis';
 import type { AnalyzeItem } from '../native/addon';
 import type { SubmitOptions } from '../pipeline/batcher';
 import type { Model } from './model';
 import type { ModelRegistry } from './registry';
-
-/** Pack `id` is not loaded (never was, or was unloaded while the request was read). */
-export class PackNotLoadedError extends Error {
-  constructor(readonly id: string) {
-    super(`pack ${id} is not loaded`);
-  }
-}
 
 export interface Routed {
   analysis: Analysis;

@@ -39,6 +39,13 @@ export function imageErrorMessage(code: ImageErrorCode, maxPixels: number): stri
   }
 }
 
+/** Pack `id` is not loaded (never was, or was unloaded while the request was read). */
+export class PackNotLoadedError extends Error {
+  constructor(readonly id: string) {
+    super(`pack ${id} is not loaded`);
+  }
+}
+
 export class ImageError extends Error {
   constructor(
     readonly code: ImageErrorCode,

@@ -3,7 +3,6 @@
 // (QueueFullError past maxQueue), every request keeps its own deadline (DeadlineError when it
 // expires or cannot be met), aborted requests leave the queue, and close() drains. Time and
 // timers come from a BatcherClock (the real ones unless a test passes its own).
-import type { BatchingConfig } from '../config';
 
 export class QueueFullError extends Error {
   constructor(readonly retryAfterSeconds: number) {
@@ -29,7 +28,17 @@ export class AbortedError extends Error {
   }
 }
 
-/** The batching settings (config's BatchingConfig), and a listener. */
+/** The batching settings (CATCOMFORT_BATCH_*, CATCOMFORT_QUEUE_MAX; a pack's manifest may override them). */
+export interface BatchingConfig {
+  maxBatchSize: number;
+  /** Below 1000 us the batch closes on the next turn of the event loop (setImmediate). */
+  maxQueueDelayUs: number;
+  maxQueue: number;
+  /** Batches running at once; more lets decode of one overlap the model run of another. */
+  maxInFlight: number;
+}
+
+/** The batching settings, and a listener. */
 export interface BatcherOptions extends BatchingConfig {
   /** Hears each batch as it is dispatched: how long each of its requests waited in the queue (ms). */
   onBatch?: (queuedMs: number[]) => void;

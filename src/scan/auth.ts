@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { ApiError } from '../http/errors';
 import { Semaphore } from '../pipeline/semaphore';
 import type { FailureThrottle } from './failure-throttle';
-import type { StoreHealth } from '../store/health';
+import type { StoreHealth } from './store-health';
 import type { Store } from '../store';
 
 // The public shapes of issued credentials (src/store/secrets.ts): anything else is refused

@@ -8,7 +8,7 @@ import { metrics } from '../ops/metrics';
 import type { Readiness } from '../ops/readiness';
 import type { Service } from '../service';
 import type { Store } from '../store';
-import { StoreHealth } from '../store/health';
+import { StoreHealth } from './store-health';
 import { CredentialVerifier } from './auth';
 import { FailureThrottle } from './failure-throttle';
 import { fetchPolicy } from './fetch';

@@ -1,12 +1,12 @@
 // The scan interface's OpenAPI 3.1 document, from the TypeBox schemas that validate it, with
 // examples taken from real answers and the example photo as the request example.
+import { DEFAULT_RETRY_SCHEDULE } from '../config/retry-schedule';
 import { MAX_BODY_BYTES } from '../config/settings';
 import { errorResponses, type ErrorDoc } from '../http/docs/openapi-errors';
 import { bodyTooLargeMessage } from '../http/errors';
 import { EXAMPLE_REQUEST_ID, jsonContent, openApiDocument } from '../http/docs/openapi-util';
 import { ErrorResponse } from '../v2/schemas';
 import { ScanAccepted, ScanEvent, ScanList, ScanResource, ScanSubmitRequest } from './schemas';
-import { DEFAULT_RETRY_SCHEDULE } from './webhooks/schedule';
 
 const security = [{ ScanKey: [], ScanSecret: [] }];
 const requestId = {

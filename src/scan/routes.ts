@@ -15,7 +15,7 @@ import { sendError, sendJson } from '../http/respond';
 import type { CredentialVerifier } from './auth';
 import { buildScanOpenApi, scanOperations } from './openapi';
 import { presentScan } from './present';
-import type { StoreHealth } from '../store/health';
+import type { StoreHealth } from './store-health';
 import { InvalidCursorError, type ScanRecord, type Store } from '../store';
 import type { ScanResource } from './schemas';
 import { sentence, validateListQuery, validateSubmission } from './validate';

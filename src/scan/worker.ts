@@ -14,7 +14,7 @@ import { backoffMs } from './backoff';
 import { fetchImage, isFetchRefusedError, type FetchPolicy } from './fetch';
 import type { StoredResult } from './present';
 import { StoreUnavailableError, type ClaimedScan, type Store } from '../store';
-import type { StoreHealth } from '../store/health';
+import type { StoreHealth } from './store-health';
 import type { WebhookDispatcher } from './webhooks/dispatcher';
 
 /** The scan settings the workers use (config's ScanConfig), and their parts. */

@@ -17,7 +17,8 @@ import type { ImagenetBackboneManifest, Int8DetectorManifest, Manifest } from '.
 import { buildFromNpmSource } from '../graphs/npm-source';
 import { decodeModel } from '../graphs/onnx/read';
 import { encodeModel } from '../graphs/onnx/write';
-import { readManifest, sha256 } from '../packs/pack';
+import { readManifest } from '../packs/pack';
+import { sha256 } from '../hash';
 import { packFileDir, packFiles, type PackFile } from '../packs/pack-files';
 import { int8FromTable, parseCalibrationTable } from '../graphs/quantize/table';
 

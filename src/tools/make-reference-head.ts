@@ -12,7 +12,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { encodeHead, FEATURES } from '../graphs/imagenet/head';
-import { sha256 } from '../packs/pack';
+import { sha256 } from '../hash';
 import { seededRandom } from '../train/evaluate';
 
 const SEED = 1002;

@@ -7,7 +7,7 @@ import { FEATURES } from '../graphs/imagenet/head';
 import type { ImagenetBackboneManifest, Manifest, PreprocessManifest } from '../packs/manifest';
 import { readNpmSource } from '../graphs/npm-source';
 import type { OnnxGraph } from '../graphs/onnx/write';
-import { sha256 } from '../packs/pack';
+import { sha256 } from '../hash';
 import { convertTfliteBackbone, encodeOnnx } from '../graphs/tflite/convert';
 
 /** Stages that can end the backbone, by the name train-head's --stage takes. */

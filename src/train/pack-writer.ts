@@ -10,7 +10,8 @@ import { mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { encodeHead } from '../graphs/imagenet/head';
 import { validateManifest, type Manifest, type TrainingManifest } from '../packs/manifest';
-import { readModelFile, sha256 } from '../packs/pack';
+import { readModelFile } from '../packs/pack';
+import { sha256 } from '../hash';
 import type { Backbone } from './backbone';
 import type { LogisticHead } from './logistic';
 

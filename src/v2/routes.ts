@@ -14,7 +14,7 @@ import { sendError, sendJson } from '../http/respond';
 import { modelSummary } from './model-summary';
 import { buildV2OpenApi, v2Operations } from './openapi';
 import { predict } from './predict';
-import { PackNotLoadedError } from '../packs/routed';
+import { PackNotLoadedError } from '../pipeline/analysis';
 import { cpuFeatures } from '../native/cpu-features';
 
 type Work = (requestId: string) => Promise<{ status: number; body: unknown }>;

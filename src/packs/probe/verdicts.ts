@@ -5,10 +5,10 @@
 // manifest (which holds its model files' sha256), and the GPUs with their driver
 // (/proc/driver/nvidia). Only a verdict in which every configured provider passed is kept; any
 // other outcome is probed again at the next start.
-import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { sha256 } from '../../hash';
 import type { RuntimeConfig } from '../../config';
 
 export type Verdict = Pick<RuntimeConfig, 'providers' | 'pinnedMemory'>;
@@ -20,10 +20,6 @@ export function verdictsFile(dataDir: string): string {
 
 const release = path.resolve(__dirname, '../../../../build/Release');
 const NVIDIA = '/proc/driver/nvidia';
-
-function sha256(data: Buffer | string): string {
-  return createHash('sha256').update(data).digest('hex');
-}
 
 /** Each file's name and sha256, sorted; [] when the folder is missing. */
 function hashes(dir: string, keep: (name: string) => boolean): string[] {

@@ -11,7 +11,7 @@ import { metrics } from '../../ops/metrics';
 import { backoffMs } from '../backoff';
 import { isFetchRefusedError, type FetchPolicy } from '../fetch';
 import { StoreUnavailableError, type AttemptOutcome, type ClaimedDelivery, type ScanRecord, type Store } from '../../store';
-import type { StoreHealth } from '../../store/health';
+import type { StoreHealth } from '../store-health';
 import { redactUrl } from './callback-url';
 import { retryDelayMs } from './schedule';
 import { postWebhook, type AttemptAnswer } from './send';

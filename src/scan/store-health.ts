@@ -7,7 +7,7 @@
 import { log } from '../log';
 import { metrics } from '../ops/metrics';
 import type { StoreState } from '../ops/readiness';
-import { StoreUnavailableError } from './types';
+import { StoreUnavailableError } from '../store/types';
 
 /** Store calls by name, the label of catcomfort_scan_store_errors_total. */
 export type StoreOperation =
