@@ -1,36 +1,25 @@
-// One client connection of the HTTP front (see front.ts): reads request heads, refuses what uWS
-// would mishandle, forwards valid requests one at a time over a connection to uWS leased from the
-// pool for that request, and passes the answers back. Bodies are forwarded as the Buffers that
-// arrive; no per-byte work in JS.
+// One client connection of the HTTP front (see front.ts), its client side: reads requests from the
+// client's socket (heads collected by client-head.ts), refuses what uWS would mishandle (the HTTP/1.1
+// and HTTP/1.0 checks of head.ts), hands valid requests one at a time to its UpstreamExchange
+// (upstream-exchange.ts), which forwards them to uWS and passes the answers back, and writes the
+// front's own answers. Bodies are forwarded as the Buffers that arrive; no per-byte work in JS.
 //
 // Order: the next request is read only once the previous answer has been passed on completely, so
 // the front's own answers are always in order. A refusal that leaves the connection's framing in
 // doubt is sent with `Connection: close`, and the connection closes after it. A client that
 // half-closes after sending still gets the answers to every complete request it sent.
 import net from 'node:net';
-import { bodyTooLargeMessage, errorAnswer, methodNotAllowedAnswer, type Answer, type ErrorKind, type ErrorRenderer } from '../errors';
+import { bodyTooLargeMessage, errorAnswer, methodNotAllowedAnswer, type Answer, type ErrorKind } from '../errors';
 import { MAX_DISCARD_BYTES } from '../exchange';
 import { ChunkedError, ChunkedReader } from './chunked';
-import {
-  MAX_HEAD_BYTES,
-  STANDARD_METHODS,
-  dechunkedHead,
-  forwardedHead,
-  parseHead,
-  pathHint,
-  peerTrailer,
-  type HeadRefusal,
-  type RequestHead,
-} from './head';
+import { STANDARD_METHODS, dechunkedHead, forwardedHead, parseHead, peerTrailer, type HeadRefusal, type RequestHead } from './head';
 import { answerBytes } from './answer-bytes';
-import { plainAddress, type TrustedProxies } from './client-address';
-import { ResponseError, ResponseReader } from './response';
-import type { Upstream, UpstreamPool, UpstreamUser } from './upstream-pool';
-import { log } from '../../log';
+import { plainAddress } from './client-address';
+import { HeadReader } from './client-head';
+import type { FrontSettings } from './front';
+import { UpstreamExchange, type UpstreamLoss } from './upstream-exchange';
+import type { UpstreamPool } from './upstream-pool';
 
-const CRLFCRLF = Buffer.from('\r\n\r\n', 'latin1');
-/** Requests the front may send to uWS a second time when a connection closes before reading them. */
-const REPLAYABLE: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
 /** Retry-After of the front's 429 when no connection to uWS is free in time. */
 const OVERLOADED_RETRY_AFTER_S = '1';
 const CONTINUE = Buffer.from('HTTP/1.1 100 Continue\r\n\r\n', 'latin1');
@@ -39,44 +28,10 @@ const HOLD_LIMIT = 64 * 1024;
 /** After a closing refusal: how long the client may go on sending (read and dropped) before the socket is destroyed. */
 const LINGER_MS = 5_000;
 
-export interface FrontSettings {
-  /** uWS's private unix socket. */
-  upstreamPath: string;
-  /** Connections to uWS at most, and requests waiting for one at most (the rest get 429). */
-  upstreamConnections: number;
-  upstreamQueue: number;
-  /** Longest a request waits for a connection to uWS before it gets 429. */
-  upstreamWaitMs: number;
-  trustedProxies: TrustedProxies;
-  maxBodyBytes: number;
-  /** Idle limit of a client connection between requests and while a head or chunked body arrives. */
-  idleTimeoutMs: number;
-  /** The methods the service routes for a path; empty when no route matches it. */
-  allowedMethods(path: string): string[];
-  /** How the interface a path belongs to writes errors. */
-  rendererFor(path: string): ErrorRenderer;
-  /** Hears every answer the front gives itself (refusals, 429 and 503), for the access log and metrics. */
-  onAnswer?(record: FrontAnswer): void;
-}
-
-/** One answer of the front's own. */
-export interface FrontAnswer {
-  /** Empty when the request line could not be read. */
-  method: string;
-  path: string;
-  requestId: string | undefined;
-  client: string;
-  status: number;
-  /** When the head arrived whole (performance.now()), or when the refusal was decided. */
-  startedAt: number;
-  bytesIn: number;
-  bytesOut: number;
-}
-
 export interface ConnectionEvents {
   /** The connection has no request in progress any more (answered, refused or closed). */
-  idle(connection: FrontConnection): void;
-  closed(connection: FrontConnection): void;
+  idle(connection: ClientConnection): void;
+  closed(connection: ClientConnection): void;
   /** False once the front stops accepting connections (shutdown). */
   accepting(): boolean;
 }
@@ -98,23 +53,18 @@ const enum In {
   Closing,
 }
 
-export class FrontConnection implements UpstreamUser {
+/** Hands a request to the exchange: its forward or resend. */
+type Send = (sent: () => void, refused: () => void) => boolean;
+
+export class ClientConnection {
   private state = In.Head;
-  private upstream: Upstream | null = null;
-  private upstreamBlocked = false;
-  /** Leaves the pool's queue (the client went away while waiting). */
-  private cancelWait: (() => void) | null = null;
-  /** The current request, while it may be sent again (see onClose). */
-  private replay: { headBytes: Buffer; head: RequestHead } | null = null;
-  private corked: net.Socket | null = null;
+  private readonly exchange: UpstreamExchange;
+  private readonly heads = new HeadReader({ head: (raw) => this.onHead(raw), refuse: (refusal) => this.refuse(refusal) });
   private clientPaused = false;
   /** Client bytes not read yet (pipelined requests while an answer is awaited). */
   private readonly held: Buffer[] = [];
   private heldOffset = 0;
   private heldBytes = 0;
-  /** A head that has not arrived whole yet. */
-  private headBuf: Buffer | null = null;
-  private headLen = 0;
   /** Body bytes still to forward (Body) or drop (Discard). */
   private left = 0;
   private request: RequestHead | null = null;
@@ -123,7 +73,6 @@ export class FrontConnection implements UpstreamUser {
   private chunkBytes = 0;
   /** A request has been forwarded and its final answer has not been passed on completely. */
   private awaiting = false;
-  private readonly response = new ResponseReader();
   private readonly peer: string;
   /** The peer-address field for every request; null from a trusted proxy (built per request). */
   private readonly trailer: Buffer | null;
@@ -137,16 +86,23 @@ export class FrontConnection implements UpstreamUser {
   constructor(
     private readonly client: net.Socket,
     private readonly settings: FrontSettings,
-    private readonly pool: UpstreamPool,
+    pool: UpstreamPool,
     private readonly events: ConnectionEvents,
   ) {
+    this.exchange = new UpstreamExchange(pool, {
+      write: (bytes) => this.client.write(bytes),
+      answered: (close) => this.answered(close),
+      drained: () => this.flow(),
+      broken: () => this.client.destroy(),
+      lost: (loss) => this.upstreamLost(loss),
+    });
     this.peer = plainAddress(client.remoteAddress);
     this.clientAddress = this.peer;
     this.trailer = settings.trustedProxies.has(this.peer) ? null : peerTrailer(this.peer);
     client.setNoDelay(true);
     client.setTimeout(settings.idleTimeoutMs);
     client.on('data', (chunk: Buffer) => this.onClientData(chunk));
-    client.on('drain', () => this.upstream?.socket.resume());
+    client.on('drain', () => this.exchange.resume());
     client.on('timeout', () => this.onTimeout());
     client.on('end', () => {
       this.clientEnded = true;
@@ -170,7 +126,7 @@ export class FrontConnection implements UpstreamUser {
     });
     if (this.state !== In.Closing) {
       this.state = In.Closing;
-      this.dropUpstream();
+      this.exchange.drop();
       this.client.end();
       this.flow();
     }
@@ -197,11 +153,7 @@ export class FrontConnection implements UpstreamUser {
         this.heldOffset = at;
       }
     }
-    if (this.corked) {
-      // A head and the body bytes that came with it leave in one write.
-      this.corked.uncork();
-      this.corked = null;
-    }
+    this.exchange.uncork();
     if (this.clientEnded && this.held.length === 0 && !this.answerPending()) return this.finishEnded();
     this.flow();
   }
@@ -215,7 +167,7 @@ export class FrontConnection implements UpstreamUser {
   private finishEnded(): void {
     this.state = In.Closing;
     this.awaiting = false;
-    this.dropUpstream();
+    this.exchange.drop();
     this.client.end();
     this.events.idle(this);
   }
@@ -224,7 +176,7 @@ export class FrontConnection implements UpstreamUser {
   private step(chunk: Buffer, at: number): number {
     switch (this.state) {
       case In.Head:
-        return this.readHead(chunk, at);
+        return this.heads.read(chunk, at);
       case In.Body:
       case In.Discard: {
         const n = Math.min(this.left, chunk.length - at);
@@ -243,69 +195,7 @@ export class FrontConnection implements UpstreamUser {
     }
   }
 
-  private readHead(chunk: Buffer, at: number): number {
-    if (this.headLen === 0) {
-      // Empty lines before a request line are ignored (RFC 9112 §2.2).
-      while (at + 1 < chunk.length && chunk[at] === 13 && chunk[at + 1] === 10) at += 2;
-      if (at >= chunk.length) return at;
-      const end = chunk.indexOf(CRLFCRLF, at);
-      if (end !== -1 && end + 4 - at <= MAX_HEAD_BYTES) {
-        this.onHead(chunk.subarray(at, end + 4));
-        return end + 4;
-      }
-      if (end === -1 && chunk.length - at < MAX_HEAD_BYTES) {
-        this.headBuf = Buffer.allocUnsafe(MAX_HEAD_BYTES);
-        this.headLen = chunk.copy(this.headBuf, 0, at);
-        this.checkPartialHead(0);
-        return chunk.length;
-      }
-      this.refuseLongHead(chunk.subarray(at, at + MAX_HEAD_BYTES));
-      return chunk.length;
-    }
-    const buf = this.headBuf!;
-    const before = this.headLen;
-    const n = chunk.copy(buf, before, at);
-    this.headLen += n;
-    const end = buf.subarray(0, this.headLen).indexOf(CRLFCRLF, Math.max(0, before - 3));
-    if (end !== -1) {
-      this.headBuf = null;
-      this.headLen = 0;
-      this.onHead(buf.subarray(0, end + 4));
-      return at + (end + 4 - before);
-    }
-    if (this.headLen >= MAX_HEAD_BYTES) {
-      this.refuseLongHead(buf);
-      return chunk.length;
-    }
-    this.checkPartialHead(Math.max(0, before - 2));
-    return at + n;
-  }
-
-  /** A head sent with bare LF line ends would never end with CRLF CRLF: refuse it at once. */
-  private checkPartialHead(from: number): void {
-    const part = this.headBuf!.subarray(0, this.headLen);
-    if (part.indexOf('\n\n', from, 'latin1') !== -1 || part.indexOf('\n\r\n', from, 'latin1') !== -1) {
-      const start = part.toString('latin1', 0, Math.min(part.length, 512));
-      this.refuse({ kind: 'bad_request', message: 'Header lines must end with CRLF.', path: pathHint(start), requestId: undefined });
-    }
-  }
-
-  private refuseLongHead(part: Buffer): void {
-    const start = part.toString('latin1', 0, Math.min(part.length, 512));
-    const lineDone = part.indexOf('\r\n', 0, 'latin1') !== -1;
-    this.refuse({
-      kind: lineDone ? 'header_too_large' : 'uri_too_long',
-      message: lineDone ? `The request head exceeds ${MAX_HEAD_BYTES} bytes.` : `The request line exceeds ${MAX_HEAD_BYTES} bytes.`,
-      path: pathHint(start),
-      requestId: undefined,
-    });
-  }
-
   private onHead(raw: Buffer): void {
-    let start = 0;
-    while (start + 1 < raw.length && raw[start] === 13 && raw[start + 1] === 10) start += 2;
-    if (raw.length - start < 4) return; // only empty lines (split across reads)
-    if (start > 0) raw = raw.subarray(start);
     const parsed = parseHead(raw.toString('latin1'));
     if (!parsed.ok) return this.refuse(parsed.refusal);
     const head = parsed.head;
@@ -325,7 +215,8 @@ export class FrontConnection implements UpstreamUser {
       return;
     }
     this.left = head.contentLength;
-    this.forward(forwardedHead(raw, head, this.trailerFor()), null, head, this.left > 0 ? In.Body : In.Wait);
+    const headBytes = forwardedHead(raw, head, this.trailerFor());
+    this.forward(head, this.left > 0 ? In.Body : In.Wait, (sent, refused) => this.exchange.forward(headBytes, null, head, sent, refused));
   }
 
   private trailerFor(): Buffer {
@@ -385,7 +276,8 @@ export class FrontConnection implements UpstreamUser {
       return end;
     }
     const body = this.chunkBytes === 0 ? null : parts.length === 1 ? parts[0]! : Buffer.concat(parts, this.chunkBytes);
-    this.forward(dechunkedHead(head, this.trailerFor(), this.chunkBytes), body, head, In.Wait);
+    const headBytes = dechunkedHead(head, this.trailerFor(), this.chunkBytes);
+    this.forward(head, In.Wait, (sent, refused) => this.exchange.forward(headBytes, body, head, sent, refused));
     return end;
   }
 
@@ -396,36 +288,23 @@ export class FrontConnection implements UpstreamUser {
   };
 
   /**
-   * Sends a request head (and a body read whole) to uWS over a leased connection, then goes on in
-   * state `next`. Without a free connection the request waits in the pool's queue (reading from the
-   * client stops meanwhile); a full queue or a wait past the limit gets 429.
+   * Hands the request to the exchange, then goes on in state `next` once it is sent. Nothing more is
+   * read from the client while a connection to uWS is awaited; a full queue or a wait past the limit
+   * gets 429.
    */
-  private forward(headBytes: Buffer, body: Buffer | null, head: RequestHead, next: In): void {
+  private forward(head: RequestHead, next: In, send: Send): void {
     this.awaiting = true;
-    this.replay = body === null && head.contentLength === 0 && !head.chunked && REPLAYABLE.has(head.method) ? { headBytes, head } : null;
-    this.response.begin(head.method === 'HEAD', head.http10 ? { keepAlive: !head.close } : null);
     this.state = In.Queued;
-    let granted = false;
     let pumping = true;
-    const grant = (upstream: Upstream): void => {
-      granted = true;
-      this.cancelWait = null;
-      if (this.state !== In.Queued) return this.pool.release(upstream); // the client left meanwhile
-      this.upstream = upstream;
-      upstream.user = this;
-      this.toUpstream(headBytes);
-      if (body) this.toUpstream(body);
+    const sent = (): void => {
       this.state = next;
       if (!pumping) this.pump();
     };
-    const refuse = (): void => {
-      this.cancelWait = null;
+    const refused = (): void => {
       this.overloaded(head);
       if (!pumping) this.pump();
     };
-    const cancel = this.pool.acquire(grant, refuse);
-    if (cancel === null) this.overloaded(head);
-    else if (!granted) this.cancelWait = cancel;
+    if (!send(sent, refused)) this.overloaded(head);
     pumping = false;
   }
 
@@ -442,49 +321,18 @@ export class FrontConnection implements UpstreamUser {
 
   /** Body bytes go only to the connection that got their head; if it is gone, so is the request. */
   private toUpstream(bytes: Buffer): void {
-    const socket = this.upstream?.socket;
-    if (!socket) {
-      this.state = In.Closing;
-      this.client.destroy();
-      return;
-    }
-    if (this.corked !== socket) {
-      this.corked?.uncork();
-      socket.cork();
-      this.corked = socket;
-    }
-    if (!socket.write(bytes)) this.upstreamBlocked = true;
+    if (this.exchange.write(bytes)) return;
+    this.state = In.Closing;
+    this.client.destroy();
   }
 
-  onDrain(): void {
-    this.upstreamBlocked = false;
-    this.flow();
-  }
-
-  private readonly toClient = (bytes: Buffer): void => {
-    if (!this.client.write(bytes)) this.upstream?.socket.pause();
-  };
-
-  onData(chunk: Buffer): void {
-    let ended: boolean;
-    try {
-      ended = this.response.read(chunk, this.toClient);
-    } catch (error) {
-      if (!(error instanceof ResponseError)) throw error;
-      log.error('http front: unexpected bytes from the service', { reason: error.message });
-      this.client.destroy();
-      return;
-    }
-    if (ended) this.answered();
-  }
-
-  /** The final answer to the current request has been passed on. */
-  private answered(): void {
+  /** The final answer to the current request has been passed on; `close`: the connection ends after it. */
+  private answered(close: boolean): void {
     this.awaiting = false;
     this.events.idle(this);
-    if (this.response.closeAfter || this.request?.close) {
+    if (close || this.request?.close) {
       this.state = In.Closing;
-      this.dropUpstream();
+      this.exchange.drop();
       this.client.end();
       return;
     }
@@ -495,22 +343,11 @@ export class FrontConnection implements UpstreamUser {
 
   /** Once the answer is passed on and the request body forwarded, the connection to uWS goes back to the pool. */
   private releaseIfDone(): void {
-    const upstream = this.upstream;
-    if (!upstream || this.awaiting || this.state === In.Body) return;
-    if (this.corked === upstream.socket) {
-      upstream.socket.uncork();
-      this.corked = null;
-    }
-    this.upstream = null;
-    this.upstreamBlocked = false;
-    upstream.socket.resume();
-    if (this.response.serviceCloses) this.pool.discard(upstream);
-    else this.pool.release(upstream);
+    if (!this.awaiting && this.state !== In.Body) this.exchange.release();
   }
 
-  onClose(connected: boolean): void {
-    this.upstream = null;
-    this.upstreamBlocked = false;
+  /** The connection to uWS closed while held. */
+  private upstreamLost(loss: UpstreamLoss): void {
     if (this.state === In.Closing) return;
     if (!this.awaiting && this.state !== In.Body) {
       this.flow();
@@ -520,18 +357,17 @@ export class FrontConnection implements UpstreamUser {
       // Answered early and closed while the body was still arriving: the rest has nowhere to go.
       this.state = In.Closing;
       this.client.end();
-    } else if (this.response.endsWithClose) {
+    } else if (loss === 'ended') {
       this.awaiting = false;
       this.events.idle(this);
       this.state = In.Closing;
       this.client.end();
-    } else if (connected && this.response.passed === 0 && this.replay && this.state === In.Wait) {
+    } else if (loss === 'replayable' && this.state === In.Wait) {
       // Closed by uWS before it read the request (an idle connection's close racing it): sent
       // again, once, over another connection; only bodiless GET, HEAD and OPTIONS requests.
-      this.forward(this.replay.headBytes, null, this.replay.head, In.Wait);
-      this.replay = null;
+      this.forward(this.request!, In.Wait, (sent, refused) => this.exchange.resend(sent, refused));
       this.pump(); // uncorks what forward() wrote
-    } else if (!connected && this.response.passed === 0) {
+    } else if (loss === 'unreachable') {
       // uWS could not be reached: over capacity while running, gone while shutting down.
       const head = this.request!;
       const kind: ErrorKind = this.events.accepting() ? 'overloaded' : 'unavailable';
@@ -545,25 +381,20 @@ export class FrontConnection implements UpstreamUser {
 
   private onTimeout(): void {
     if (this.awaiting) return; // the service is answering; its own deadlines and uWS's timeouts apply
-    if (this.state === In.Head && this.headLen > 0) {
-      const start = this.headBuf!.toString('latin1', 0, Math.min(this.headLen, 512));
-      this.refuse({ kind: 'request_timeout', message: 'The request head did not arrive in time.', path: pathHint(start), requestId: undefined });
-      return;
-    }
+    const late = this.state === In.Head ? this.heads.lateRefusal() : null;
+    if (late) return this.refuse(late);
     this.client.destroy();
   }
 
   private onClientClose(): void {
     this.state = In.Closing;
-    this.cancelWait?.();
-    this.cancelWait = null;
     if (this.lingerTimer) clearTimeout(this.lingerTimer);
     this.held.length = 0;
     this.heldBytes = 0;
     this.chunkParts = [];
     this.awaiting = false;
     // An upstream request in progress is aborted, so the service's onAborted fires.
-    this.dropUpstream();
+    this.exchange.abandon();
     this.events.closed(this);
   }
 
@@ -576,12 +407,9 @@ export class FrontConnection implements UpstreamUser {
     this.state = In.Closing;
     this.held.length = 0;
     this.heldBytes = 0;
-    this.headBuf = null;
-    this.headLen = 0;
+    this.heads.reset();
     this.awaiting = false;
-    this.cancelWait?.();
-    this.cancelWait = null;
-    this.dropUpstream();
+    this.exchange.abandon();
     this.send(answer, head, true, path, method);
     this.events.idle(this);
     this.flow();
@@ -606,17 +434,9 @@ export class FrontConnection implements UpstreamUser {
     });
   }
 
-  /** Closes the held connection to uWS, so a request in progress there is aborted. */
-  private dropUpstream(): void {
-    const upstream = this.upstream;
-    this.upstream = null;
-    this.upstreamBlocked = false;
-    if (upstream) this.pool.discard(upstream);
-  }
-
   /** Pauses reading from the client while uWS is not taking bytes or pipelined requests pile up. */
   private flow(): void {
-    const hold = this.state !== In.Closing && (this.upstreamBlocked || this.heldBytes > HOLD_LIMIT);
+    const hold = this.state !== In.Closing && (this.exchange.blocked || this.heldBytes > HOLD_LIMIT);
     if (hold === this.clientPaused) return;
     this.clientPaused = hold;
     if (hold) this.client.pause();
