@@ -16,7 +16,7 @@ import { STANDARD_METHODS, dechunkedHead, forwardedHead, parseHead, peerTrailer,
 import { answerBytes } from './answer-bytes';
 import { plainAddress } from './client-address';
 import { HeadReader } from './client-head';
-import type { FrontSettings } from './front';
+import type { FrontSettings } from './settings';
 import { UpstreamExchange, type UpstreamLoss } from './upstream-exchange';
 import type { UpstreamPool } from './upstream-pool';
 

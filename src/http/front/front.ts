@@ -10,49 +10,14 @@
 // The port is opened without SO_REUSEPORT, so a second instance on the same port fails to start
 // (ListenError) instead of silently sharing it.
 import net, { type AddressInfo } from 'node:net';
+import type { FrontSettings } from './settings';
 import { ClientConnection } from './client-connection';
-import type { TrustedProxies } from './client-address';
 import { UpstreamPool, type PoolCounts } from './upstream-pool';
-import type { ErrorRenderer } from '../errors';
 import { ListenError } from '../listen-error';
 import { log } from '../../log';
 
 /** Connections the kernel may hold for accepting (capped by net.core.somaxconn), for bursts of clients. */
 const LISTEN_BACKLOG = 4096;
-
-export interface FrontSettings {
-  /** uWS's private unix socket. */
-  upstreamPath: string;
-  /** Connections to uWS at most, and requests waiting for one at most (the rest get 429). */
-  upstreamConnections: number;
-  upstreamQueue: number;
-  /** Longest a request waits for a connection to uWS before it gets 429. */
-  upstreamWaitMs: number;
-  trustedProxies: TrustedProxies;
-  maxBodyBytes: number;
-  /** Idle limit of a client connection between requests and while a head or chunked body arrives. */
-  idleTimeoutMs: number;
-  /** The methods the service routes for a path; empty when no route matches it. */
-  allowedMethods(path: string): string[];
-  /** How the interface a path belongs to writes errors. */
-  rendererFor(path: string): ErrorRenderer;
-  /** Hears every answer the front gives itself (refusals, 429 and 503), for the access log and metrics. */
-  onAnswer?(record: FrontAnswer): void;
-}
-
-/** One answer of the front's own. */
-export interface FrontAnswer {
-  /** Empty when the request line could not be read. */
-  method: string;
-  path: string;
-  requestId: string | undefined;
-  client: string;
-  status: number;
-  /** When the head arrived whole (performance.now()), or when the refusal was decided. */
-  startedAt: number;
-  bytesIn: number;
-  bytesOut: number;
-}
 
 export class HttpFront {
   private readonly server: net.Server;

@@ -1,0 +1,38 @@
+// What the HTTP front is set up with (FrontSettings) and what it reports of each answer it gives
+// itself (FrontAnswer): shared by the front and its client connections.
+import type { ErrorRenderer } from '../errors';
+import type { TrustedProxies } from './client-address';
+
+export interface FrontSettings {
+  /** uWS's private unix socket. */
+  upstreamPath: string;
+  /** Connections to uWS at most, and requests waiting for one at most (the rest get 429). */
+  upstreamConnections: number;
+  upstreamQueue: number;
+  /** Longest a request waits for a connection to uWS before it gets 429. */
+  upstreamWaitMs: number;
+  trustedProxies: TrustedProxies;
+  maxBodyBytes: number;
+  /** Idle limit of a client connection between requests and while a head or chunked body arrives. */
+  idleTimeoutMs: number;
+  /** The methods the service routes for a path; empty when no route matches it. */
+  allowedMethods(path: string): string[];
+  /** How the interface a path belongs to writes errors. */
+  rendererFor(path: string): ErrorRenderer;
+  /** Hears every answer the front gives itself (refusals, 429 and 503), for the access log and metrics. */
+  onAnswer?(record: FrontAnswer): void;
+}
+
+/** One answer of the front's own. */
+export interface FrontAnswer {
+  /** Empty when the request line could not be read. */
+  method: string;
+  path: string;
+  requestId: string | undefined;
+  client: string;
+  status: number;
+  /** When the head arrived whole (performance.now()), or when the refusal was decided. */
+  startedAt: number;
+  bytesIn: number;
+  bytesOut: number;
+}
