@@ -204,6 +204,16 @@ size_t ChunkSize(const ModelSession& model) {
   return 1;
 }
 
+// `run(first, count)` over `total` items in chunks of the model's largest size in use, the chunks
+// concurrently on the pool.
+void ForEachChunk(const ModelSession& model, size_t total, ThreadPool& pool, const std::function<void(size_t, size_t)>& run) {
+  const size_t chunk = ChunkSize(model);
+  ParallelFor(pool, (total + chunk - 1) / chunk, [&](size_t c) {
+    const size_t first = c * chunk;
+    run(first, std::min(chunk, total - first));
+  });
+}
+
 std::vector<SessionBatchCount> Counts(const ModelSession& model) {
   std::vector<SessionBatchCount> out;
   for (const SessionBatch& b : model.batches) {
@@ -469,16 +479,11 @@ void Pipeline::DetectViews(AnalyzeState& a, ThreadPool& pool) const {
     if (!a.states[i].result.ok) continue;
     for (size_t v = 0; v < viewCount; ++v) a.jobs.emplace_back(i, v);
   }
-  const size_t detChunk = ChunkSize(detector_);
-  const size_t detChunks = (a.jobs.size() + detChunk - 1) / detChunk;
   a.jobKept.resize(a.jobs.size());
   const Clock::time_point detectStart = Clock::now();
-  // Chunks run concurrently on the pool (several Runs of the shared session when the model's
-  // batch is fixed at 1); each chunk fills its tensor in parallel too.
-  ParallelFor(pool, detChunks, [&](size_t chunk) {
-    const size_t first = chunk * detChunk;
-    DetectChunk(a, first, std::min(detChunk, a.jobs.size() - first), pool);
-  });
+  // Several Runs of the shared session at once when the model's batch is fixed at 1; each chunk
+  // fills its tensor in parallel too.
+  ForEachChunk(detector_, a.jobs.size(), pool, [&](size_t first, size_t count) { DetectChunk(a, first, count, pool); });
   a.detectStageMs = a.jobs.empty() ? 0.0 : MsSince(detectStart);
 }
 
@@ -600,16 +605,11 @@ void Pipeline::ClassifyCrops(AnalyzeState& a, ThreadPool& pool) const {
     if (!a.states[i].result.ok) continue;
     for (size_t c = 0; c < a.states[i].candidates.size(); ++c) a.crops.emplace_back(i, c);
   }
-  const size_t clsChunk = ChunkSize(classifier_);
-  const size_t clsChunks = (a.crops.size() + clsChunk - 1) / clsChunk;
   const Clock::time_point classifyStart = Clock::now();
   a.scores.assign(a.crops.size(), 0.0f);
   a.readings.resize(a.crops.size());
   a.rows.resize(spec_.classifier.embeddingOutput >= 0 ? a.crops.size() : 0);
-  ParallelFor(pool, clsChunks, [&](size_t chunk) {
-    const size_t first = chunk * clsChunk;
-    ClassifyChunk(a, first, std::min(clsChunk, a.crops.size() - first), pool);
-  });
+  ForEachChunk(classifier_, a.crops.size(), pool, [&](size_t first, size_t count) { ClassifyChunk(a, first, count, pool); });
   a.classifyStageMs = a.crops.empty() ? 0.0 : MsSince(classifyStart);
 }
 
