@@ -188,6 +188,8 @@ NativeConfig ConfigFromJs(const Napi::Value& value) {
   }
   c.poolThreads = Int(o, "poolThreads", 1);
   c.intraOpThreads = Int(o, "intraOpThreads", 1);
+  if (!o.Get("lowLoadThreads").IsUndefined()) c.lowLoadThreads = Int(o, "lowLoadThreads", 1);
+  if (!o.Get("lowLoadInFlight").IsUndefined()) c.lowLoadInFlight = Int(o, "lowLoadInFlight", 1);
   return c;
 }
 
@@ -341,6 +343,7 @@ Napi::Array BatchCountsToJs(Napi::Env env, const std::vector<SessionBatchCount>&
     o.Set("batch", static_cast<double>(counts[i].size));
     o.Set("runs", static_cast<double>(counts[i].runs));
     o.Set("padRows", static_cast<double>(counts[i].padRows));
+    o.Set("lowLoadRuns", static_cast<double>(counts[i].lowLoadRuns));
     out.Set(static_cast<uint32_t>(i), o);
   }
   return out;

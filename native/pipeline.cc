@@ -14,6 +14,16 @@ namespace catcomfort {
 
 namespace {
 
+// Analyze calls running in this process, of every pipeline: what the low-load sessions look at.
+std::atomic<int> g_analysesInFlight{0};
+
+struct AnalysisInFlight {
+  AnalysisInFlight() { g_analysesInFlight.fetch_add(1, std::memory_order_relaxed); }
+  ~AnalysisInFlight() { g_analysesInFlight.fetch_sub(1, std::memory_order_relaxed); }
+  AnalysisInFlight(const AnalysisInFlight&) = delete;
+  AnalysisInFlight& operator=(const AnalysisInFlight&) = delete;
+};
+
 using Clock = std::chrono::steady_clock;
 
 // Reported values carry 6 decimals; decisions (cutoffs, the label's threshold) use these values.
@@ -37,8 +47,8 @@ ModelSession OpenSession(const Runtime& runtime, std::vector<uint8_t>& model, co
   ModelSession out;
   out.prepacked = std::make_unique<Ort::PrepackedWeightsContainer>();
   // The first session reads the model's declarations and serves the smallest size.
-  auto open = [&](const std::string& dim, int64_t size) {
-    Ort::SessionOptions options = MakeSessionOptions(runtime);
+  auto open = [&](const std::string& dim, int64_t size, int threads = 0) {
+    Ort::SessionOptions options = MakeSessionOptions(runtime, threads);
     if (!dim.empty()) options.AddFreeDimensionOverrideByName(dim.c_str(), size);
     return std::make_unique<Ort::Session>(*runtime.env, model.data(), model.size(), options, *out.prepacked);
   };
@@ -92,6 +102,10 @@ ModelSession OpenSession(const Runtime& runtime, std::vector<uint8_t>& model, co
     out.sessions.push_back(i == 0 ? std::move(first) : open(out.batchDim, sizes[i]));
     out.batches[i].session = out.sessions.back().get();
   }
+  if (runtime.config.lowLoadThreads > 1 && runtime.activeProviders.empty() && out.batches.front().size == 1) {
+    out.lowLoad = open(out.batchDim, 1, runtime.config.lowLoadThreads);
+    out.lowLoadInFlight = runtime.config.lowLoadInFlight;
+  }
   std::vector<uint8_t>().swap(model);  // each session keeps its own copy of what it needs
   out.host = HostMemory::For(runtime, *out.sessions.front());
   return out;
@@ -125,12 +139,12 @@ Ort::Value NewInput(const ModelSession& model, const std::vector<int64_t>& shape
 // One Run of `bucket`'s session on `input` (its size of images) with the outputs bound to the
 // session's host memory (pinned on a GPU: host_memory.h); checks that every output is a float32
 // tensor of that batch.
-BatchOutput RunBound(const ModelSession& model, const SessionBatch& bucket, const Ort::Value& input) {
+BatchOutput RunBound(const ModelSession& model, const SessionBatch& bucket, const Ort::Value& input, Ort::Session& session) {
   const size_t batch = static_cast<size_t>(bucket.size);
-  Ort::IoBinding binding(*bucket.session);
+  Ort::IoBinding binding(session);
   binding.BindInput(model.inputName.c_str(), input);
   for (const std::string& name : model.outputNames) binding.BindOutput(name.c_str(), model.host.Info());
-  bucket.session->Run(Ort::RunOptions{nullptr}, binding);
+  session.Run(Ort::RunOptions{nullptr}, binding);
   BatchOutput out;
   out.values = binding.GetOutputValues();
   if (out.values.size() != model.outputNames.size()) throw std::runtime_error("model returned too few outputs");
@@ -150,6 +164,11 @@ BatchOutput RunBound(const ModelSession& model, const SessionBatch& bucket, cons
     out.outputs.push_back(std::move(o));
   }
   return out;
+}
+
+// The low-load session's first Run (its allocations), on zeros, before traffic arrives.
+void WarmLowLoad(const ModelSession& model, const PreprocessSpec& spec) {
+  if (model.lowLoad) RunBound(model, model.batches.front(), NewInput(model, InputShape(spec, 1)), *model.lowLoad);
 }
 
 // An input kept from an earlier Run of the bucket's size, else a new one; zero-filled either way.
@@ -176,8 +195,9 @@ void KeepInput(const SessionBatch& bucket, Ort::Value input, size_t written, siz
 
 // Runs the session on `count` images (at most the largest of model.batches) whose tensors
 // `fill(slot, dst)` writes, padded with zero-filled rows up to the smallest batch size that holds
-// them; the pad rows' outputs are never read.
-BatchOutput RunBatch(const ModelSession& model, const PreprocessSpec& spec, size_t count, ThreadPool& pool,
+// them; the pad rows' outputs are never read. An image `alone` in its stage, while at most
+// lowLoadInFlight analyses run, goes to the low-load session: it spreads over the idle cores.
+BatchOutput RunBatch(const ModelSession& model, const PreprocessSpec& spec, size_t count, bool alone, ThreadPool& pool,
                      const std::function<void(size_t, float*)>& fill) {
   const auto holds = [count](const SessionBatch& b) { return !b.dropped.load(std::memory_order_relaxed) && b.size >= static_cast<int64_t>(count); };
   const auto found = std::find_if(model.batches.begin(), model.batches.end(), holds);
@@ -191,7 +211,9 @@ BatchOutput RunBatch(const ModelSession& model, const PreprocessSpec& spec, size
   Ort::Value input = TakeInput(model, bucket, spec);
   float* data = input.GetTensorMutableData<float>();
   ParallelFor(pool, count, [&](size_t i) { fill(i, data + i * slot); });
-  BatchOutput out = RunBound(model, bucket, input);
+  const bool lowLoad = alone && batch == 1 && model.lowLoad && g_analysesInFlight.load(std::memory_order_relaxed) <= model.lowLoadInFlight;
+  if (lowLoad) bucket.lowLoadRuns.fetch_add(1, std::memory_order_relaxed);
+  BatchOutput out = RunBound(model, bucket, input, lowLoad ? *model.lowLoad : *bucket.session);
   KeepInput(bucket, std::move(input), count, slot);
   return out;
 }
@@ -204,13 +226,14 @@ size_t ChunkSize(const ModelSession& model) {
   return 1;
 }
 
-// `run(first, count)` over `total` items in chunks of the model's largest size in use, the chunks
+// `run(chunk)` over `total` items in chunks of the model's largest size in use, the chunks
 // concurrently on the pool.
-void ForEachChunk(const ModelSession& model, size_t total, ThreadPool& pool, const std::function<void(size_t, size_t)>& run) {
-  const size_t chunk = ChunkSize(model);
-  ParallelFor(pool, (total + chunk - 1) / chunk, [&](size_t c) {
-    const size_t first = c * chunk;
-    run(first, std::min(chunk, total - first));
+void ForEachChunk(const ModelSession& model, size_t total, ThreadPool& pool, const std::function<void(const Chunk&)>& run) {
+  const size_t size = ChunkSize(model);
+  const size_t chunks = (total + size - 1) / size;
+  ParallelFor(pool, chunks, [&](size_t c) {
+    const size_t first = c * size;
+    run({first, std::min(size, total - first), chunks == 1});
   });
 }
 
@@ -218,7 +241,7 @@ std::vector<SessionBatchCount> Counts(const ModelSession& model) {
   std::vector<SessionBatchCount> out;
   for (const SessionBatch& b : model.batches) {
     if (b.dropped.load(std::memory_order_relaxed)) continue;
-    out.push_back({b.size, b.runs.load(std::memory_order_relaxed), b.padRows.load(std::memory_order_relaxed)});
+    out.push_back({b.size, b.runs.load(std::memory_order_relaxed), b.padRows.load(std::memory_order_relaxed), b.lowLoadRuns.load(std::memory_order_relaxed)});
   }
   return out;
 }
@@ -429,10 +452,12 @@ std::shared_ptr<Pipeline> Pipeline::Create(PipelineSpec spec, const Runtime& run
   pipeline->detector_ = OpenSession(runtime, spec.detector.model, spec.detector.preprocess, spec.maxSessionBatch,
                                     "detector", decoder->OutputCount(), &outputShapes);
   decoder->CheckShapes(outputShapes);  // what the model declares; each Run is checked again
+  WarmLowLoad(pipeline->detector_, spec.detector.preprocess);
   const ClassifierSpec& cls = spec.classifier;
   const int lastOutput = std::max({0, cls.embeddingOutput, cls.verifier.enabled ? cls.verifier.probsOutput : 0});
   pipeline->classifier_ = OpenSession(runtime, spec.classifier.model, cls.preprocess, spec.maxSessionBatch,
                                       "classifier", static_cast<size_t>(lastOutput) + 1);
+  WarmLowLoad(pipeline->classifier_, cls.preprocess);
   pipeline->decoder_ = std::move(decoder);
   pipeline->spec_ = std::move(spec);
   return pipeline;
@@ -456,6 +481,7 @@ struct Pipeline::AnalyzeState {
 };
 
 std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, ThreadPool& pool) const {
+  const AnalysisInFlight counted;
   AnalyzeState a(items.size());
   PrepareItems(items, a, pool);
   DetectViews(a, pool);
@@ -483,16 +509,18 @@ void Pipeline::DetectViews(AnalyzeState& a, ThreadPool& pool) const {
   const Clock::time_point detectStart = Clock::now();
   // Several Runs of the shared session at once when the model's batch is fixed at 1; each chunk
   // fills its tensor in parallel too.
-  ForEachChunk(detector_, a.jobs.size(), pool, [&](size_t first, size_t count) { DetectChunk(a, first, count, pool); });
+  ForEachChunk(detector_, a.jobs.size(), pool, [&](const Chunk& chunk) { DetectChunk(a, chunk, pool); });
   a.detectStageMs = a.jobs.empty() ? 0.0 : MsSince(detectStart);
 }
 
-// One detector Run over jobs [first, first + count): their kept boxes, mapped back to decoded pixels.
-void Pipeline::DetectChunk(AnalyzeState& a, size_t first, size_t count, ThreadPool& pool) const {
+// One detector Run over a chunk of the jobs: their kept boxes, mapped back to decoded pixels.
+void Pipeline::DetectChunk(AnalyzeState& a, const Chunk& chunk, ThreadPool& pool) const {
+  const size_t first = chunk.first;
+  const size_t count = chunk.count;
   const DetectorSpec& det = spec_.detector;
   const VerifierSpec& verifier = spec_.classifier.verifier;
   const size_t keep = verifier.enabled ? static_cast<size_t>(std::max(1, verifier.maxCandidates)) : 1;
-  BatchOutput out = RunBatch(detector_, det.preprocess, count, pool, [&](size_t k, float* dst) {
+  BatchOutput out = RunBatch(detector_, det.preprocess, count, chunk.alone, pool, [&](size_t k, float* dst) {
     const auto [item, view] = a.jobs[first + k];
     WriteViewTensor(det, a.states[item], view, dst);
   });
@@ -609,16 +637,17 @@ void Pipeline::ClassifyCrops(AnalyzeState& a, ThreadPool& pool) const {
   a.scores.assign(a.crops.size(), 0.0f);
   a.readings.resize(a.crops.size());
   a.rows.resize(spec_.classifier.embeddingOutput >= 0 ? a.crops.size() : 0);
-  ForEachChunk(classifier_, a.crops.size(), pool, [&](size_t first, size_t count) { ClassifyChunk(a, first, count, pool); });
+  ForEachChunk(classifier_, a.crops.size(), pool, [&](const Chunk& chunk) { ClassifyChunk(a, chunk, pool); });
   a.classifyStageMs = a.crops.empty() ? 0.0 : MsSince(classifyStart);
 }
 
-// One classifier Run over crops [first, first + count): their scores, verifier readings and
-// embedding rows.
-void Pipeline::ClassifyChunk(AnalyzeState& a, size_t first, size_t count, ThreadPool& pool) const {
+// One classifier Run over a chunk of the crops: their scores, verifier readings and embedding rows.
+void Pipeline::ClassifyChunk(AnalyzeState& a, const Chunk& chunk, ThreadPool& pool) const {
+  const size_t first = chunk.first;
+  const size_t count = chunk.count;
   const ClassifierSpec& cls = spec_.classifier;
   const VerifierSpec& verifier = cls.verifier;
-  BatchOutput out = RunBatch(classifier_, cls.preprocess, count, pool, [&](size_t k, float* dst) {
+  BatchOutput out = RunBatch(classifier_, cls.preprocess, count, chunk.alone, pool, [&](size_t k, float* dst) {
     const auto [item, candidate] = a.crops[first + k];
     const ItemState& s = a.states[item];
     const Crop c = ClassifierCrop(s.candidates[candidate], cls.cropMargin, s.image.sourceWidth, s.image.sourceHeight);
@@ -738,7 +767,7 @@ double Pipeline::BenchSession(SessionStage stage, int64_t batch, const std::vect
     for (int64_t i = 0; i < batch; ++i) std::copy(row.begin(), row.end(), data + static_cast<size_t>(i) * slot);
   }
   const Clock::time_point start = Clock::now();
-  RunBound(model, *bucket, input);
+  RunBound(model, *bucket, input, *bucket->session);
   return MsSince(start);
 }
 

@@ -29,6 +29,7 @@ struct SessionBatch {
   mutable std::atomic<bool> dropped{false};
   mutable std::atomic<uint64_t> runs{0};
   mutable std::atomic<uint64_t> padRows{0};  // zero-filled rows added to fill Runs up to `size`
+  mutable std::atomic<uint64_t> lowLoadRuns{0};  // of `runs`, those made by ModelSession::lowLoad
   // Input tensors of this size in the session's host memory, kept between Runs (one per Run in flight).
   mutable std::mutex idleMutex;
   mutable std::vector<Ort::Value> idleInputs;
@@ -39,6 +40,10 @@ struct SessionBatch {
 struct ModelSession {
   std::unique_ptr<Ort::PrepackedWeightsContainer> prepacked;  // weights prepacked once for every size
   mutable std::vector<std::unique_ptr<Ort::Session>> sessions;  // one per batch size, in `batches` order
+  // Batch 1 with the config's lowLoadThreads intra-op threads (CPU only; null when off): a lone
+  // image's Run while at most lowLoadInFlight analyses are running.
+  std::unique_ptr<Ort::Session> lowLoad;
+  int lowLoadInFlight = 0;
   HostMemory host;  // where inputs are staged and outputs land (set by OpenSession)
   std::string inputName;
   std::vector<std::string> outputNames;  // the first N outputs, in the model's order
@@ -54,6 +59,7 @@ struct SessionBatchCount {
   int64_t size = 0;
   uint64_t runs = 0;
   uint64_t padRows = 0;
+  uint64_t lowLoadRuns = 0;
 };
 
 struct SessionBatchCounts {
@@ -69,6 +75,13 @@ struct DecodeTiming {
 };
 
 enum class SessionStage { Detector, Classifier };
+
+// Items [first, first + count) of a stage's Run; `alone`: the stage's only Run of this analysis.
+struct Chunk {
+  size_t first = 0;
+  size_t count = 0;
+  bool alone = false;
+};
 
 class Pipeline {
  public:
@@ -104,8 +117,8 @@ class Pipeline {
   void PrepareItems(const std::vector<ItemInput>& items, AnalyzeState& a, ThreadPool& pool) const;
   // One detector pass over every (item, view), chunked by the session batch.
   void DetectViews(AnalyzeState& a, ThreadPool& pool) const;
-  // One detector Run over jobs [first, first + count) and their kept boxes.
-  void DetectChunk(AnalyzeState& a, size_t first, size_t count, ThreadPool& pool) const;
+  // One detector Run over a chunk of the jobs and their kept boxes.
+  void DetectChunk(AnalyzeState& a, const Chunk& chunk, ThreadPool& pool) const;
   // Per item: the best view's top box and the views' scores combined.
   void CombineViews(AnalyzeState& a) const;
   // Best cat per item, its detection state, and the candidates for the classifier.
@@ -114,8 +127,8 @@ class Pipeline {
   void RedecodeSmallCats(const std::vector<ItemInput>& items, AnalyzeState& a, ThreadPool& pool) const;
   // The classifier (and verifier) over every candidate's crop, chunked by the session batch.
   void ClassifyCrops(AnalyzeState& a, ThreadPool& pool) const;
-  // One classifier Run over crops [first, first + count).
-  void ClassifyChunk(AnalyzeState& a, size_t first, size_t count, ThreadPool& pool) const;
+  // One classifier Run over a chunk of the crops.
+  void ClassifyChunk(AnalyzeState& a, const Chunk& chunk, ThreadPool& pool) const;
   // Per classified item, the candidate that answers and its score.
   void ChooseCats(AnalyzeState& a) const;
   // Every item's result, in input order.

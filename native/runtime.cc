@@ -223,7 +223,7 @@ ProviderStatus Probe(Ort::Env& env, ProviderKind kind, const NativeConfig& confi
 bool SameConfig(const NativeConfig& a, const NativeConfig& b) {
   return a.providers == b.providers && a.deviceId == b.deviceId && a.trtCacheDir == b.trtCacheDir &&
          a.trtFp16 == b.trtFp16 && a.cudnnConvAlgoSearch == b.cudnnConvAlgoSearch && a.pinnedMemory == b.pinnedMemory && a.poolThreads == b.poolThreads &&
-         a.intraOpThreads == b.intraOpThreads;
+         a.intraOpThreads == b.intraOpThreads && a.lowLoadThreads == b.lowLoadThreads && a.lowLoadInFlight == b.lowLoadInFlight;
 }
 
 }  // namespace
@@ -241,6 +241,8 @@ Runtime& Configure(const NativeConfig& requested) {
   config.providers.push_back(ProviderKind::Cpu);  // always last
   config.poolThreads = std::max(1, config.poolThreads);
   config.intraOpThreads = std::max(1, config.intraOpThreads);
+  config.lowLoadThreads = std::max(1, config.lowLoadThreads);
+  config.lowLoadInFlight = std::max(1, config.lowLoadInFlight);
   if (g_runtime != nullptr) {
     if (!SameConfig(g_runtime->config, config)) {
       throw std::runtime_error("configure() was already called with a different config; it runs once per process");
@@ -277,10 +279,10 @@ Runtime& Configure(const NativeConfig& requested) {
   return *g_runtime;
 }
 
-Ort::SessionOptions MakeSessionOptions(const Runtime& runtime) {
+Ort::SessionOptions MakeSessionOptions(const Runtime& runtime, int intraOpThreads) {
   Ort::SessionOptions options;
   options.SetGraphOptimizationLevel(GraphOptimizationLevel::ORT_ENABLE_ALL);
-  options.SetIntraOpNumThreads(runtime.config.intraOpThreads);
+  options.SetIntraOpNumThreads(intraOpThreads > 0 ? intraOpThreads : runtime.config.intraOpThreads);
   options.SetInterOpNumThreads(1);
   options.SetExecutionMode(ExecutionMode::ORT_SEQUENTIAL);
   // The pool already keeps the cores busy; spinning intra-op threads would only steal from it.

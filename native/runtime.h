@@ -36,9 +36,9 @@ Runtime* GetRuntime();
 // runtime, with a different one it throws (the process-wide state cannot be redone).
 Runtime& Configure(const NativeConfig& config);
 
-// Session options for a pipeline's sessions: all graph optimisations, intra-op threads from
-// the config, one inter-op thread, the active providers (then CPU).
-Ort::SessionOptions MakeSessionOptions(const Runtime& runtime);
+// Session options for a pipeline's sessions: all graph optimisations, `intraOpThreads` intra-op
+// threads (0: the config's), one inter-op thread, the active providers (then CPU).
+Ort::SessionOptions MakeSessionOptions(const Runtime& runtime, int intraOpThreads = 0);
 
 // Stops the pool (env teardown of the thread that configured the addon).
 void ShutdownRuntime();

@@ -109,6 +109,10 @@ struct NativeConfig {
   bool pinnedMemory = true;  // stage session tensors in the GPU provider's pinned memory (host_memory.h)
   int poolThreads = 1;
   int intraOpThreads = 1;
+  // > 1 (CPU only): each stage gets a second batch-1 session with this many intra-op threads, which
+  // a lone image's Run takes while at most lowLoadInFlight analyses are running.
+  int lowLoadThreads = 1;
+  int lowLoadInFlight = 1;
 };
 
 struct ProviderStatus {

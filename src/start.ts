@@ -190,7 +190,8 @@ async function startInterfaces(
 
   const packs = await startPackControl(config, { addon, info, registry, store });
   ctx.readiness.setVersions(() => versionStates(registry, packs.control));
-  const service: Service = { config, keys: ctx.keys, registry, version: ctx.version, docsAssets: loadDocsAssets() };
+  const providers = info.providers.filter((p) => p.active).map((p) => p.name);
+  const service: Service = { config, keys: ctx.keys, registry, version: ctx.version, docsAssets: loadDocsAssets(), providers };
   registerV2(ctx.router, service);
   registerV1(ctx.router, service);
   const scan = startScan(config, { router: ctx.router, service, store, readiness: ctx.readiness });

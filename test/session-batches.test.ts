@@ -1,7 +1,8 @@
 // Session Runs in fixed batch sizes, through the real addon on CPU: with CATCOMFORT_SESSION_BATCH=8
 // a micro-batch of 5 runs as one Run of 8 (3 zero pad rows; each size has a session of its own),
 // only 5 results come back, and they equal the unpadded runs of the default CPU setting (one image
-// per Run). Warm-up keeps only the sizes that pay.
+// per Run). Warm-up keeps only the sizes that pay. A lone image runs on the low-load session
+// (two intra-op threads) and answers the same to the last bit.
 import assert from 'node:assert/strict';
 import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -31,7 +32,7 @@ function onePackOneView(edit: (manifest: { detector: Record<string, unknown> }) 
   return dir;
 }
 
-const env = { ...process.env, CATCOMFORT_MODELS_DIR: onePackOneView(), CATCOMFORT_EXECUTION_PROVIDERS: 'cpu', CATCOMFORT_BATCH_MAX_SIZE: '5', CATCOMFORT_SESSION_BATCH: undefined };
+const env = { ...process.env, CATCOMFORT_MODELS_DIR: onePackOneView(), CATCOMFORT_EXECUTION_PROVIDERS: 'cpu', CATCOMFORT_BATCH_MAX_SIZE: '5', CATCOMFORT_SESSION_BATCH: undefined, CATCOMFORT_LOW_LOAD_THREADS: '2' };
 let addon: NativeAddon;
 let info: NativeInfo;
 let padded: Model;
@@ -61,7 +62,7 @@ test('session batch 8: sizes 1, 2, 4, 8; five images run as 8 with 3 pad rows; f
   const classified = results.filter((r) => r.ok && r.score !== null).length;
   assert.ok(classified > 0, 'some images reach the classifier');
   const bucket = [1, 2, 4, 8].find((b) => b >= classified)!;
-  const expected = (used: number, pad: number) => [1, 2, 4, 8].map((batch) => ({ batch, runs: batch === used ? 1 : 0, padRows: batch === used ? pad : 0 }));
+  const expected = (used: number, pad: number) => [1, 2, 4, 8].map((batch) => ({ batch, runs: batch === used ? 1 : 0, padRows: batch === used ? pad : 0, lowLoadRuns: 0 }));
   assert.deepEqual(padded.sessionBatches(), { detector: expected(8, 3), classifier: expected(bucket, bucket - classified) });
 });
 
@@ -72,7 +73,7 @@ test('padded results equal unpadded ones (CPU default: one image per Run, no pad
   const unpadded = registry.get('bc-v1')!;
   const reference = await analyzeFive(unpadded);
   const sessionBatches = unpadded.sessionBatches();
-  assert.deepEqual(sessionBatches.detector, [{ batch: 1, runs: 5, padRows: 0 }]);
+  assert.deepEqual(sessionBatches.detector, [{ batch: 1, runs: 5, padRows: 0, lowLoadRuns: 0 }]);
   assert.deepEqual(sessionBatches.classifier.map((b) => b.padRows), [0]);
   assert.deepEqual(outcomes(await analyzeFive(padded)), outcomes(reference));
   await registry.closeAll();
@@ -81,11 +82,15 @@ test('padded results equal unpadded ones (CPU default: one image per Run, no pad
 test('input tensors kept between Runs: concurrent micro-batches answer as single images do', async () => {
   assert.deepEqual(padded.hostMemory(), { detector: 'cpu', classifier: 'cpu' }, 'no GPU provider: plain CPU memory');
   const alone: ItemResult[] = [];
+  const lowLoadBefore = padded.sessionBatches().detector[0]!.lowLoadRuns;
   for (const data of images) alone.push(await padded.batcher.submit({ data, encoding: 'bytes' }));
+  // One image at a time: its detector Run on the low-load session (two intra-op threads).
+  assert.equal(padded.sessionBatches().detector[0]!.lowLoadRuns, lowLoadBefore + images.length);
   const runsBefore = padded.sessionBatches().detector.map((b) => b.runs);
   // Twenty submissions at once: micro-batches of up to five, in flight together, on the kept inputs
   // of every size (Runs of 8 with pad rows after Runs that filled other rows).
   const rounds = await Promise.all(Array.from({ length: 4 }, () => Promise.all(images.map((data) => padded.batcher.submit({ data, encoding: 'bytes' })))));
+  // The same answers, to the last bit, as the low-load session gave alone.
   for (const round of rounds) assert.deepEqual(outcomes(round), outcomes(alone));
   const runsAfter = padded.sessionBatches().detector.map((b) => b.runs);
   assert.ok(runsAfter.some((runs, i) => runs > runsBefore[i]! && i > 0), 'some Runs held several images');
@@ -106,7 +111,7 @@ test('a detector with a fixed batch (YOLOX-nano as published) runs at that size 
   const fixed = registry.get('bc-legacy')!;
   const results = await analyzeFive(fixed);
   assert.equal(results.length, 5);
-  assert.deepEqual(fixed.sessionBatches().detector, [{ batch: 1, runs: 5, padRows: 0 }]);
+  assert.deepEqual(fixed.sessionBatches().detector, [{ batch: 1, runs: 5, padRows: 0, lowLoadRuns: 0 }]);
   assert.deepEqual(fixed.sessionBatches().classifier.map((b) => b.batch), [1, 2, 4, 8]);
   await registry.closeAll();
 });

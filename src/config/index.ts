@@ -32,6 +32,10 @@ export interface Config {
   providerProbeTimeoutMs: number;
   poolThreads: number;
   intraOpThreads: number;
+  /** Intra-op threads of the low-load sessions (a lone image while few analyses run); 1: none. */
+  lowLoadThreads: number;
+  /** Analyses running at most for a lone image to take the low-load sessions. */
+  lowLoadInFlight: number;
   /** Images per ONNX Runtime Run; null = chosen at start from the active providers. */
   sessionBatch: number | null;
   maxBodyBytes: number;
@@ -61,6 +65,8 @@ export type RuntimeConfig = Pick<
   | 'providerProbeTimeoutMs'
   | 'poolThreads'
   | 'intraOpThreads'
+  | 'lowLoadThreads'
+  | 'lowLoadInFlight'
   | 'sessionBatch'
   | 'modelsDir'
   | 'maxPixels'
@@ -153,6 +159,8 @@ export function loadConfig(env: Env = process.env): Config {
     // comes from the pool, model parallelism from ORT.
     poolThreads: read(SETTINGS.poolThreads),
     intraOpThreads: read(SETTINGS.intraOpThreads),
+    lowLoadThreads: read(SETTINGS.lowLoadThreads),
+    lowLoadInFlight: read(SETTINGS.lowLoadInFlight),
     sessionBatch: read(SETTINGS.sessionBatch),
     maxBodyBytes: read(SETTINGS.maxBodyBytes),
     maxPixels: read(SETTINGS.maxPixels),

@@ -190,6 +190,12 @@ export interface NativeConfig {
   poolThreads: number;
   /** ORT intra-op threads per session run. */
   intraOpThreads: number;
+  /**
+   * > 1 (CPU only): each stage also gets a batch-1 session with this many intra-op threads, which a
+   * lone image's Run takes while at most `lowLoadInFlight` analyses run (default 1: none).
+   */
+  lowLoadThreads?: number;
+  lowLoadInFlight?: number;
 }
 
 /** How cuDNN picks convolution algorithms: benchmark all (slow first Run per shape), its heuristics, or one fixed. */
@@ -275,6 +281,8 @@ export interface SessionBatch {
   runs: number;
   /** Zero-filled rows that filled those Runs up to `batch`. */
   padRows: number;
+  /** Of `runs`, those the low-load session made (batch 1 only). */
+  lowLoadRuns: number;
 }
 
 export interface DecodedDetection {

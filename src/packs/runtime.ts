@@ -22,6 +22,8 @@ export function configureAddon(config: RuntimeConfig, addon: NativeAddon = loadA
     pinnedMemory: config.pinnedMemory,
     poolThreads: config.poolThreads,
     intraOpThreads: config.intraOpThreads,
+    lowLoadThreads: config.lowLoadThreads,
+    lowLoadInFlight: config.lowLoadInFlight,
   });
   return { addon, info };
 }

@@ -137,7 +137,8 @@ const statsExample = {
       precision: 'int8',
       precisionReason: 'self-check passed: 4 photos, same states, largest difference 0.012 (tolerance 0.05)',
       cpuFeatures: ['AVX2', 'AVX-512', 'AVX-512 VNNI'],
-      sessionBatches: { detector: [{ batch: 1, runs: 28, padRows: 0 }], classifier: [{ batch: 1, runs: 14, padRows: 0 }] },
+      sessionBatches: { detector: [{ batch: 1, runs: 28, padRows: 0, lowLoadRuns: 11 }], classifier: [{ batch: 1, runs: 14, padRows: 0, lowLoadRuns: 6 }] },
+      lowLoad: { threads: 2, maxInFlight: 1 },
       sessionBatchTimings: { detector: [{ batch: 1, msPerImage: 6.412, kept: true }], classifier: [{ batch: 1, msPerImage: 3.905, kept: true }] },
       hostMemory: { detector: 'cpu', classifier: 'cpu' },
       versions: [

@@ -64,6 +64,12 @@ function predictRoute(service: Service, modelFrom: (ex: Exchange) => string) {
   };
 }
 
+/** The low-load sessions' settings; threads 1 when a GPU provider is in use (none are made then). */
+function lowLoadSettings(service: Service): { threads: number; maxInFlight: number } {
+  const cpuOnly = service.providers.every((p) => p === 'cpu');
+  return { threads: cpuOnly ? service.config.lowLoadThreads : 1, maxInFlight: service.config.lowLoadInFlight };
+}
+
 function staticRoute(body: string | Buffer, contentType: string) {
   return (ex: Exchange): void =>
     ex.send(200, { 'Content-Type': contentType, 'Cache-Control': 'public, max-age=3600', 'X-Request-ID': requestIdFrom(ex.header('x-request-id')) }, body);
@@ -104,7 +110,7 @@ export function registerV2(router: Router, service: Service): void {
                 const { submitted, completed, queued, inFlight } = v.model.batcher.stats();
                 return { pack_version: v.model.version, role: v.role, share: v.share, submitted, completed, queued, inFlight };
               });
-              return [pack.id, { ...m.batcher.stats(), precision: m.precision, precisionReason: m.precisionReason, cpuFeatures: cpuFeatures(), sessionBatches: m.sessionBatches(), sessionBatchTimings: m.sizeTimings(), hostMemory: m.hostMemory(), versions }];
+              return [pack.id, { ...m.batcher.stats(), precision: m.precision, precisionReason: m.precisionReason, cpuFeatures: cpuFeatures(), sessionBatches: m.sessionBatches(), lowLoad: lowLoadSettings(service), sessionBatchTimings: m.sizeTimings(), hostMemory: m.hostMemory(), versions }];
             }),
           ),
         },

@@ -205,6 +205,7 @@ const SessionBatch = Type.Object({
   batch: Type.Integer({ description: 'Batch size the ONNX Runtime session is run at' }),
   runs: Type.Integer({ description: 'Runs at this size' }),
   padRows: Type.Integer({ description: 'Zero rows that filled Runs up to this size' }),
+  lowLoadRuns: Type.Integer({ description: 'Of `runs`, those of a lone image on the low-load session (more intra-op threads; batch 1, CPU only)' }),
 });
 
 const SizeTiming = Type.Object({
@@ -232,6 +233,13 @@ const ModelStats = Type.Object(
     precisionReason: Type.String({ description: 'Why this precision serves (as GET /v2/models detector.precision_reason)' }),
     cpuFeatures: Type.Array(Type.String(), { description: 'The CPU\'s vector features that decide how int8 runs (AVX2, AVX-512, AVX-512 VNNI, AVX-VNNI, AMX-INT8)' }),
     sessionBatches: Type.Object({ detector: Type.Array(SessionBatch), classifier: Type.Array(SessionBatch) }),
+    lowLoad: Type.Object(
+      {
+        threads: Type.Integer({ description: 'Intra-op threads of the low-load sessions (CATCOMFORT_LOW_LOAD_THREADS); 1: none' }),
+        maxInFlight: Type.Integer({ description: 'Analyses running at most for a lone image to take them (CATCOMFORT_LOW_LOAD_IN_FLIGHT)' }),
+      },
+      { description: 'When one request spreads over idle cores (README "Low load"); sessionBatches.*.lowLoadRuns counts the Runs that did' },
+    ),
     sessionBatchTimings: Type.Object(
       { detector: Type.Array(SizeTiming), classifier: Type.Array(SizeTiming) },
       { description: 'Each session batch size timed at warm-up on the warm-up photo: median Run time per image, and whether it was kept (a size stays only when it costs at most 0.9x per image of the best smaller size kept)' },
