@@ -227,13 +227,13 @@ size_t ChunkSize(const ModelSession& model) {
 }
 
 // `run(chunk)` over `total` items in chunks of the model's largest size in use, the chunks
-// concurrently on the pool.
-void ForEachChunk(const ModelSession& model, size_t total, ThreadPool& pool, const std::function<void(const Chunk&)>& run) {
+// concurrently on the pool. A chunk is `alone` when it is the only one of an analysis of one image.
+void ForEachChunk(const ModelSession& model, size_t total, bool oneImage, ThreadPool& pool, const std::function<void(const Chunk&)>& run) {
   const size_t size = ChunkSize(model);
   const size_t chunks = (total + size - 1) / size;
   ParallelFor(pool, chunks, [&](size_t c) {
     const size_t first = c * size;
-    run({first, std::min(size, total - first), chunks == 1});
+    run({first, std::min(size, total - first), oneImage && chunks == 1});
   });
 }
 
@@ -509,7 +509,7 @@ void Pipeline::DetectViews(AnalyzeState& a, ThreadPool& pool) const {
   const Clock::time_point detectStart = Clock::now();
   // Several Runs of the shared session at once when the model's batch is fixed at 1; each chunk
   // fills its tensor in parallel too.
-  ForEachChunk(detector_, a.jobs.size(), pool, [&](const Chunk& chunk) { DetectChunk(a, chunk, pool); });
+  ForEachChunk(detector_, a.jobs.size(), a.states.size() == 1, pool, [&](const Chunk& chunk) { DetectChunk(a, chunk, pool); });
   a.detectStageMs = a.jobs.empty() ? 0.0 : MsSince(detectStart);
 }
 
@@ -637,7 +637,7 @@ void Pipeline::ClassifyCrops(AnalyzeState& a, ThreadPool& pool) const {
   a.scores.assign(a.crops.size(), 0.0f);
   a.readings.resize(a.crops.size());
   a.rows.resize(spec_.classifier.embeddingOutput >= 0 ? a.crops.size() : 0);
-  ForEachChunk(classifier_, a.crops.size(), pool, [&](const Chunk& chunk) { ClassifyChunk(a, chunk, pool); });
+  ForEachChunk(classifier_, a.crops.size(), a.states.size() == 1, pool, [&](const Chunk& chunk) { ClassifyChunk(a, chunk, pool); });
   a.classifyStageMs = a.crops.empty() ? 0.0 : MsSince(classifyStart);
 }
 

@@ -76,7 +76,7 @@ struct DecodeTiming {
 
 enum class SessionStage { Detector, Classifier };
 
-// Items [first, first + count) of a stage's Run; `alone`: the stage's only Run of this analysis.
+// Items [first, first + count) of a stage's Run; `alone`: the stage's only Run of an analysis of one image.
 struct Chunk {
   size_t first = 0;
   size_t count = 0;

@@ -61,11 +61,10 @@ export const SETTINGS = {
   intraOpThreads: int('CATCOMFORT_INTRA_OP_THREADS', 1, 1, 256, 'ONNX Runtime intra-op threads per run. Keep pool x intra-op <= cores'),
   lowLoadThreads: int(
     'CATCOMFORT_LOW_LOAD_THREADS',
-    () => Math.max(1, os.availableParallelism()),
+    1,
     1,
     256,
-    'CPU only: each stage gets a second batch-1 session with this many ONNX Runtime intra-op threads; a lone image takes it while at most `CATCOMFORT_LOW_LOAD_IN_FLIGHT` analyses run, so one request spreads over idle cores ("Low load"). `1`: no second session',
-    'number of cores',
+    'CPU only: above `1`, each stage gets a second batch-1 session with this many ONNX Runtime intra-op threads; a lone image takes it while at most `CATCOMFORT_LOW_LOAD_IN_FLIGHT` analyses run, so one request spreads over idle cores. Off by default: on the 2-core machine measured it did not pay ("Low load")',
   ),
   lowLoadInFlight: int('CATCOMFORT_LOW_LOAD_IN_FLIGHT', 1, 1, 256, 'Analyses (micro-batches, of every pack) running at most, this one included, for a lone image to take the low-load sessions'),
   sessionBatch: optionalInt('CATCOMFORT_SESSION_BATCH', 1, 1024, "Largest number of images per ONNX Runtime Run. Auto: 1 on CPU (a batched Run costs the same per image there, so a request's views run in parallel on the pool), a whole request batch with all its views on a GPU (`CATCOMFORT_BATCH_MAX_SIZE` x views). Runs are padded up to fixed sizes: the powers of two below it, then it (8: 1, 2, 4, 8), **each size its own ONNX Runtime session**, which sees that one input shape for its whole life; at warm-up each size is timed and only the sizes that pay stay (\"GPU execution providers\")", 'auto'),
