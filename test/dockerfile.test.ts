@@ -146,7 +146,7 @@ test('every CATCOMFORT_ setting in the Dockerfile and compose.yaml is one the se
   const read = new Set<string>(KNOWN_VARIABLES);
   const named = [...Object.keys(envOf(stage('runtime'))), ...(compose.match(/CATCOMFORT_[A-Z0-9_]+/g) ?? [])].filter((n) => n.startsWith('CATCOMFORT_'));
   assert.ok(named.includes('CATCOMFORT_DATABASE_URL'));
-  for (const name of named) assert.ok(read.has(name), `${name} is a known setting (src/config.ts)`);
+  for (const name of named) assert.ok(read.has(name), `${name} is a known setting (src/config/settings.ts)`);
 });
 
 test('compose.yaml runs the image built here with PostgreSQL as the scan store', () => {

@@ -1,5 +1,5 @@
 // The native surface, declared once. Manifests and options are validated in TypeScript
-// (src/packs/manifest.ts, src/config.ts); the addon copies these shapes into plain structs,
+// (src/packs/manifest.ts, src/config/index.ts); the addon copies these shapes into plain structs,
 // checking only their JS types at the boundary.
 import path from 'node:path';
 import { createRequire } from 'node:module';
