@@ -142,9 +142,10 @@ export interface WebhookConfig {
 export function loadConfig(env: Env = process.env): Config {
   const read = <T>(setting: Setting<T>): T => setting.read(env);
   const listen = listenAddressFrom(env);
+  const apiKeys = read(SETTINGS.apiKeys);
   return {
     ...listen,
-    apiKeys: read(SETTINGS.apiKeys),
+    apiKeys,
     modelsDir: read(SETTINGS.modelsDir),
     defaultModel: read(SETTINGS.defaultModel),
     providers: read(SETTINGS.providers),
@@ -204,16 +205,15 @@ export function loadConfig(env: Env = process.env): Config {
     },
     logLevel: read(SETTINGS.logLevel),
     metrics: { access: read(SETTINGS.metrics), port: read(SETTINGS.metricsPort) },
-    admin: readAdmin(env, listen.port),
+    admin: readAdmin(env, listen.port, apiKeys),
   };
 }
 
-function readAdmin(env: Env, publicPort: number): AdminConfig {
+function readAdmin(env: Env, publicPort: number, apiKeys: string[]): AdminConfig {
   const port = SETTINGS.adminPort.read(env);
   if (port !== null && port !== 0 && port === publicPort) throw new ConfigError('CATCOMFORT_ADMIN_PORT must differ from CATCOMFORT_PORT: the admin listener never shares the public port');
   const keys = SETTINGS.adminKeys.read(env);
-  const apiKeys = new Set(SETTINGS.apiKeys.read(env));
-  if (keys.some((k) => apiKeys.has(k))) throw new ConfigError('CATCOMFORT_ADMIN_KEYS: a key may not also be in CATCOMFORT_API_KEYS');
+  if (keys.some((k) => apiKeys.includes(k))) throw new ConfigError('CATCOMFORT_ADMIN_KEYS: a key may not also be in CATCOMFORT_API_KEYS');
   return {
     port,
     host: SETTINGS.adminHost.read(env),
