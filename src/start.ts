@@ -26,6 +26,8 @@ import { keepIssuedKeys } from './store/api-keys';
 import { newApiKey } from './store/secrets';
 import { registerV1 } from './v1/routes';
 import { registerV2 } from './v2/routes';
+import { OIP_HEALTH_PATHS, registerOip, registerOipHealth } from './oip/rest';
+import { startGrpc } from './oip/grpc/server';
 import { errorResponse } from './http/errors';
 import { renderV1Error } from './v1/errors';
 
@@ -67,6 +69,7 @@ export async function startService(config: Config): Promise<RunningService> {
   // Each interface's error format on its paths; paths of no interface get v1's (the legacy root).
   const router = new Router(renderV1Error).mount('/v2', errorResponse).mount('/scan', errorResponse);
   registerOps(router, { readiness, keys, access: config.metrics.access });
+  registerOipHealth(router, readiness);
   const server = new HttpServer(router, {
     maxBodyBytes: config.maxBodyBytes,
     upstreamConnections: config.front.upstreamConnections,
@@ -74,7 +77,7 @@ export async function startService(config: Config): Promise<RunningService> {
     upstreamWaitMs: config.requestTimeoutMs,
     trustedProxies: config.front.trustedProxies,
     isReady: () => readiness.ready,
-    alwaysOpen: (p) => OPS_PATHS.has(p) && router.match('GET', p).kind === 'found',
+    alwaysOpen: (p) => (OPS_PATHS.has(p) || OIP_HEALTH_PATHS.has(p)) && router.match('GET', p).kind === 'found',
     onRequestEnd: recordRequest,
     onFrontAnswer: recordFrontAnswer,
   });
@@ -194,6 +197,9 @@ async function startInterfaces(
   const service: Service = { config, keys: ctx.keys, registry, version: ctx.version, docsAssets: loadDocsAssets(), providers };
   registerV2(ctx.router, service);
   registerV1(ctx.router, service);
+  registerOip(ctx.router, service, ctx.readiness);
+  const grpc = config.grpcPort === null ? null : await startGrpc(service, ctx.readiness, { host: config.host, port: config.grpcPort });
+  if (grpc) log.info('grpc listening', { host: config.host, port: grpc.port });
   const scan = startScan(config, { router: ctx.router, service, store, readiness: ctx.readiness });
   metrics.setSources({ queueDepths: () => registry.list().map((m) => ({ model: m.id, queued: m.batcher.stats().queued })) });
   return {
@@ -203,7 +209,7 @@ async function startInterfaces(
     async close(drain) {
       apiKeys.stop();
       packs.close();
-      await Promise.all([drain(), scan.stop()]);
+      await Promise.all([drain(), scan.stop(), grpc?.close(10_000)]);
       await registry.closeAll();
       await store.close();
     },

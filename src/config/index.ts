@@ -49,6 +49,8 @@ export interface Config {
   scan: ScanConfig;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   metrics: MetricsConfig;
+  /** CATCOMFORT_GRPC_PORT; null: no gRPC service. */
+  grpcPort: number | null;
   admin: AdminConfig;
 }
 
@@ -205,6 +207,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     logLevel: read(SETTINGS.logLevel),
     metrics: { access: read(SETTINGS.metrics), port: read(SETTINGS.metricsPort) },
+    grpcPort: read(SETTINGS.grpcPort),
     admin: readAdmin(env, listen.port, apiKeys),
   };
 }

@@ -81,6 +81,7 @@ export const SETTINGS = {
   logLevel: choice('CATCOMFORT_LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info', '`debug`, `info`, `warn`, `error` (JSON lines)'),
   metrics: choice('CATCOMFORT_METRICS', ['key', 'open', 'off'] as const, 'key', '`GET /metrics` on the service port: `key` (needs the `api-key` header), `open` (no key), `off` (not served)'),
   metricsPort: optionalInt('CATCOMFORT_METRICS_PORT', 0, 65535, 'A second listener on `CATCOMFORT_HOST` serving only `GET /metrics`, without a key (`0` = any free port; the `listening` line names it as `metrics_port`). For a scrape port that is not published to clients'),
+  grpcPort: optionalInt('CATCOMFORT_GRPC_PORT', 0, 65535, "The Open Inference Protocol's gRPC service (`inference.GRPCInferenceService`) on `CATCOMFORT_HOST` at this port (`0` = any free port; the `grpc listening` line names it); unset: no gRPC. Same keys, limits and deadlines as HTTP (see \"Open Inference Protocol\")"),
   buildNumber: text('CATCOMFORT_BUILD_NUMBER', 'local', 'v1 `inference_metadata.build_number`'),
   legacyDeprecatedSince: date('CATCOMFORT_LEGACY_DEPRECATED_SINCE', '2023-11-22T00:00:00Z', 'Date in the `Deprecation` header of bc-legacy responses'),
   legacySunset: optionalDate('CATCOMFORT_LEGACY_SUNSET', 'Adds a `Sunset` header to bc-legacy responses'),

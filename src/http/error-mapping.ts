@@ -13,6 +13,15 @@ const retryAfter = (seconds: number) => ({ 'Retry-After': String(seconds) });
 /** Seconds a client is told to wait after a store fault: about how long a database restart takes. */
 export const STORE_RETRY_AFTER_S = 5;
 
+function packNotLoaded(error: PackNotLoadedError): ApiError {
+  if (error.version === undefined) return new ApiError('model_not_found', `Model '${error.id}' not found.`, { model_id: error.id });
+  const details = { model_id: error.id, version: error.version, ...(error.role ? { role: error.role } : {}) };
+  const message = error.role
+    ? `Version '${error.version}' of model '${error.id}' is loaded as ${error.role}; only the serving version and a canary answer requests.`
+    : `Version '${error.version}' of model '${error.id}' not found.`;
+  return new ApiError('model_not_found', message, details);
+}
+
 /**
  * The coded error for `error`, or null when there is no one left to answer (the client went away).
  * Anything unknown is logged and becomes `internal_error`.
@@ -20,7 +29,7 @@ export const STORE_RETRY_AFTER_S = 5;
 export function toApiError(error: unknown, context: Record<string, unknown> = {}): ApiError | null {
   if (error instanceof ApiError) return error;
   if (error instanceof ClientGoneError || error instanceof AbortedError) return null;
-  if (error instanceof PackNotLoadedError) return new ApiError('model_not_found', `Model '${error.id}' not found.`, { model_id: error.id });
+  if (error instanceof PackNotLoadedError) return packNotLoaded(error);
   if (error instanceof ImageError) return new ApiError('invalid_image', error.message);
   if (error instanceof BodyTooLargeError) {
     return new ApiError('payload_too_large', bodyTooLargeMessage(error.limit), {}, {}, { limit: error.limit });

@@ -81,3 +81,36 @@ export function recordRequest(ex: Exchange): void {
 export function recordFrontAnswer(a: FrontAnswerRecord): void {
   record({ ...a, requestId: requestIdFrom(a.requestId), model: undefined, modelVersion: undefined, detection: undefined, front: true });
 }
+
+/** One gRPC call (src/oip/grpc/): its line and metrics, in the shape of an HTTP request's. */
+export interface GrpcCallRecord {
+  requestId: string;
+  /** The service's method, e.g. ModelInfer. */
+  method: string;
+  client: string;
+  model: string | undefined;
+  modelVersion: string | undefined;
+  /** The gRPC status code's name (OK, INVALID_ARGUMENT, ...; CANCELLED when the client left). */
+  code: string;
+  startedAt: number;
+  bytesIn: number;
+  images: number | undefined;
+}
+
+export function recordGrpcCall(r: GrpcCallRecord): void {
+  const seconds = (performance.now() - r.startedAt) / 1000;
+  metrics.grpcCalls.inc({ method: r.method, model: r.model ?? '', code: r.code });
+  metrics.grpcCallDuration.observe({ method: r.method }, seconds);
+  log.info('request', {
+    request_id: r.requestId,
+    interface: 'grpc',
+    method: r.method,
+    client: r.client,
+    model: r.model ?? null,
+    model_version: r.modelVersion ?? null,
+    status: r.code,
+    latency_ms: Math.round(seconds * 1e6) / 1e3,
+    bytes_in: r.bytesIn,
+    ...(r.images !== undefined ? { images: r.images } : {}),
+  });
+}

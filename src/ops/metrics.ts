@@ -27,6 +27,10 @@ export class ServiceMetrics {
 
   readonly requests = this.counter('catcomfort_http_requests_total', 'HTTP requests answered (status "client_closed": the client left first), by interface, route pattern, model and status', ['interface', 'route', 'model', 'status']);
 
+  readonly grpcCalls = this.counter('catcomfort_grpc_calls_total', 'gRPC calls (Open Inference Protocol) answered, by method, model and status code name (CANCELLED: the client left first)', ['method', 'model', 'code']);
+
+  readonly grpcCallDuration = this.histogram('catcomfort_grpc_call_duration_seconds', 'gRPC call latency, from the call to its answer', ['method'], LATENCY_BUCKETS);
+
   readonly requestDuration = this.histogram('catcomfort_http_request_duration_seconds', 'End-to-end request latency, from the request head to the last byte of the answer handed to the HTTP front', ['interface', 'route'], LATENCY_BUCKETS);
 
   readonly stageDuration = this.histogram('catcomfort_stage_duration_seconds', 'Per-image pipeline time by stage: queue_wait (micro-batch queue), decode, detector, classifier', ['model', 'stage'], STAGE_BUCKETS);

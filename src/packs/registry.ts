@@ -9,7 +9,7 @@ import type { NativeAddon } from '../native/addon';
 import { Model } from './model';
 import { PackError, readManifest, type Precision } from './pack';
 import { loadProven } from './precision-check';
-import { PackVersions, VersionError, type Pick } from './versions';
+import { PackVersions, VersionError } from './versions';
 
 export interface RegistryOptions {
   modelsDir: string;
@@ -96,11 +96,6 @@ export class ModelRegistry {
   /** Every pack id's versions. */
   all(): PackVersions[] {
     return [...this.packs.values()];
-  }
-
-  /** The version that answers one request for `id` (a canary draws its share), with its shadow. */
-  pick(id: string, random: number = Math.random()): Pick | undefined {
-    return this.packs.get(id)?.pick(random);
   }
 
   /** A new pack id, serving at once. */

@@ -8,6 +8,7 @@ import type { AnalyzeItem } from '../native/addon';
 import type { SubmitOptions } from '../pipeline/batcher';
 import type { Model } from './model';
 import type { ModelRegistry } from './registry';
+import type { Pick } from './versions';
 
 export interface Routed {
   analysis: Analysis;
@@ -17,9 +18,23 @@ export interface Routed {
 
 /** Analyses `item` with pack `id`'s answering version; `threshold` (or each version's default) decides the compared labels. */
 export async function analyzeRouted(registry: ModelRegistry, id: string, item: AnalyzeItem, options: SubmitOptions, threshold: number | null): Promise<Routed> {
-  const pick = registry.pick(id);
-  if (!pick) throw new PackNotLoadedError(id);
+  return analyzePicked(pickVersion(registry, id), item, options, threshold);
+}
+
+/** The version of pack `id` that answers a request: drawn as pick() does, or the one named (serving or canary). */
+export function pickVersion(registry: ModelRegistry, id: string, version?: string): Pick {
+  const pack = registry.versions(id);
+  if (!pack) throw new PackNotLoadedError(id);
+  if (version === undefined) return pack.pick(Math.random());
+  const pick = pack.pickVersion(version);
+  if (!pick) throw new PackNotLoadedError(id, version, pack.find(version)?.role);
+  return pick;
+}
+
+/** Analyses `item` with a picked version, and its shadow after it. */
+export async function analyzePicked(pick: Pick, item: AnalyzeItem, options: SubmitOptions, threshold: number | null): Promise<Routed> {
   const { model, role, shadow } = pick;
+  const id = model.id;
   const analysis = await model.analyze(item, options);
   metrics.versionAnswers.inc({ model: id, version: model.version, role });
   if (shadow) runShadow(shadow, item, analysis, model, threshold);

@@ -56,7 +56,18 @@ export class PackVersions {
   pick(random: number): Pick {
     const other = this.other;
     if (other?.role === 'canary' && random < other.share) return { model: other.model, role: 'canary', shadow: null };
-    return { model: this.serving.model, role: 'serving', shadow: other?.role === 'shadow' ? other.model : null };
+    return this.servingPick();
+  }
+
+  /** A request addressed to `version`: the serving one (with its shadow) or the canary; undefined for any other. */
+  pickVersion(version: string): Pick | undefined {
+    if (this.serving.model.manifest.version === version) return this.servingPick();
+    if (this.other?.role === 'canary' && this.other.model.manifest.version === version) return { model: this.other.model, role: 'canary', shadow: null };
+    return undefined;
+  }
+
+  private servingPick(): Pick {
+    return { model: this.serving.model, role: 'serving', shadow: this.other?.role === 'shadow' ? this.other.model : null };
   }
 
   /** Throws VersionError unless `version` could be added beside the serving one (callers check before loading it). */

@@ -39,10 +39,17 @@ export function imageErrorMessage(code: ImageErrorCode, maxPixels: number): stri
   }
 }
 
-/** Pack `id` is not loaded (never was, or was unloaded while the request was read). */
+/**
+ * Pack `id` is not loaded (never was, or was unloaded while the request was read); with `version`,
+ * that version is not loaded, or is loaded in a role that never answers (`role`: standby, shadow, previous).
+ */
 export class PackNotLoadedError extends Error {
-  constructor(readonly id: string) {
-    super(`pack ${id} is not loaded`);
+  constructor(
+    readonly id: string,
+    readonly version?: string,
+    readonly role?: string,
+  ) {
+    super(`pack ${id}${version ? `@${version}` : ''} is not ${role ? `answering (${role})` : 'loaded'}`);
   }
 }
 

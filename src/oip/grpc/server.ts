@@ -1,0 +1,177 @@
+// The Open Inference Protocol's gRPC service (proto/inference.proto) on its own port
+// (CATCOMFORT_GRPC_PORT): the same keys (`api-key` metadata), body limit, deadlines, error table,
+// request log and drain as HTTP. ServerLive and ServerReady need no key; every other call does,
+// and before readiness or while draining gets UNAVAILABLE.
+import path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { toApiError } from '../../http/error-mapping';
+import { ApiError } from '../../http/errors';
+import { requestIdFrom } from '../../http/request-id';
+import { recordGrpcCall } from '../../ops/access-log';
+import type { Readiness } from '../../ops/readiness';
+import { DeadlineError } from '../../pipeline/batcher';
+import type { Service } from '../../service';
+import { infer } from '../infer';
+import { modelMetadata, modelReady, serverMetadata } from '../metadata';
+import { toInferCall, toInferResponse, type ModelInferRequest } from './messages';
+import { GRPC_STATUS, statusName } from './status';
+
+/** The protocol's definition, shipped beside dist/ (and in the offline bundle). */
+export const PROTO_FILE = path.join(__dirname, '../../../../proto/inference.proto');
+
+export interface GrpcServerOptions {
+  host: string;
+  port: number;
+}
+
+export interface RunningGrpc {
+  port: number;
+  /** Refuses new calls, waits for those in flight up to timeoutMs, then cancels what is left. */
+  close(timeoutMs: number): Promise<void>;
+}
+
+type Unary = grpc.handleUnaryCall<any, any>;
+
+interface CallContext {
+  requestId: string;
+  signal: AbortSignal;
+  /** performance.now() ms: the client's deadline or the request timeout, whichever is sooner. */
+  deadline: number;
+  /** The client set a deadline sooner than the request timeout. */
+  clientDeadline: boolean;
+  notes: { model?: string; modelVersion?: string; images?: number };
+}
+
+export async function startGrpc(service: Service, readiness: Readiness, options: GrpcServerOptions): Promise<RunningGrpc> {
+  const definition = protoLoader.loadSync(PROTO_FILE, { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true });
+  const proto = grpc.loadPackageDefinition(definition) as any;
+  const server = new grpc.Server({
+    'grpc.max_receive_message_length': service.config.maxBodyBytes,
+    'grpc.max_send_message_length': -1,
+  });
+
+  const handler = (method: string, open: boolean, work: (request: any, ctx: CallContext) => Promise<unknown> | unknown): Unary => {
+    return (call, callback) => {
+      const startedAt = performance.now();
+      const requestId = requestIdFrom(metadataValue(call.metadata, 'x-request-id'));
+      const controller = new AbortController();
+      call.on('cancelled', () => controller.abort());
+      const clientMs = deadlineMs(call.getDeadline());
+      const timeoutMs = service.config.requestTimeoutMs;
+      const ctx: CallContext = {
+        requestId,
+        signal: controller.signal,
+        deadline: startedAt + Math.min(clientMs, timeoutMs),
+        clientDeadline: clientMs < timeoutMs,
+        notes: {},
+      };
+      const finish = (code: grpc.status) =>
+        recordGrpcCall({
+          requestId,
+          method,
+          client: call.getPeer(),
+          model: ctx.notes.model,
+          modelVersion: ctx.notes.modelVersion,
+          code: statusName(code),
+          startedAt,
+          bytesIn: messageBytes(call.request),
+          images: ctx.notes.images,
+        });
+      const trailer = new grpc.Metadata();
+      trailer.set('x-request-id', requestId);
+      Promise.resolve()
+        .then(() => {
+          if (!open && !service.keys.check(metadataValue(call.metadata, 'api-key'))) throw new ApiError('unauthorized');
+          if (!open && !readiness.ready) throw new ApiError('unavailable');
+          return work(call.request, ctx);
+        })
+        .then(
+          (response) => {
+            finish(grpc.status.OK);
+            callback(null, response, trailer);
+          },
+          (error: unknown) => {
+            if (controller.signal.aborted) return finish(grpc.status.CANCELLED);
+            const failure = grpcFailure(error, ctx, requestId);
+            for (const [key, value] of Object.entries(failure.metadata)) trailer.set(key, value);
+            finish(failure.code);
+            callback({ code: failure.code, details: failure.details, metadata: trailer });
+          },
+        );
+    };
+  };
+
+  server.addService(proto.inference.GRPCInferenceService.service, {
+    ServerLive: handler('ServerLive', true, () => ({ live: true })),
+    ServerReady: handler('ServerReady', true, () => ({ ready: readiness.ready })),
+    ServerMetadata: handler('ServerMetadata', false, () => serverMetadata(service.version)),
+    ModelReady: handler('ModelReady', false, (request: { name: string; version: string }, ctx) => {
+      ctx.notes.model = request.name;
+      return { ready: modelReady(service.registry, readiness.ready, request.name, request.version) };
+    }),
+    ModelMetadata: handler('ModelMetadata', false, (request: { name: string; version: string }, ctx) => {
+      ctx.notes.model = request.name;
+      return modelMetadata(service.registry, request.name, request.version);
+    }),
+    ModelInfer: handler('ModelInfer', false, async (request: ModelInferRequest, ctx) => {
+      ctx.notes.model = request.model_name;
+      const call = toInferCall(request);
+      ctx.notes.images = call.inputs[0]?.items?.length;
+      const answer = await infer(service.registry, call, { deadline: ctx.deadline, signal: ctx.signal });
+      ctx.notes.modelVersion = answer.version;
+      return toInferResponse(answer);
+    }),
+  } satisfies Record<string, Unary>);
+
+  const address = `${options.host.includes(':') ? `[${options.host}]` : options.host}:${options.port}`;
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))),
+  );
+  return {
+    port,
+    close: (timeoutMs) =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, timeoutMs);
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      }),
+  };
+}
+
+function metadataValue(metadata: grpc.Metadata, key: string): string | undefined {
+  const value = metadata.get(key)[0];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** Milliseconds left before a call's deadline (Infinity without one). */
+function deadlineMs(deadline: grpc.Deadline): number {
+  const at = deadline instanceof Date ? deadline.getTime() : deadline;
+  return Number.isFinite(at) ? Math.max(0, at - Date.now()) : Infinity;
+}
+
+/** Bytes of a request's images, for the log line (0 for other calls). */
+function messageBytes(request: unknown): number {
+  const r = request as Partial<ModelInferRequest> | undefined;
+  const raw = (r?.raw_input_contents ?? []).reduce((n, b) => n + b.length, 0);
+  const listed = (r?.inputs ?? []).reduce((n, t) => n + (t.contents?.bytes_contents ?? []).reduce((m, b) => m + b.length, 0), 0);
+  return raw + listed;
+}
+
+/** Our coded error as a gRPC status: the message as details; our code, details and Retry-After as trailers. */
+function grpcFailure(error: unknown, ctx: CallContext, requestId: string): { code: grpc.status; details: string; metadata: Record<string, string> } {
+  if (error instanceof DeadlineError && ctx.clientDeadline) {
+    return { code: grpc.status.DEADLINE_EXCEEDED, details: 'The request could not be processed before its deadline.', metadata: { 'error-code': 'deadline_exceeded' } };
+  }
+  const apiError = toApiError(error, { request_id: requestId, interface: 'grpc' }) ?? new ApiError('internal_error');
+  const metadata: Record<string, string> = { 'error-code': apiError.code };
+  if (Object.keys(apiError.details).length > 0) metadata['error-details'] = JSON.stringify(apiError.details);
+  const retryAfter = apiError.headers['Retry-After'];
+  if (retryAfter) metadata['retry-after'] = retryAfter;
+  return { code: GRPC_STATUS[apiError.kind], details: apiError.message, metadata };
+}

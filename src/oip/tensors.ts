@@ -1,0 +1,55 @@
+// The model's tensors in the Open Inference Protocol (README "Open Inference Protocol"): one BYTES
+// input of encoded images, and per image the answer of /v2/predict as typed outputs. Values with no
+// meaning for an image (no cat, no score) are written as documented fill values, since tensors have no null.
+import { isDiscomfort, type Analysis } from '../pipeline/analysis';
+
+export type Datatype = 'BYTES' | 'FP32' | 'INT32';
+
+export interface TensorMetadata {
+  name: string;
+  datatype: Datatype;
+  /** -1: any size (the number of images). */
+  shape: number[];
+}
+
+export const INPUT: TensorMetadata = { name: 'image', datatype: 'BYTES', shape: [-1] };
+
+export const OUTPUTS = [
+  { name: 'detection', datatype: 'BYTES', shape: [-1] }, // detected | low_confidence | not_detected
+  { name: 'confidence', datatype: 'FP32', shape: [-1] }, // the cat's detection confidence; 0 without a cat
+  { name: 'box', datatype: 'FP32', shape: [-1, 4] }, // x_min, y_min, x_max, y_max in pixels; zeros without a cat
+  { name: 'score', datatype: 'FP32', shape: [-1] }, // probability of discomfort; -1 unless detected
+  { name: 'label', datatype: 'BYTES', shape: [-1] }, // comfort | discomfort; empty unless detected
+  { name: 'image_size', datatype: 'INT32', shape: [-1, 2] }, // width, height
+] as const satisfies readonly TensorMetadata[];
+
+export type OutputName = (typeof OUTPUTS)[number]['name'];
+
+export const OUTPUT_NAMES: ReadonlySet<string> = new Set(OUTPUTS.map((o) => o.name));
+
+/** An output tensor's values, flattened row-major: strings for BYTES, numbers otherwise. */
+export interface OutputTensor {
+  name: OutputName;
+  datatype: Datatype;
+  shape: number[];
+  values: string[] | number[];
+}
+
+/** The outputs named in `names` (in the table's order), for the analyses of N images. */
+export function outputTensors(analyses: Analysis[], threshold: number, names: ReadonlySet<string>): OutputTensor[] {
+  const n = analyses.length;
+  const columns: Record<OutputName, string[] | number[]> = {
+    detection: analyses.map((a) => a.detection),
+    confidence: analyses.map((a) => a.cat?.confidence ?? 0),
+    box: analyses.flatMap((a) => a.cat?.box ?? [0, 0, 0, 0]),
+    score: analyses.map((a) => a.score ?? -1),
+    label: analyses.map((a) => (a.score === null ? '' : isDiscomfort(a.score, threshold) ? 'discomfort' : 'comfort')),
+    image_size: analyses.flatMap((a) => [a.width, a.height]),
+  };
+  return OUTPUTS.filter((o) => names.has(o.name)).map((o) => ({
+    name: o.name,
+    datatype: o.datatype,
+    shape: o.shape.map((d) => (d === -1 ? n : d)),
+    values: columns[o.name],
+  }));
+}
