@@ -25,6 +25,7 @@ WORKDIR /src
 COPY package.json package-lock.json CMakeLists.txt tsconfig.json ./
 COPY native/ native/
 COPY src/ src/
+COPY proto/ proto/
 COPY models/ models/
 RUN --mount=type=bind,from=model-mirror,target=/mirror \
     if [ -f /mirror/yolox-nano/yolox_nano.onnx ]; then export CATCOMFORT_MODEL_MIRROR=/mirror; fi \

@@ -48,13 +48,14 @@ test('the bundle unpacks and serves /v2/predict without npm, PATH or HOME', asyn
     const home = path.join(work, 'home');
     mkdirSync(emptyBin);
     mkdirSync(home);
-    const server = await startServer({ PATH: emptyBin, HOME: home }, { command: path.join(unpacked, 'catcomfort/run'), inheritEnv: false, cwd: home });
+    const server = await startServer({ PATH: emptyBin, HOME: home, CATCOMFORT_GRPC_PORT: '0' }, { command: path.join(unpacked, 'catcomfort/run'), inheritEnv: false, cwd: home });
     try {
       const res = await postJson(`${server.url}/v2/predict`, { image: readFileSync(photo('000_skimage_chelsea.png')).toString('base64') });
       assert.equal(res.status, 200, res.text);
       assert.equal(res.body.detection, 'detected');
       const v1 = (await request(`${server.url}/v2/models`)).body.models.find((m: { id: string }) => m.id === 'bc-v1');
       assert.match(v1.detector.precision_reason, /^self-check passed/, 'the self-check runs from the bundle');
+      assert.match(server.output(), /"msg":"grpc listening"/, 'the gRPC service finds its proto in the bundle');
     } finally {
       await server.stop();
     }

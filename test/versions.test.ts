@@ -40,3 +40,16 @@ test('two versions at most; promote keeps the old one as previous; the serving o
   pack.add(model('3.0.0'), 'standby', 0);
   assert.equal(pack.list().length, 2);
 });
+
+test('a request addressed to a version: the serving one keeps its shadow, a canary answers whatever its share, other roles never', () => {
+  const pack = new PackVersions(model('1.0.0'));
+  const next = model('2.0.0');
+  pack.add(next, 'shadow', 0);
+  assert.deepEqual(pack.pickVersion('1.0.0'), { model: pack.current, role: 'serving', shadow: next });
+  assert.equal(pack.pickVersion('2.0.0'), undefined, 'a shadow answers nothing');
+  pack.route('2.0.0', 'canary', 0.01);
+  assert.deepEqual(pack.pickVersion('2.0.0'), { model: next, role: 'canary', shadow: null });
+  pack.route('2.0.0', 'standby', 0);
+  assert.equal(pack.pickVersion('2.0.0'), undefined);
+  assert.equal(pack.pickVersion('9.9.9'), undefined);
+});

@@ -45,6 +45,7 @@ export const LEFT_OUT: Record<string, string> = {
   'com.github.asus4.onnxruntime': 'build-time headers; its Linux x64 library is in build/Release',
   'com.github.asus4.onnxruntime.linux-x64-gpu': 'its provider libraries are in build/Release (the CUDA one with --cuda)',
   'prebuild-install': "better-sqlite3's install-time binary downloader",
+  '@types/node': "type declarations, which protobufjs (under the gRPC service's proto loader) lists as a dependency",
 };
 
 /** Node's lookup: node_modules/<name> in `from` or a folder above it, up to `root`. */

@@ -5,6 +5,7 @@
 //   catcomfort/catcomfort          the command line (src/cli/main.ts) with the same Node binary
 //   catcomfort/node/bin/node       this Node.js (process.execPath), stripped
 //   catcomfort/app/dist/src/       the compiled service (no tests, benchmarks or source maps)
+//   catcomfort/app/proto/          the gRPC service's definition, read at start when CATCOMFORT_GRPC_PORT is set
 //   catcomfort/app/build/Release/  catcomfort.node, ONNX Runtime, libvips (+ the CUDA provider with --cuda;
 //                                  --cuda-arch keeps its GPU code for those architectures only: cuda-fatbin.ts)
 //   catcomfort/app/models/         every pack's manifest and documents; enabled packs with their model files
@@ -201,6 +202,7 @@ async function main(): Promise<void> {
     copyNode(top);
     copyInto(path.join(repoRoot, 'package.json'), path.join(app, 'package.json'));
     copyInto(path.join(repoRoot, 'dist/src'), path.join(app, 'dist/src'), (f) => !f.endsWith('.map'));
+    copyInto(path.join(repoRoot, 'proto'), path.join(app, 'proto'));
     copyNative(app, cuda, cudaLibrary, values.bench!);
     await copyModels(app);
     if (values.bench) {
