@@ -4,10 +4,16 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { joinBytesElements, splitBytesElements } from '../src/oip/bytes-elements';
+import { PROTO_FILE } from '../src/oip/grpc/server';
 import { postJson, request } from './helpers/http';
 import { photo } from './helpers/paths';
+import { encodeRgbPng } from './helpers/png';
 import { runClientScript } from './helpers/python-client';
 import { startServer, TEST_KEY, type TestServer } from './helpers/server';
+import { waitFor } from './helpers/wait';
 
 const PHOTOS = ['000_skimage_chelsea.png', '004_oxford_Persian_163.jpg', '111_skimage_coffee.png'];
 const MAX_BODY = 2 * 1024 * 1024;
@@ -169,4 +175,34 @@ test('REST: health without a key, server metadata and model readiness with one, 
   });
   assert.equal(named.status, 200);
   assert.deepEqual(named.body.outputs, [{ name: 'detection', datatype: 'BYTES', shape: [1], data: [expected[0].detection] }]);
+});
+
+test('gRPC: at SIGTERM a call in flight is answered in full before the process exits', async () => {
+  const proto = grpc.loadPackageDefinition(protoLoader.loadSync(PROTO_FILE, { keepCase: true, longs: Number, defaults: true, oneofs: true })) as any;
+  const client = new proto.inference.GRPCInferenceService(`127.0.0.1:${grpcPort}`, grpc.credentials.createInsecure());
+  const slow = encodeRgbPng(3000, 3000, Buffer.alloc(3000 * 3000 * 3, 128)); // many pixels to decode, few bytes to send
+  const images = 8;
+  const metadata = new grpc.Metadata();
+  metadata.set('api-key', TEST_KEY);
+  const submitted = async () => (await request(`${server.url}/v2/stats`)).body.models['bc-v1'].submitted as number;
+  const before = await submitted();
+  const answer = new Promise<any>((resolve, reject) =>
+    client.ModelInfer(
+      { model_name: 'bc-v1', inputs: [{ name: 'image', datatype: 'BYTES', shape: [images] }], raw_input_contents: [joinBytesElements(Array(images).fill(slow))] },
+      metadata,
+      (error: Error | null, response: any) => (error ? reject(error) : resolve(response)),
+    ),
+  );
+  await waitFor('the call taken by the batcher', async () => (await submitted()) > before, { intervalMs: 5 });
+  server.child.kill('SIGTERM');
+  const response = await answer;
+  client.close();
+  const detection = splitBytesElements(response.raw_output_contents[0])!.map((b) => b.toString());
+  assert.equal(detection.length, images);
+  await server.stop();
+  assert.equal(server.child.exitCode, 0, server.output());
+  const lines = server.output().split('\n');
+  const shutdown = lines.findIndex((l) => l.includes('"msg":"shutting down"'));
+  const answered = lines.findIndex((l) => l.includes('"method":"ModelInfer"') && l.includes(`"images":${images}`));
+  assert.ok(shutdown >= 0 && answered > shutdown, 'the call was answered after the signal');
 });
