@@ -46,8 +46,9 @@ export function fixturePhotos(): Photo[] {
 /** The photo that the size-scaled micro-benchmark JPEGs are made from (640x480, two cats). */
 export const SIZE_SOURCE_PHOTO = '041_ggoni_cats_couch.jpg';
 
-export type Target = 'micro' | 'inprocess' | 'us' | 'fastapi' | 'fastify' | 'ray';
-export const ALL_TARGETS: Target[] = ['micro', 'inprocess', 'us', 'fastapi', 'fastify', 'ray'];
+/** BENCH_ONLY's names; us-oip and us-grpc: our service's OIP REST (binary) and gRPC rows, beside its /v2/predict rows. */
+export type Target = 'micro' | 'inprocess' | 'us' | 'us-oip' | 'us-grpc' | 'fastapi' | 'fastify' | 'ray';
+export const ALL_TARGETS: Target[] = ['micro', 'inprocess', 'us', 'us-oip', 'us-grpc', 'fastapi', 'fastify', 'ray'];
 export type ServerName = 'us' | 'fastapi' | 'fastify' | 'ray';
 export const SERVER_NAMES: ServerName[] = ['us', 'fastapi', 'fastify', 'ray'];
 

@@ -1,13 +1,19 @@
-// HTTP load generator, run as its own process by bench/load.ts: `node dist/bench/load-worker.js
-// <config.json>`. Prepares the request bodies once (every fixture photo as base64 JSON), then for
-// each concurrency level runs autocannon (programmatic API) for a warm-up and a measured window,
-// rotating the photos across requests. Progress goes to stderr; the result is one JSON document
-// on stdout.
+// Load generator, run as its own process by bench/load.ts: `node dist/bench/load-worker.js
+// <config.json>`. Prepares the requests once (every fixture photo as the target's protocol sends it,
+// bench/protocols.ts), then for each concurrency level runs a warm-up and a measured window,
+// rotating the photos across requests: autocannon (bench/load-autocannon.ts) for /v2/predict and OIP
+// REST, a closed loop of gRPC calls (bench/load-window.ts, bench/grpc-client.ts) for gRPC. Progress
+// goes to stderr; the result is one JSON document on stdout.
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { sampleGpu, type GpuUtilisation } from '../src/ops/gpu-sampler';
+import { percentile } from './common';
+import { grpcSender } from './grpc-client';
+import { autocannonWindow, type HttpRequest } from './load-autocannon';
+import { closedLoopWindow, type WindowResult } from './load-window';
+import { oipBinaryRequest, predictBody, protocolOf } from './protocols';
 
 export interface LoadWorkerConfig {
+  /** The target; its protocol follows from it (bench/protocols.ts protocolOf). */
   url: string;
   apiKey: string;
   photoPaths: string[];
@@ -23,7 +29,7 @@ export interface LoadWorkerConfig {
 export interface LoadLevel {
   concurrency: number;
   durationS: number;
-  /** All responses, 2xx or not. */
+  /** All responses, 2xx or not (gRPC: every call the service answered, OK or not; 2xx below: OK). */
   responses: number;
   ok2xx: number;
   /** 2xx responses per second. */
@@ -34,8 +40,9 @@ export interface LoadLevel {
   p99Ms: number;
   maxMs: number;
   non2xx: number;
+  /** gRPC: UNAVAILABLE with error-code overloaded, the service's 429. */
   status429: number;
-  /** Non-2xx other than 429, by status. */
+  /** Non-2xx other than 429, by status (gRPC: by status name). */
   otherStatus: Record<string, number>;
   errors: number;
   timeouts: number;
@@ -43,112 +50,57 @@ export interface LoadLevel {
   gpu: GpuUtilisation | null;
 }
 
-interface AutocannonResult {
-  duration: number;
-  errors: number;
-  timeouts: number;
-  non2xx: number;
-  statusCodeStats: Record<string, { count: number }>;
-}
-
-interface AutocannonInstance {
-  on(event: 'response', listener: (client: unknown, statusCode: number, resBytes: number, responseTime: number) => void): void;
-}
-
-type Autocannon = ((opts: Record<string, unknown>, cb: (err: Error | null, result: AutocannonResult) => void) => AutocannonInstance) & {
-  track?: unknown;
-};
-
-const requireHere = createRequire(__filename);
-const autocannon = requireHere('autocannon') as Autocannon;
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[rank]!;
-}
-
-function runOnce(config: LoadWorkerConfig, bodies: string[], connections: number, seconds: number, startAt: number): Promise<{ result: AutocannonResult; latencies: number[]; elapsedS: number }> {
-  return new Promise((resolve, reject) => {
-    let next = startAt;
-    const latencies: number[] = [];
-    const started = performance.now();
-    const instance = autocannon(
-      {
-        url: config.url,
-        connections,
-        pipelining: 1,
-        duration: seconds,
-        timeout: config.timeoutS,
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'api-key': config.apiKey },
-        requests: [
-          {
-            method: 'POST',
-            path: new URL(config.url).pathname,
-            // One photo after another across all connections.
-            setupRequest: (req: Record<string, unknown>) => ({ ...req, body: bodies[next++ % bodies.length] }),
-          },
-        ],
-      },
-      (err, result) => {
-        if (err) reject(err);
-        else resolve({ result, latencies, elapsedS: (performance.now() - started) / 1000 });
-      },
-    );
-    instance.on('response', (_client, statusCode, _bytes, responseTime) => {
-      if (statusCode >= 200 && statusCode < 300) latencies.push(responseTime);
-    });
-  });
+/** The measured window at a concurrency for the config's target: autocannon for HTTP, the closed loop for gRPC. */
+function windowRunner(config: LoadWorkerConfig): (connections: number, seconds: number, startAt: number) => Promise<WindowResult> {
+  const photos = config.photoPaths.map((p) => readFileSync(p));
+  const protocol = protocolOf(config.url);
+  if (protocol === 'grpc') {
+    const send = grpcSender(config.url, config.apiKey, photos, config.timeoutS);
+    return (connections, seconds, startAt) => closedLoopWindow(send, connections, seconds, startAt);
+  }
+  const requests: HttpRequest[] = photos.map((p) => (protocol === 'oip-rest' ? oipBinaryRequest(p) : { body: predictBody(p) }));
+  return (connections, seconds, startAt) => autocannonWindow(config, requests, connections, seconds, startAt);
 }
 
 async function main(): Promise<void> {
   const file = process.argv[2];
   if (!file) throw new Error('usage: load-worker <config.json>');
   const config = JSON.parse(readFileSync(file, 'utf8')) as LoadWorkerConfig;
-  const bodies = config.photoPaths.map((p) => JSON.stringify({ image: readFileSync(p).toString('base64') }));
+  const measure = windowRunner(config);
   const levels: LoadLevel[] = [];
   let offset = 0;
   for (const connections of config.concurrency) {
     if (config.warmupS > 0) {
       process.stderr.write(`    c=${connections}: warm-up ${config.warmupS}s\n`);
-      await runOnce(config, bodies, connections, config.warmupS, offset);
+      await measure(connections, config.warmupS, offset);
     }
     process.stderr.write(`    c=${connections}: measuring ${config.durationS}s\n`);
     const sampler = sampleGpu(config.gpuDevice);
-    const { result, latencies, elapsedS } = await runOnce(config, bodies, connections, config.durationS, offset);
+    const w = await measure(connections, config.durationS, offset);
     const gpu = await sampler.stop();
     offset += 7;
-    latencies.sort((a, b) => a - b);
-    const status429 = result.statusCodeStats['429']?.count ?? 0;
-    const otherStatus: Record<string, number> = {};
-    for (const [code, { count }] of Object.entries(result.statusCodeStats)) {
-      if (!code.startsWith('2') && code !== '429') otherStatus[code] = count;
-    }
-    const responses = Object.values(result.statusCodeStats).reduce((a, s) => a + s.count, 0);
-    // autocannon's duration is the measured window (it includes the drain of in-flight requests).
-    const durationS = result.duration > 0 ? result.duration : elapsedS;
+    const latencies = w.latencies.sort((a, b) => a - b);
     const level: LoadLevel = {
       concurrency: connections,
-      durationS,
-      responses,
+      durationS: w.durationS,
+      responses: w.responses,
       ok2xx: latencies.length,
-      rps: latencies.length / durationS,
+      rps: latencies.length / w.durationS,
       p50Ms: percentile(latencies, 50),
       p90Ms: percentile(latencies, 90),
       p99Ms: percentile(latencies, 99),
       maxMs: latencies.length ? latencies[latencies.length - 1]! : NaN,
-      non2xx: result.non2xx,
-      status429,
-      otherStatus,
-      errors: result.errors,
-      timeouts: result.timeouts,
+      non2xx: w.overloaded + Object.values(w.refused).reduce((a, n) => a + n, 0),
+      status429: w.overloaded,
+      otherStatus: w.refused,
+      errors: w.errors,
+      timeouts: w.timeouts,
       gpu,
     };
     levels.push(level);
     process.stderr.write(
       `    c=${connections}: ${level.rps.toFixed(1)} req/s, p50 ${level.p50Ms.toFixed(1)} ms, p90 ${level.p90Ms.toFixed(1)} ms, p99 ${level.p99Ms.toFixed(1)} ms, ` +
-        `non-2xx ${level.non2xx} (429: ${status429}), errors ${level.errors}, timeouts ${level.timeouts}\n`,
+        `non-2xx ${level.non2xx} (429: ${level.status429}), errors ${level.errors}, timeouts ${level.timeouts}\n`,
     );
   }
   process.stdout.write(`${JSON.stringify({ levels })}\n`);

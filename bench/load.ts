@@ -1,5 +1,7 @@
-// HTTP load run against a URL, from a second process (dist/bench/load-worker.js, autocannon), with
-// every fixture photo (cat and no-cat) rotated across requests, at each concurrency level.
+// Load run against a URL, from a second process (dist/bench/load-worker.js), with every fixture photo
+// (cat and no-cat) rotated across requests, at each concurrency level. The URL names the protocol
+// (bench/protocols.ts): .../v2/predict, .../v2/models/<model>/infer (OIP REST, binary tensor data),
+// grpc://HOST:PORT/<model> (OIP gRPC ModelInfer).
 // Alone, against a server you started: `node dist/bench/load.js http://127.0.0.1:8080/v2/predict KEY`
 // (BENCH_DURATION_S, BENCH_WARMUP_S, BENCH_CONCURRENCY apply). Only loopback URLs are accepted.
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -68,7 +70,7 @@ if (require.main === module) {
   installCleanup();
   const [url, apiKey] = process.argv.slice(2);
   if (!url || !apiKey) {
-    process.stderr.write('usage: node dist/bench/load.js <url> <api-key>\n');
+    process.stderr.write('usage: node dist/bench/load.js <url> <api-key>   (url: http://127.0.0.1:PORT/v2/predict, http://127.0.0.1:PORT/v2/models/MODEL/infer or grpc://127.0.0.1:PORT/MODEL)\n');
     process.exit(2);
   }
   const o = benchOptions();

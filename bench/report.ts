@@ -1,11 +1,13 @@
 // The benchmark report: its shape (what bench/run.ts measures and writes to latest.json) and how it
-// renders, as latest.md (machine, settings, the fp32-versus-int8 summary, HTTP, in-process,
-// agreement and micro-benchmark tables) and as latest.svg (the HTTP lines drawn by bench/chart.ts).
+// renders, as latest.md (machine, settings, the fp32-versus-int8 summary, HTTP with our OIP REST and
+// gRPC rows beside /v2/predict, in-process, agreement and micro-benchmark tables) and as latest.svg
+// (the /v2/predict lines drawn by bench/chart.ts).
 import { renderChart } from './chart';
 import { fixturePhotos, fmt, SERVER_NAMES, type BenchOptions, type machineInfo, type Precision, type ServerName } from './common';
 import type { InprocessResult } from './inprocess';
 import type { LoadLevel } from './load';
 import { microMarkdown, type MicroResult } from './micro';
+import type { Answer, LoadProtocol, OipProtocol } from './protocols';
 import type { GpuUtilisation } from '../src/ops/gpu-sampler';
 
 const SERVER_LABELS: Record<ServerName, string> = {
@@ -15,15 +17,35 @@ const SERVER_LABELS: Record<ServerName, string> = {
   ray: 'Ray Serve peer',
 };
 
+/** Our other protocols: their rows' names, and short names for the ratio columns. */
+const PROTOCOLS: Record<OipProtocol, { label: string; short: string }> = {
+  'oip-rest': { label: 'us (OIP REST, binary)', short: 'OIP REST' },
+  grpc: { label: 'us (gRPC)', short: 'gRPC' },
+};
+
+const REQUEST_LABELS: Record<LoadProtocol, string> = {
+  predict: '/v2/predict: JSON, the photo in base64',
+  'oip-rest': 'OIP REST infer: JSON header + length-prefixed bytes (binary extension)',
+  grpc: 'gRPC ModelInferRequest: protobuf, raw_input_contents',
+};
+
 /** A server run's name with its detector precision, e.g. "FastAPI peer, int8". */
 export function runLabel(run: Pick<ServerRun, 'name' | 'precision'>): string {
   return `${SERVER_LABELS[run.name]}, ${run.precision}`;
 }
 
-export interface Answer {
-  detection: string;
-  label: string | null;
-  score: number | null;
+/** A protocol row's name with the run's detector precision, e.g. "us (gRPC), int8". */
+export function protocolLabel(run: Pick<ServerRun, 'precision'>, protocol: OipProtocol): string {
+  return `${PROTOCOLS[protocol].label}, ${run.precision}`;
+}
+
+/** Our service loaded over another protocol in its main run, right after its /v2/predict rows (fixture photos). */
+export interface ProtocolRun {
+  protocol: OipProtocol;
+  levels: LoadLevel[];
+  /** One request per photo before the load, as for the servers. */
+  answers: Record<string, Answer>;
+  error?: string;
 }
 
 export interface ServerRun {
@@ -38,6 +60,8 @@ export interface ServerRun {
   phoneLevels: LoadLevel[];
   /** One request per photo before the load: the answer per photo file. */
   answers: Record<string, Answer>;
+  /** Our main run only: the same service loaded over OIP REST and gRPC (BENCH_ONLY us-oip, us-grpc). */
+  protocols: ProtocolRun[];
   error?: string;
 }
 
@@ -53,6 +77,8 @@ export interface Report {
   inprocess?: InprocessResult;
   inprocessError?: string;
   servers: ServerRun[];
+  /** Bytes of the request each protocol measured sends per fixture photo (body; gRPC: the message). */
+  requestBytes?: Array<{ protocol: LoadProtocol; mean: number; min: number; max: number }>;
 }
 
 type LevelsOf = (run: ServerRun) => LoadLevel[];
@@ -72,17 +98,28 @@ function ratio(a: number | undefined, b: number | undefined, digits = 2): string
   return `${(a / b).toFixed(digits)}x`;
 }
 
+/** A table's rows: each server's, and with the fixture photos our main run's other protocols after it. */
+function tableRows(report: Report, levels: LevelsOf): Array<{ label: string; levels: LoadLevel[] }> {
+  return report.servers
+    .flatMap((s) => [
+      { label: runLabel(s), levels: levels(s) },
+      ...(levels === fixtureLevels ? s.protocols.map((p) => ({ label: protocolLabel(s, p.protocol), levels: p.levels })) : []),
+    ])
+    .filter((r) => r.levels.length > 0);
+}
+
 /** Per-server table and our ratios to each peer, for one photo set. */
 function httpTables(report: Report, levels: LevelsOf): string[] {
   const lines: string[] = [];
   const servers = report.servers.filter((s) => levels(s).length > 0);
-  const gpu = servers.some((s) => levels(s).some((l) => l.gpu));
+  const rows = tableRows(report, levels);
+  const gpu = rows.some((r) => r.levels.some((l) => l.gpu));
   lines.push(`| server | concurrency | req/s | p50 ms | p90 ms | p99 ms | non-2xx | of which 429 | errors/timeouts |${gpu ? ' GPU util mean/max % |' : ''}`);
   lines.push(`|---|---:|---:|---:|---:|---:|---:|---:|---:|${gpu ? '---:|' : ''}`);
-  for (const s of servers) {
-    for (const l of levels(s)) {
+  for (const r of rows) {
+    for (const l of r.levels) {
       lines.push(
-        `| ${runLabel(s)} | ${l.concurrency} | ${fmt(l.rps)} | ${fmt(l.p50Ms)} | ${fmt(l.p90Ms)} | ${fmt(l.p99Ms)} | ${l.non2xx} | ${l.status429} | ${l.errors}/${l.timeouts} |` +
+        `| ${r.label} | ${l.concurrency} | ${fmt(l.rps)} | ${fmt(l.p50Ms)} | ${fmt(l.p90Ms)} | ${fmt(l.p99Ms)} | ${l.non2xx} | ${l.status429} | ${l.errors}/${l.timeouts} |` +
           (gpu ? ` ${gpuCell(l.gpu)} |` : ''),
       );
     }
@@ -99,6 +136,40 @@ function httpTables(report: Report, levels: LevelsOf): string[] {
       const ours = levelOf(us, c, levels);
       lines.push(`| ${c} | ${peers.map((p) => { const l = levelOf(p, c, levels); return `${ratio(ours?.rps, l?.rps)} | ${ratio(l?.p50Ms, ours?.p50Ms)} | ${ratio(l?.p99Ms, ours?.p99Ms)}`; }).join(' | ')} |`);
     }
+    lines.push('');
+  }
+  return lines;
+}
+
+const kib = (bytes: number) => fmt(bytes / 1024);
+
+/** Our OIP REST and gRPC rows against our /v2/predict rows of the same run, and what each sends per photo. */
+function protocolTables(report: Report): string[] {
+  const us = report.servers.find((s) => s.name === 'us' && s.role === 'main');
+  const protocols = us?.protocols.filter((p) => p.levels.length > 0) ?? [];
+  if (!us || protocols.length === 0) return [];
+  const lines: string[] = ['### Our protocols versus /v2/predict', ''];
+  if (us.levels.length > 0) {
+    lines.push(
+      `The same service process and fixture photos, loaded over each protocol one after the other in this run (${us.precision} detector). ` +
+        'Throughput ratio = protocol req/s ÷ /v2/predict req/s (above 1: the protocol serves more); p50/p99 ratio = /v2/predict latency ÷ protocol latency (above 1: the protocol answers faster).',
+      '',
+    );
+    const short = protocols.map((p) => PROTOCOLS[p.protocol].short);
+    lines.push(`| concurrency | ${short.map((n) => `throughput ${n} | p50 ${n} | p99 ${n}`).join(' | ')} |`);
+    lines.push(`|---:|${protocols.map(() => '---:|---:|---:').join('|')}|`);
+    for (const c of report.options.concurrency) {
+      const predict = levelOf(us, c);
+      lines.push(`| ${c} | ${protocols.map((p) => { const l = p.levels.find((x) => x.concurrency === c); return `${ratio(l?.rps, predict?.rps)} | ${ratio(predict?.p50Ms, l?.p50Ms)} | ${ratio(predict?.p99Ms, l?.p99Ms)}`; }).join(' | ')} |`);
+    }
+    lines.push('');
+  }
+  const sizes = report.requestBytes ?? [];
+  const predictMean = sizes.find((b) => b.protocol === 'predict')?.mean;
+  if (sizes.length > 0) {
+    lines.push(`What each sends per photo (the ${fixturePhotos().length} fixture photos; HTTP: the body; gRPC: the protobuf message inside its 5-byte frame):`, '');
+    lines.push('| request | mean KiB | min KiB | max KiB | size / /v2/predict |', '|---|---:|---:|---:|---:|');
+    for (const b of sizes) lines.push(`| ${REQUEST_LABELS[b.protocol]} | ${kib(b.mean)} | ${kib(b.min)} | ${kib(b.max)} | ${ratio(b.mean, predictMean)} |`);
     lines.push('');
   }
   return lines;
@@ -182,6 +253,23 @@ function httpPrecisionTable(report: Report): string[] {
   ];
 }
 
+/** One row of "Same answers?": `answers` against the reference's, photo by photo. */
+function agreementRow(label: string, answers: Record<string, Answer>, refLabel: string, refAnswers: Record<string, Answer>): string {
+  let sameDetection = 0;
+  let sameLabel = 0;
+  let maxDiff = 0;
+  const files = Object.keys(refAnswers);
+  for (const f of files) {
+    const a = refAnswers[f]!;
+    const b = answers[f];
+    if (!b) continue;
+    if (a.detection === b.detection) sameDetection++;
+    if (a.label === b.label) sameLabel++;
+    if (a.score !== null && b.score !== null) maxDiff = Math.max(maxDiff, Math.abs(a.score - b.score));
+  }
+  return `| ${label} | ${refLabel} | ${sameDetection}/${files.length} | ${sameLabel}/${files.length} | ${maxDiff.toFixed(4)} |`;
+}
+
 /** latest.md. */
 export function reportMarkdown(report: Report): string {
   const o = report.options;
@@ -191,7 +279,10 @@ export function reportMarkdown(report: Report): string {
   lines.push(`- Date: ${report.date}`);
   lines.push(`- Machine: ${m.cpu} (${m.cpuFeatures.join(', ') || 'no AVX2'}), ${m.cores} cores, ${m.memoryGiB} GiB; ${m.platform}; Node ${m.node}${m.python ? `; ${m.python}` : ''}`);
   lines.push(`- Load: autocannon in a separate process on the same machine, 127.0.0.1; ${fixturePhotos().length} fixture photos (cat and no-cat) rotated across requests; ` +
-    `${o.warmupS} s warm-up + ${o.durationS} s measured per concurrency level; latency of 2xx responses.`);
+    `${o.warmupS} s warm-up + ${o.durationS} s measured per concurrency level; latency of 2xx responses` +
+    (report.servers.some((s) => s.protocols.some((p) => p.protocol === 'grpc'))
+      ? '; gRPC: @grpc/grpc-js in that process, one channel, a closed loop of as many calls in flight as the concurrency.'
+      : '.'));
   lines.push(`- Our service: ${Object.entries(report.ourSettings).map(([k, v]) => `\`${k}=${v}\``).join(', ')}`);
   for (const s of report.servers) lines.push(`- ${runLabel(s)}: ${s.description}`);
   const hp = report.httpPrecision;
@@ -203,9 +294,9 @@ export function reportMarkdown(report: Report): string {
   lines.push('');
   lines.push(...precisionSummary(report));
 
-  const servers = report.servers.filter((s) => s.levels.length > 0);
-  if (servers.length > 0) {
-    lines.push('## HTTP load: POST /v2/predict', '', ...httpTables(report, fixtureLevels));
+  const protocolRows = report.servers.some((s) => s.protocols.some((p) => p.levels.length > 0));
+  if (report.servers.some((s) => s.levels.length > 0) || protocolRows) {
+    lines.push(`## HTTP load: POST /v2/predict${protocolRows ? ', and our OIP REST and gRPC infer' : ''}`, '', ...httpTables(report, fixtureLevels), ...protocolTables(report));
     if (report.servers.some((s) => s.phoneLevels.length > 0)) {
       lines.push('## HTTP load with 12 MP phone photos', '');
       lines.push('Every fixture photo scaled to about 12 megapixels (4000x3000 for 4:3) as a 4:2:0 JPEG (`bench/phone-photos.ts`), same load otherwise.', '');
@@ -216,6 +307,7 @@ export function reportMarkdown(report: Report): string {
   }
   lines.push(...httpPrecisionTable(report));
   for (const s of report.servers.filter((x) => x.error)) lines.push(`**${runLabel(s)} failed:** ${s.error}`, '');
+  for (const s of report.servers) for (const p of s.protocols.filter((x) => x.error)) lines.push(`**${protocolLabel(s, p.protocol)} failed:** ${p.error}`, '');
 
   if (report.inprocess) {
     const ip = report.inprocess;
@@ -271,26 +363,15 @@ export function reportMarkdown(report: Report): string {
 
   const withAnswers = report.servers.filter((s) => Object.keys(s.answers).length > 0);
   const usMain = withAnswers.find((s) => s.name === 'us' && s.role === 'main');
-  if (usMain && withAnswers.length > 1) {
+  const protocolAnswers = usMain?.protocols.filter((p) => Object.keys(p.answers).length > 0) ?? [];
+  if (usMain && (withAnswers.length > 1 || protocolAnswers.length > 0)) {
     lines.push('## Same answers?', '');
-    lines.push('Each photo sent once to each server before its load run, compared with our answer at the same detector precision (resizing kernels differ slightly; the ImageNet network under the untrained reference head magnifies a grey level of difference in a crop, so scores can differ by a few tenths while detection states agree); our other precision is compared with our main one.', '');
+    lines.push('Each photo sent once to each server before its load run, compared with our answer at the same detector precision (resizing kernels differ slightly; the ImageNet network under the untrained reference head magnifies a grey level of difference in a crop, so scores can differ by a few tenths while detection states agree); our other precision, OIP REST and gRPC are compared with our main /v2/predict run (OIP scores are FP32 tensors).', '');
     lines.push('| server | compared with | same detection state | same label | max abs score difference |', '|---|---|---:|---:|---:|');
+    for (const p of protocolAnswers) lines.push(agreementRow(protocolLabel(usMain, p.protocol), p.answers, runLabel(usMain), usMain.answers));
     for (const s of withAnswers.filter((x) => x !== usMain)) {
       const ref = s.name === 'us' ? usMain : withAnswers.find((x) => x.name === 'us' && x.precision === s.precision);
-      if (!ref) continue;
-      let sameDetection = 0;
-      let sameLabel = 0;
-      let maxDiff = 0;
-      const files = Object.keys(ref.answers);
-      for (const f of files) {
-        const a = ref.answers[f]!;
-        const b = s.answers[f];
-        if (!b) continue;
-        if (a.detection === b.detection) sameDetection++;
-        if (a.label === b.label) sameLabel++;
-        if (a.score !== null && b.score !== null) maxDiff = Math.max(maxDiff, Math.abs(a.score - b.score));
-      }
-      lines.push(`| ${runLabel(s)} | ${runLabel(ref)} | ${sameDetection}/${files.length} | ${sameLabel}/${files.length} | ${maxDiff.toFixed(4)} |`);
+      if (ref) lines.push(agreementRow(runLabel(s), s.answers, runLabel(ref), ref.answers));
     }
     lines.push('');
   }

@@ -1,7 +1,9 @@
 // `npm run bench`: micro-benchmarks, in-process pipeline throughput, then our HTTP service, the
 // FastAPI, Fastify and Ray Serve peers in turn on this machine (127.0.0.1 only), each under the
 // same HTTP load, each at the main detector precision (int8 where the pack has it), then at the
-// other one for the fp32-vs-int8 comparison (us: every concurrency; peers: one level).
+// other one for the fp32-vs-int8 comparison (us: every concurrency; peers: one level). Our service's
+// main run also loads it over the Open Inference Protocol, REST with binary tensor data and gRPC
+// ModelInfer (BENCH_ONLY us-oip, us-grpc), right after its /v2/predict rows, same process and photos.
 // Writes bench/results/latest.md, latest.svg and latest.json (or into BENCH_RESULTS_DIR); the peers
 // are installed by install-peers.ts on first use, latest.md and latest.svg rendered by report.ts.
 // Options (env): BENCH_ONLY, BENCH_DURATION_S, BENCH_WARMUP_S, BENCH_CONCURRENCY,
@@ -38,15 +40,24 @@ import {
   type BenchOptions,
   type Precision,
   type ServerName,
+  type Target,
 } from './common';
+import { connectGrpc, grpcAnswer, grpcRequestBytes } from './grpc-client';
 import type { InprocessResult } from './inprocess';
 import { ensureFastifyModules, ensurePythonPeer } from './install-peers';
 import { runLoad } from './load';
 import type { MicroResult } from './micro';
 import { phonePhotos } from './phone-photos';
-import { reportChart, reportMarkdown, runLabel, type Answer, type Report, type ServerRun } from './report';
+import { answerOfOutputs, oipBinaryRequest, predictBody, type Answer, type OipProtocol } from './protocols';
+import { protocolLabel, reportChart, reportMarkdown, runLabel, type ProtocolRun, type Report, type ServerRun } from './report';
 
 const API_KEY = `bench-${randomBytes(12).toString('hex')}`;
+
+/** BENCH_ONLY's names for our service's OIP protocols, loaded in its main run after its /v2/predict rows. */
+const PROTOCOL_TARGETS: Array<[Target, OipProtocol]> = [
+  ['us-oip', 'oip-rest'],
+  ['us-grpc', 'grpc'],
+];
 
 // ---- Servers
 
@@ -75,9 +86,18 @@ async function peerCropNetwork(precision: Precision): Promise<string | null> {
 
 interface Started {
   child: ChildProcess;
+  /** POST /v2/predict. */
   url: string;
+  /** Our service with gRPC on: its port. */
+  grpcPort: number | null;
   description: string;
   output: () => string;
+}
+
+/** Where our service takes a protocol's requests for `model` (bench/protocols.ts). */
+function protocolUrl(server: Started, protocol: OipProtocol, model: string): string {
+  if (protocol === 'grpc') return `grpc://127.0.0.1:${server.grpcPort}/${encodeURIComponent(model)}`;
+  return new URL(`/v2/models/${encodeURIComponent(model)}/infer`, server.url).href;
 }
 
 /** The batching our service gets in this run (its CATCOMFORT_BATCH_* settings). */
@@ -91,8 +111,9 @@ function peerVersions(python: string): string {
   return execFileSync(python, ['-c', script], { encoding: 'utf8' }).trim().split('\n').join(', ');
 }
 
-async function startServer(name: ServerName, precision: Precision, o: BenchOptions, settings: Record<string, string>, python: string | null): Promise<Started> {
+async function startServer(name: ServerName, precision: Precision, o: BenchOptions, settings: Record<string, string>, python: string | null, grpc: boolean): Promise<Started> {
   const port = await freePort();
+  const grpcPort = grpc ? await freePort() : null;
   const cores = os.availableParallelism();
   const peerIntraOp = process.env.BENCH_PEER_INTRA_OP_THREADS ?? String(Math.max(1, Math.floor(cores / o.peerWorkers)));
   let command: string;
@@ -102,8 +123,16 @@ async function startServer(name: ServerName, precision: Precision, o: BenchOptio
   if (name === 'us') {
     command = process.execPath;
     args = [path.join(repoRoot, 'dist/src/main.js')];
-    env = { ...process.env, ...settings, CATCOMFORT_PRECISION: precision, CATCOMFORT_HOST: '127.0.0.1', CATCOMFORT_PORT: String(port), CATCOMFORT_API_KEYS: API_KEY };
-    description = `1 process; CATCOMFORT_PRECISION=${precision}, ${Object.entries(settings).map(([k, v]) => `${k}=${v}`).join(', ')}`;
+    env = {
+      ...process.env,
+      ...settings,
+      CATCOMFORT_PRECISION: precision,
+      CATCOMFORT_HOST: '127.0.0.1',
+      CATCOMFORT_PORT: String(port),
+      CATCOMFORT_API_KEYS: API_KEY,
+      ...(grpcPort !== null && { CATCOMFORT_GRPC_PORT: String(grpcPort) }),
+    };
+    description = `1 process; CATCOMFORT_PRECISION=${precision}, ${Object.entries(settings).map(([k, v]) => `${k}=${v}`).join(', ')}${grpcPort !== null ? '; gRPC on (CATCOMFORT_GRPC_PORT)' : ''}`;
   } else {
     const crop = await peerCropNetwork(precision);
     const peerEnv = {
@@ -150,11 +179,11 @@ async function startServer(name: ServerName, precision: Precision, o: BenchOptio
   };
   child.stdout!.on('data', collect);
   child.stderr!.on('data', collect);
-  return { child, url: `http://127.0.0.1:${port}/v2/predict`, description, output: () => output };
+  return { child, url: `http://127.0.0.1:${port}/v2/predict`, grpcPort, description, output: () => output };
 }
 
-async function post(url: string, body: string): Promise<{ status: number; json: any }> {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'api-key': API_KEY }, body });
+async function post(url: string, body: string | Buffer, headers: Record<string, string> = { 'content-type': 'application/json' }): Promise<{ status: number; json: any }> {
+  const response = await fetch(url, { method: 'POST', headers: { ...headers, 'api-key': API_KEY }, body: typeof body === 'string' ? body : new Uint8Array(body) });
   const text = await response.text();
   let json: unknown = null;
   try {
@@ -184,14 +213,76 @@ async function waitReady(server: Started, body: string, timeoutS: number): Promi
   throw new Error(`server not ready within ${timeoutS}s:\n${server.output().slice(-3000)}`);
 }
 
-async function answersFor(url: string, bodies: Array<{ file: string; body: string }>): Promise<Record<string, Answer>> {
+type Photos = Array<{ file: string; bytes: Buffer }>;
+
+/** One request per photo, one after the other: the answer per photo file (the first failure throws, naming its photo). */
+async function answersFor(photos: Photos, ask: (photo: Buffer) => Promise<Answer>): Promise<Record<string, Answer>> {
   const answers: Record<string, Answer> = {};
-  for (const { file, body } of bodies) {
-    const r = await post(url, body);
-    if (r.status !== 200) throw new Error(`${file}: HTTP ${r.status} ${JSON.stringify(r.json)}`);
-    answers[file] = { detection: r.json.detection, label: r.json.prediction?.label ?? null, score: r.json.prediction?.score ?? null };
+  for (const { file, bytes } of photos) {
+    try {
+      answers[file] = await ask(bytes);
+    } catch (error) {
+      throw new Error(`${file}: ${(error as Error).message}`);
+    }
   }
   return answers;
+}
+
+async function okJson(url: string, request: { body: string | Buffer; headers?: Record<string, string> }): Promise<any> {
+  const r = await post(url, request.body, request.headers);
+  if (r.status !== 200) throw new Error(`HTTP ${r.status} ${JSON.stringify(r.json)}`);
+  return r.json;
+}
+
+const predictAnswers = (url: string, photos: Photos) =>
+  answersFor(photos, async (photo) => {
+    const json = await okJson(url, { body: predictBody(photo) });
+    return { detection: json.detection, label: json.prediction?.label ?? null, score: json.prediction?.score ?? null };
+  });
+
+async function protocolAnswers(protocol: OipProtocol, url: string, photos: Photos): Promise<Record<string, Answer>> {
+  if (protocol === 'oip-rest') {
+    return answersFor(photos, async (photo) => {
+      const json = await okJson(url, oipBinaryRequest(photo));
+      return answerOfOutputs((json.outputs as Array<{ name: string; data: unknown[] }>).map((o) => ({ name: o.name, values: o.data })));
+    });
+  }
+  const target = connectGrpc(url);
+  try {
+    return await answersFor(photos, (photo) => grpcAnswer(target, photo, API_KEY));
+  } finally {
+    target.client.close();
+  }
+}
+
+/** Mean, min and max bytes of what each protocol sends per photo. */
+function requestBytes(photos: Photos, model: string): NonNullable<Report['requestBytes']> {
+  const sizes = {
+    predict: (p: Buffer) => Buffer.byteLength(predictBody(p)),
+    'oip-rest': (p: Buffer) => oipBinaryRequest(p).body.length,
+    grpc: (p: Buffer) => grpcRequestBytes(p, model),
+  };
+  return Object.entries(sizes).map(([protocol, size]) => {
+    const bytes = photos.map((p) => size(p.bytes));
+    return { protocol: protocol as keyof typeof sizes, mean: bytes.reduce((a, b) => a + b, 0) / bytes.length, min: Math.min(...bytes), max: Math.max(...bytes) };
+  });
+}
+
+/** Our service's rows over one OIP protocol: one request per photo, then the load at every concurrency; a failure is the row's. */
+async function protocolRun(server: Started, run: ServerRun, protocol: OipProtocol, model: string, photos: Photos, o: BenchOptions): Promise<ProtocolRun> {
+  const label = protocolLabel(run, protocol);
+  const url = protocolUrl(server, protocol, model);
+  const result: ProtocolRun = { protocol, levels: [], answers: {} };
+  try {
+    log(`${label}: ${url}; one request per photo`);
+    result.answers = await protocolAnswers(protocol, url, photos);
+    log(`${label}: load at concurrency ${o.concurrency.join(', ')}`);
+    result.levels = await runLoad({ url, apiKey: API_KEY, concurrency: o.concurrency, durationS: o.durationS, warmupS: o.warmupS });
+  } catch (error) {
+    result.error = (error as Error).message.split('\n').slice(0, 3).join(' ');
+    log(`${label} failed: ${(error as Error).message}`);
+  }
+  return result;
 }
 
 // ---- Main
@@ -255,8 +346,11 @@ async function main(): Promise<void> {
     else report.inprocessError = r.error;
   }
 
-  const photos = fixturePhotos();
-  const bodies = photos.map((p) => ({ file: p.file, body: JSON.stringify({ image: readFileSync(p.path).toString('base64') }) }));
+  const photos: Photos = fixturePhotos().map((p) => ({ file: p.file, bytes: readFileSync(p.path) }));
+  const protocols = PROTOCOL_TARGETS.filter(([target]) => o.only.has(target)).map(([, protocol]) => protocol);
+  /** Whether a server runs: us also for its protocol rows alone. */
+  const runs = (name: ServerName) => o.only.has(name) || (name === 'us' && protocols.length > 0);
+  if (protocols.length > 0) report.requestBytes = requestBytes(photos, ourConfig.defaultModel);
   const readyTimeoutS = Number(process.env.BENCH_READY_TIMEOUT_S ?? 600);
   const phone = SERVER_NAMES.some((n) => o.only.has(n)) ? (await phonePhotos()).map((p) => p.path) : [];
   // The main rows run us and the peers at one precision (equal work); with BENCH_PRECISION_COMPARE,
@@ -271,16 +365,17 @@ async function main(): Promise<void> {
   }
   const comparePrecision = o.precisionCompare && hasInt8 ? otherPrecision(mainPrecision) : null;
   const peerConcurrency = o.concurrency.includes(32) ? 32 : Math.max(...o.concurrency);
-  if (SERVER_NAMES.some((n) => o.only.has(n))) report.httpPrecision = { main: mainPrecision, compare: comparePrecision, peerConcurrency };
+  if (SERVER_NAMES.some(runs)) report.httpPrecision = { main: mainPrecision, compare: comparePrecision, peerConcurrency };
   const plan: Array<{ name: ServerName; precision: Precision; role: ServerRun['role'] }> = [];
   for (const name of SERVER_NAMES) {
-    if (!o.only.has(name)) continue;
+    if (!runs(name)) continue;
     plan.push({ name, precision: mainPrecision, role: 'main' });
-    if (comparePrecision) plan.push({ name, precision: comparePrecision, role: 'precision' });
+    if (comparePrecision && o.only.has(name)) plan.push({ name, precision: comparePrecision, role: 'precision' });
   }
   let python: string | null = null;
   for (const { name, precision, role } of plan) {
-    const run: ServerRun = { name, precision, role, description: '', levels: [], phoneLevels: [], answers: {} };
+    const run: ServerRun = { name, precision, role, description: '', levels: [], phoneLevels: [], answers: {}, protocols: [] };
+    const ourProtocols = name === 'us' && role === 'main' ? protocols : [];
     report.servers.push(run);
     const label = runLabel(run);
     let server: Started | null = null;
@@ -291,15 +386,18 @@ async function main(): Promise<void> {
       }
       if (name === 'fastify' && role === 'main') await ensureFastifyModules();
       log(`${label}: starting`);
-      server = await startServer(name, precision, o, ourSettings, python);
+      server = await startServer(name, precision, o, ourSettings, python, ourProtocols.includes('grpc'));
       run.description = server.description;
-      await waitReady(server, bodies[0]!.body, readyTimeoutS);
+      await waitReady(server, predictBody(photos[0]!.bytes), readyTimeoutS);
       log(`${label}: ready at ${server.url}; one request per photo`);
-      run.answers = await answersFor(server.url, bodies);
+      run.answers = await predictAnswers(server.url, photos);
       const concurrency = role === 'main' || name === 'us' ? o.concurrency : [peerConcurrency];
-      log(`${label}: load at concurrency ${concurrency.join(', ')}`);
-      run.levels = await runLoad({ url: server.url, apiKey: API_KEY, concurrency, durationS: o.durationS, warmupS: o.warmupS });
-      if (role === 'main') {
+      if (o.only.has(name)) {
+        log(`${label}: load at concurrency ${concurrency.join(', ')}`);
+        run.levels = await runLoad({ url: server.url, apiKey: API_KEY, concurrency, durationS: o.durationS, warmupS: o.warmupS });
+      }
+      for (const protocol of ourProtocols) run.protocols.push(await protocolRun(server, run, protocol, ourConfig.defaultModel, photos, o));
+      if (role === 'main' && o.only.has(name)) {
         log(`${label}: load with the 12 MP phone photos`);
         run.phoneLevels = await runLoad({ url: server.url, apiKey: API_KEY, concurrency: o.concurrency, durationS: o.durationS, warmupS: o.warmupS, photoPaths: phone });
       }
@@ -320,7 +418,7 @@ async function main(): Promise<void> {
   writeFileSync(path.join(resultsDir, 'latest.md'), reportMarkdown(report));
   writeFileSync(path.join(resultsDir, 'latest.svg'), reportChart(report));
   log(`wrote ${path.relative(repoRoot, path.join(resultsDir, 'latest.md'))}, latest.svg, latest.json`);
-  const failed = report.microError || report.inprocessError || report.servers.some((s) => s.error);
+  const failed = report.microError || report.inprocessError || report.servers.some((s) => s.error || s.protocols.some((p) => p.error));
   if (failed) throw new Error('some benchmarks failed (see above and latest.md)');
 }
 
