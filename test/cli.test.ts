@@ -3,7 +3,7 @@
 // validate-pack accepts the shipped pack and refuses a copy whose manifest has a wrong sha256.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -176,6 +176,23 @@ test('validate-pack: a copy with a wrong sha256 in its manifest fails, naming th
   assert.equal(missing.code, 1);
   assert.match(missing.stderr, /^FAIL manifest .*Cannot read model manifest/m);
   assert.equal((await catcomfort(['validate-pack'])).code, 2);
+});
+
+test('validate-pack takes the folders packs load takes: ID@VERSION passes, another name fails with the names to use', async () => {
+  const source = path.join(repoRoot, 'models/bc-v1');
+  const manifest = JSON.parse(readFileSync(path.join(source, 'manifest.json'), 'utf8'));
+  const staged = path.join(work, `staged/bc-v1@${manifest.version}`);
+  cpSync(source, staged, { recursive: true, dereference: true });
+  const run = await catcomfort(['validate-pack', staged]);
+  assert.equal(run.code, 0, run.stderr);
+  assert.match(run.stdout, new RegExp(`^ok +manifest .*bc-v1 ${manifest.version.replace(/\./g, '\\.')}`, 'm'));
+
+  const renamed = path.join(work, 'staged/my-pack');
+  mkdirSync(renamed, { recursive: true });
+  copyFileSync(path.join(source, 'manifest.json'), path.join(renamed, 'manifest.json'));
+  const refused = await catcomfort(['validate-pack', renamed]);
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, new RegExp(`^FAIL manifest .*name it "bc-v1" or "bc-v1@${manifest.version.replace(/\./g, '\\.')}"`, 'm'));
 });
 
 test('the progress bar fits the terminal and counts errors', () => {

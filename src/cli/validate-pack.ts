@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { toAnalysis } from '../pipeline/analysis';
 import type { Manifest } from '../packs/manifest';
-import { readManifest, readPackFile } from '../packs/pack';
+import { checkPackFolder, readManifest, readPackFile } from '../packs/pack';
 import { loadProven } from '../packs/precision-check';
 import { packFileDir, packFiles } from '../packs/pack-files';
 import { configureAddon, readWarmUpSample, registryOptions } from '../packs/runtime';
@@ -16,8 +16,8 @@ import { parse, positionals } from './args';
 const USAGE = `Usage: catcomfort validate-pack DIR
 
 Checks the model pack in DIR as the service would load it, printing one line per check:
-  manifest     manifest.json parses and matches the schema (src/packs/manifest.ts); its id is
-               the folder's name
+  manifest     manifest.json parses and matches the schema (src/packs/manifest.ts); the folder is
+               named ID or ID@VERSION, as start-up and \`catcomfort packs load\` require
   detector, detector-int8, calibration, classifier | backbone, backbone-float, backbone-int8, head, reference-photo
                each model file the manifest names is there (in DIR, or in the base pack a
                trained pack takes its files from) and has the manifest's sha256
@@ -73,7 +73,7 @@ export async function validatePackCommand(argv: string[]): Promise<number> {
   let manifest: Manifest | undefined;
   const manifestOk = await check('manifest', async () => {
     manifest = await readManifest(dir);
-    if (manifest.id !== path.basename(dir)) throw new Error(`manifest id "${manifest.id}" differs from the folder name "${path.basename(dir)}"; the service refuses such a pack`);
+    checkPackFolder(dir, manifest);
     return `${path.join(dir, 'manifest.json')}: ${manifest.id} ${manifest.version} (${manifest.name})${manifest.disabled ? ', disabled: the service will not load it' : ''}`;
   });
   if (!manifestOk || !manifest) {

@@ -17,6 +17,21 @@ import { withFocusAsSpaceToDepth } from '../graphs/onnx/focus';
 
 export class PackError extends Error {}
 
+const PACK_ID = /^[a-z0-9][a-z0-9-]{0,63}$/;
+
+/**
+ * The one rule for a pack folder's name, wherever a pack is taken (start-up, `catcomfort packs load`,
+ * `catcomfort validate-pack`): its id is lower-case letters, digits and dashes, and the folder is named
+ * `ID`, or `ID@VERSION` for a version staged beside the serving one.
+ */
+export function checkPackFolder(dir: string, manifest: Manifest): void {
+  if (!PACK_ID.test(manifest.id)) throw new PackError(`Pack id "${manifest.id}" in ${dir} must be lower-case letters, digits and dashes`);
+  const name = path.basename(path.resolve(dir));
+  if (name !== manifest.id && name !== `${manifest.id}@${manifest.version}`) {
+    throw new PackError(`Model pack folder ${dir} holds ${manifest.id} ${manifest.version}; name it "${manifest.id}" or "${manifest.id}@${manifest.version}"`);
+  }
+}
+
 export async function readManifest(dir: string): Promise<Manifest> {
   const file = path.join(dir, 'manifest.json');
   let text: string;

@@ -7,7 +7,7 @@ import path from 'node:path';
 import type { BatchingConfig } from '../pipeline/batcher';
 import type { NativeAddon } from '../native/addon';
 import { Model } from './model';
-import { PackError, readManifest, type Precision } from './pack';
+import { checkPackFolder, PackError, readManifest, type Precision } from './pack';
 import { loadProven } from './precision-check';
 import { PackVersions, VersionError } from './versions';
 
@@ -65,7 +65,7 @@ export class ModelRegistry {
       enabled.map(async (name) => {
         const dir = path.join(options.modelsDir, name);
         const manifest = await readManifest(dir);
-        if (manifest.id !== name) throw new PackError(`Model pack folder ${dir} holds manifest id "${manifest.id}"; they must match`);
+        checkPackFolder(dir, manifest);
         return loadModel(addon, dir, options);
       }),
     );

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { log } from '../../log';
 import type { NativeAddon } from '../../native/addon';
 import type { Model } from '../model';
-import { PackError, readManifest } from '../pack';
+import { checkPackFolder, PackError, readManifest } from '../pack';
 import { loadModel, type ModelRegistry, type RegistryOptions } from '../registry';
 import { readWarmUpSample } from '../runtime';
 import { VersionError, type CandidateRole, type PackVersions } from '../versions';
@@ -52,7 +52,6 @@ export interface ActionResult {
   versions: string;
 }
 
-const PACK_ID = /^[a-z0-9][a-z0-9-]{0,63}$/;
 
 export class PackControl {
   private chain: Promise<unknown> = Promise.resolve();
@@ -168,7 +167,7 @@ export class PackControl {
   /** Validates, loads and warms up the pack in `dir`, then adds it: `pack id@version`. */
   private async loadVersion(dir: string, role: CandidateRole, share: number): Promise<string> {
     const manifest = await readManifest(dir);
-    if (!PACK_ID.test(manifest.id)) throw new PackError(`Pack id "${manifest.id}" in ${dir} must be lower-case letters, digits and dashes`);
+    checkPackFolder(dir, manifest);
     const name = `${manifest.id}@${manifest.version}`;
     const existing = this.o.registry.versions(manifest.id);
     existing?.checkRoom(manifest.version);
