@@ -10,12 +10,12 @@ import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { postJson } from '../test/helpers/http';
+import { adminPost, BENCH_ADMIN_KEY } from './admin-client';
 import { photo, repoRoot } from '../test/helpers/paths';
 import { storeEnv } from '../test/helpers/scan';
 import { startServer, type TestServer } from '../test/helpers/server';
 import { waitFor } from '../test/helpers/wait';
 
-const ADMIN_KEY = 'bench-admin-key-0123456789';
 const LABELS = {
   discomfort: ['004_oxford_Persian_163.jpg', '005_oxford_British_Shorthair_139.jpg', '006_oxford_Maine_Coon_144.jpg', '007_oxford_Siamese_151.jpg'],
   comfort: ['018_oxford_Abyssinian_13.jpg', '019_oxford_Bengal_109.jpg', '020_oxford_Egyptian_Mau_10.jpg', '021_oxford_British_Shorthair_113.jpg'],
@@ -40,12 +40,6 @@ function prepareModels(): string {
   return models;
 }
 
-async function admin(port: number, route: string, body: unknown): Promise<{ status: number; ms: number; text: string }> {
-  const started = performance.now();
-  const res = await fetch(`http://127.0.0.1:${port}${route}`, { method: 'POST', headers: { Authorization: `Bearer ${ADMIN_KEY}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
-  return { status: res.status, ms: Math.round(performance.now() - started), text: await res.text() };
-}
-
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? NaN;
 
 async function main(): Promise<void> {
@@ -54,7 +48,7 @@ async function main(): Promise<void> {
     ...storeEnv(mkdtempSync(path.join(os.tmpdir(), 'pack-load-data-')), null),
     CATCOMFORT_MODELS_DIR: models,
     CATCOMFORT_ADMIN_PORT: '0',
-    CATCOMFORT_ADMIN_KEYS: ADMIN_KEY,
+    CATCOMFORT_ADMIN_KEYS: BENCH_ADMIN_KEY,
   });
   const port = await waitFor('the admin listener', () => Number(/"admin_port":(\d+)/.exec(server.output())?.[1]) || null);
   const image = readFileSync(photo('000_skimage_chelsea.png')).toString('base64');
@@ -76,7 +70,7 @@ async function main(): Promise<void> {
     for (const [version, what] of [['2.0.0', 'head-only version (train-head)'], ['1.3.0', 'self-contained copy of bc-v1']] as const) {
       const before = rssMiB(server.child.pid!);
       const from = performance.now();
-      const loaded = await admin(port, '/packs/load', { dir: path.join(models, `bc-v1@${version}`), role: 'shadow' });
+      const loaded = await adminPost(port, '/packs/load', { dir: path.join(models, `bc-v1@${version}`), role: 'shadow' });
       const to = performance.now();
       if (loaded.status !== 200) throw new Error(`load ${version}: ${loaded.text}`);
       await settle();
@@ -86,7 +80,7 @@ async function main(): Promise<void> {
       rows.push(
         `| bc-v1@${version}, ${what} | ${loaded.ms} | ${before} → ${after} (+${after - before}) | ${during.length}, p50 ${percentile(during, 0.5).toFixed(1)} / p99 ${percentile(during, 0.99).toFixed(1)} | p50 ${percentile(idle, 0.5).toFixed(1)} / p99 ${percentile(idle, 0.99).toFixed(1)} |`,
       );
-      const unloaded = await admin(port, '/packs/unload', { pack: `bc-v1@${version}` });
+      const unloaded = await adminPost(port, '/packs/unload', { pack: `bc-v1@${version}` });
       if (unloaded.status !== 200) throw new Error(`unload ${version}: ${unloaded.text}`);
       await settle();
     }

@@ -142,8 +142,7 @@ describe('pack versions while serving', () => {
     }
     assert.ok(answers.some((a) => a.version === '2.0.0'), 'the new version answered');
     const samples = parseMetrics(await (await fetch(`${server.url}/metrics`, { headers: { 'api-key': TEST_KEY } })).text());
-    assert.ok(total(samples, 'catcomfort_shadow_comparisons_total', { model: 'bc-v1', version: '2.0.0', detection: 'agree' }) > 0, 'shadow comparisons counted');
-    assert.ok(total(samples, 'catcomfort_shadow_latency_seconds_count', { version: '2.0.0' }) > 0);
+    assert.ok(total(samples, 'catcomfort_shadow_skipped_total', { model: 'bc-v1', version: '2.0.0', reason: 'busy' }) > 0, 'the shadow yielded to 32 clients');
     assert.ok(total(samples, 'catcomfort_version_answers_total', { model: 'bc-v1', version: '2.0.0', role: 'canary' }) > 0);
     const readyz = (await request(`${server.url}/readyz`, { key: null })).body;
     assert.deepEqual(readyz.versions['bc-v1'], { '1.3.0': 'serving', '2.0.0': 'previous' });
@@ -155,6 +154,18 @@ describe('pack versions while serving', () => {
     assert.ok(!server.output().includes(ADMIN_KEY));
     // The access log names the version that answered.
     assert.ok(server.output().split('\n').some((l) => l.includes('"route":"/v2/predict"') && l.includes('"model_version":"2.0.0"')));
+  });
+
+  test('a shadow runs from spare capacity: one client at a time gets comparisons, and its answers stay the serving version', async () => {
+    assert.equal((await packs('route', 'bc-v1@2.0.0', '--shadow')).code, 0);
+    const compared = async () => total(parseMetrics(await (await fetch(`${server.url}/metrics`, { headers: { 'api-key': TEST_KEY } })).text()), 'catcomfort_shadow_latency_seconds_count', { version: '2.0.0' });
+    const before = await compared();
+    await waitFor('shadow comparisons with one client', async () => {
+      const res = await postJson(`${server.url}/v2/predict`, { image: CAT });
+      assert.equal(res.body.model.pack_version, '1.3.0');
+      return (await compared()) >= before + 3;
+    }, { intervalMs: 1 });
+    assert.equal((await packs('route', 'bc-v1@2.0.0', '--standby')).code, 0);
   });
 
   test('corrupt packs are refused with the reason, and the serving version keeps answering', async () => {
@@ -199,6 +210,24 @@ describe('pack versions while serving', () => {
       assert.equal(refused.body.error.code, 'unauthorized');
     }
     assert.equal((await request(`http://127.0.0.1:${admin}/packs`, { key: null })).status, 401);
+    // Every refused admin request leaves one audit line, with the key's id where known and never a key.
+    const auditLines = () => server.output().split('\n').filter((l) => l.includes('"msg":"admin action"')).map((l) => JSON.parse(l));
+    const refusedListings = () => auditLines().filter((l) => l.status === 401 && l.action === 'GET /packs').length;
+    await waitFor('the refused listings above in the audit log', () => refusedListings() === 3);
+    const before = auditLines().length;
+    const post = (route: string, key: string, body: unknown) =>
+      request(`http://127.0.0.1:${admin}${route}`, { method: 'POST', key: null, headers: { Authorization: `Bearer ${key}` }, body: JSON.stringify(body) });
+    assert.equal((await post('/packs/promote', TEST_KEY, { pack: 'bc-v1@1.3.0' })).status, 401);
+    assert.equal((await post('/packs/promote', ADMIN_KEY, { pack: 'bc-v1@9.9.9' })).status, 409);
+    assert.equal((await post('/packs/route', ADMIN_KEY, { pack: 'bc-v1@9.9.9', role: 'bogus' })).status, 400);
+    assert.equal((await post('/packs/load', ADMIN_KEY, { dir: path.join(os.tmpdir(), 'no-such-pack') })).status, 422);
+    assert.equal((await post('/packs/nothing', ADMIN_KEY, {})).status, 404);
+    const refusals = await waitFor('five more audit lines', () => auditLines().length - before >= 5 && auditLines().slice(before));
+    assert.deepEqual(
+      refusals.map((l: any) => [l.action, l.status, l.outcome, l.key_id === null]),
+      [['promote', 401, 'unauthorized', true], ['promote', 409, 'conflict', false], ['route', 400, 'invalid_request', false], ['load', 422, 'pack_refused', false], ['POST /packs/nothing', 404, 'not_found', false]],
+    );
+    for (const key of [ADMIN_KEY, TEST_KEY, issuedAdmin, issuedApi]) assert.ok(!server.output().includes(key));
     // The public port has no admin routes.
     assert.equal((await request(`${server.url}/packs`, { key: null, headers: { Authorization: `Bearer ${ADMIN_KEY}` } })).status, 404);
   });

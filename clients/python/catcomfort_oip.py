@@ -4,7 +4,7 @@ Needs grpcio and grpcio-tools (requirements.txt). The gRPC stubs are generated o
 the service's proto/inference.proto into a cache folder, so no generated code is kept in the repository.
 
     from catcomfort_oip import GrpcClient, RestClient
-    client = GrpcClient("127.0.0.1:8081", api_key="...")
+    client = GrpcClient("127.0.0.1:8001", api_key="...")
     print(client.infer("bc-v1", [open("cat.jpg", "rb").read()]))
 """
 import hashlib

@@ -61,7 +61,7 @@ export class ServiceMetrics {
 
   readonly shadowLatency = this.histogram('catcomfort_shadow_latency_seconds', "A shadow version's time per image, its queue included", ['model', 'version'], STAGE_BUCKETS);
 
-  readonly shadowSkipped = this.counter('catcomfort_shadow_skipped_total', 'Images a shadow version did not run: busy (its queue half full) or failed', ['model', 'version', 'reason']);
+  readonly shadowSkipped = this.counter('catcomfort_shadow_skipped_total', 'Images a shadow version did not run: busy (serving had work waiting or no free batch slot, or another shadow image was running) or failed', ['model', 'version', 'reason']);
 
   readonly provider = this.gauge('catcomfort_execution_provider', 'ONNX Runtime execution providers configured: 1 active, 0 not in use', ['provider']);
 

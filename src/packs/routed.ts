@@ -1,7 +1,8 @@
 // One image through the version of a pack id that answers it (a canary takes its share), with the
 // shadow version, if any, run on the same image after the answer: its result only compared with
-// the serving one's (metrics per version), never answered, and skipped while its queue is half
-// full so it never slows the serving path.
+// the serving one's (metrics per version), never answered, and run only from spare capacity (the
+// serving version has nothing queued and a free batch slot, and no other shadow image is running),
+// else skipped and counted, so that a shadow never takes capacity from serving.
 import { metrics } from '../ops/metrics';
 import { isDiscomfort, PackNotLoadedError, type Analysis } from '../pipeline/analysis';
 import type { AnalyzeItem } from '../native/addon';
@@ -45,10 +46,16 @@ function label(analysis: Analysis, model: Model, threshold: number | null): bool
   return analysis.score === null ? null : isDiscomfort(analysis.score, threshold ?? model.manifest.defaultThreshold);
 }
 
+/** Whether a shadow image may run now: serving has no work waiting and a free batch slot, and no shadow image runs. */
+function spareCapacity(serving: Model, shadow: Model): boolean {
+  const s = serving.batcher.stats();
+  const h = shadow.batcher.stats();
+  return s.queued === 0 && s.inFlight < serving.batcher.options.maxInFlight && h.queued === 0 && h.inFlight === 0;
+}
+
 function runShadow(shadow: Model, item: AnalyzeItem, served: Analysis, serving: Model, threshold: number | null): void {
   const labels = { model: shadow.id, version: shadow.version };
-  const stats = shadow.batcher.stats();
-  if (stats.queued * 2 >= shadow.batcher.options.maxQueue) {
+  if (!spareCapacity(serving, shadow)) {
     metrics.shadowSkipped.inc({ ...labels, reason: 'busy' });
     return;
   }

@@ -1,7 +1,7 @@
 // The admin listener (CATCOMFORT_ADMIN_PORT, on CATCOMFORT_ADMIN_HOST, never the public port): pack
 // versions changed while serving (src/packs/control/pack-control.ts), for `catcomfort packs`. A plain
 // node:http server with JSON in and out, keys in `Authorization: Bearer`, and one audit log line
-// per action naming the admin key's id.
+// per action and per refused request, naming the admin key's id.
 import http from 'node:http';
 import { listenBeside, type SideListener } from '../../http/side-listener';
 import { log } from '../../log';
@@ -124,34 +124,63 @@ function statusOf(error: unknown): AdminError {
   return new AdminError(500, 'internal_error', 'The action failed unexpectedly; see the service log.');
 }
 
-async function handle(ctx: AdminContext, req: http.IncomingMessage): Promise<{ status: number; body: unknown }> {
-  const auth = req.headers.authorization ?? '';
-  const keyId = ctx.keys.identify(auth.startsWith('Bearer ') ? auth.slice(7).trim() : undefined);
-  if (keyId === null) throw new AdminError(401, 'unauthorized', 'Missing or invalid admin key (Authorization: Bearer <key>).');
+/** What a request's audit line names, filled in as the request is understood. */
+interface Audit {
+  action: string | null;
+  keyId: string | null;
+  request: Record<string, unknown> | null;
+  versions?: string;
+}
+
+async function handle(ctx: AdminContext, req: http.IncomingMessage, audit: Audit): Promise<{ status: number; body: unknown }> {
   const path = (req.url ?? '').split('?')[0]!;
-  if (req.method === 'GET' && path === '/packs') return { status: 200, body: listing(ctx) };
   const name = /^\/packs\/([a-z]+)$/.exec(path)?.[1];
   const action = req.method === 'POST' && name !== undefined && Object.hasOwn(ACTIONS, name) ? ACTIONS[name]! : null;
+  audit.action = action ? name! : req.method === 'GET' && path === '/packs' ? null : `${req.method} ${path}`;
+  const auth = req.headers.authorization ?? '';
+  audit.keyId = ctx.keys.identify(auth.startsWith('Bearer ') ? auth.slice(7).trim() : undefined);
+  if (audit.keyId === null) throw new AdminError(401, 'unauthorized', 'Missing or invalid admin key (Authorization: Bearer <key>).');
+  if (req.method === 'GET' && path === '/packs') return { status: 200, body: listing(ctx) };
   if (!action) throw new AdminError(404, 'not_found', 'Routes: GET /packs; POST /packs/load, /packs/route, /packs/promote, /packs/rollback, /packs/unload.');
-  const body = await readJson(req);
-  const started = performance.now();
-  try {
-    const result = await action(ctx, body, keyId);
-    log.info('admin action', { action: name, key_id: keyId, request: body, outcome: 'done', versions: result.versions, ms: Math.round(performance.now() - started) });
-    return { status: 200, body: { ...result, ...listing(ctx) } };
-  } catch (error) {
-    const failure = statusOf(error);
-    log.warn('admin action', { action: name, key_id: keyId, request: body, outcome: failure.code, error: failure.message, ms: Math.round(performance.now() - started) });
-    throw failure;
-  }
+  audit.request = await readJson(req);
+  const result = await action(ctx, audit.request, audit.keyId);
+  audit.versions = result.versions;
+  return { status: 200, body: { ...result, ...listing(ctx) } };
+}
+
+/**
+ * One audit line per action done and per request refused (401, 404, 400, 409, 422, ...): the action
+ * (or method and path), the key's id (never the key), the client's address, the body, the outcome.
+ * A listing (GET /packs) that succeeds is not an action and leaves none.
+ */
+function auditLine(req: http.IncomingMessage, audit: Audit, started: number, failure: AdminError | null): void {
+  if (!failure && audit.action === null) return;
+  const fields = {
+    action: audit.action ?? `${req.method} ${(req.url ?? '').split('?')[0]}`,
+    key_id: audit.keyId,
+    client: req.socket.remoteAddress ?? null,
+    request: audit.request,
+    status: failure?.status ?? 200,
+    outcome: failure?.code ?? 'done',
+    ...(failure ? { error: failure.message } : { versions: audit.versions }),
+    ms: Math.round(performance.now() - started),
+  };
+  if (failure) log.warn('admin action', fields);
+  else log.info('admin action', fields);
 }
 
 export function startAdminServer(host: string, port: number, ctx: AdminContext): Promise<SideListener> {
   const server = http.createServer((req, res) => {
-    handle(ctx, req).then(
-      (r) => res.writeHead(r.status, { 'Content-Type': 'application/json' }).end(JSON.stringify(r.body)),
+    const started = performance.now();
+    const audit: Audit = { action: null, keyId: null, request: null };
+    handle(ctx, req, audit).then(
+      (r) => {
+        auditLine(req, audit, started, null);
+        res.writeHead(r.status, { 'Content-Type': 'application/json' }).end(JSON.stringify(r.body));
+      },
       (error: unknown) => {
         const e = statusOf(error);
+        auditLine(req, audit, started, e);
         res.writeHead(e.status, { 'Content-Type': 'application/json' }).end(JSON.stringify({ error: { code: e.code, message: e.message } }));
       },
     );
