@@ -20,6 +20,8 @@ export interface CallOptions {
   headers?: Record<string, string>;
   /** A value sent as JSON. */
   json?: unknown;
+  /** Raw bytes sent as they are (the caller sets Content-Type); instead of `json`. */
+  raw?: Buffer;
   /** Source address of the connection (default: the kernel's choice, 127.0.0.1). */
   from?: string;
   /** Sent as X-Request-ID, so the access-log line can be found. */
@@ -30,10 +32,10 @@ export interface CallOptions {
 /** One request on a new connection; rejects on a socket error or after timeoutMs (default 30 s). */
 export function call(baseUrl: string, pathname: string, options: CallOptions = {}): Promise<Reply> {
   const url = new URL(pathname, baseUrl);
-  const body = options.json === undefined ? undefined : Buffer.from(JSON.stringify(options.json));
+  const body = options.raw ?? (options.json === undefined ? undefined : Buffer.from(JSON.stringify(options.json)));
   const headers: Record<string, string | number> = { ...(options.headers ?? {}) };
   if (body !== undefined) {
-    headers['content-type'] = 'application/json';
+    if (options.raw === undefined) headers['content-type'] = 'application/json';
     headers['content-length'] = body.length;
   }
   if (options.requestId !== undefined) headers['x-request-id'] = options.requestId;

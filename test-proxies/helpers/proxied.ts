@@ -9,6 +9,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test as nodeTest } from 'node:test';
+import { joinBytesElements } from '../../src/oip/bytes-elements';
 import { photo } from '../../test/helpers/paths';
 import { createCredential, scanHeaders, storeEnv, type Credential } from '../../test/helpers/scan';
 import { startServer, TEST_KEY, type TestServer } from '../../test/helpers/server';
@@ -94,6 +95,22 @@ export function sharedChecks(test: ProxiedTest, label: string): void {
     assert.ok(res.body.prediction.score >= 0 && res.body.prediction.score <= 1, show(res));
     assert.equal(res.body.request_id, `${label}-predict`);
     assert.equal(res.headers['x-request-id'], `${label}-predict`);
+  });
+
+  test('Open Inference Protocol through nginx: health without a key, and a binary infer (HTTP/1.0 or keepalive upstream) that finds the cat', async ({ nginx }) => {
+    const ready = await call(nginx.url, '/v2/health/ready', { requestId: `${label}-oip-ready` });
+    assert.equal(ready.status, 200, show(ready));
+    const image = joinBytesElements([readFileSync(photo(CAT))]);
+    const header = Buffer.from(JSON.stringify({ inputs: [{ name: 'image', datatype: 'BYTES', shape: [1], parameters: { binary_data_size: image.length } }] }));
+    const res = await call(nginx.url, '/v2/models/bc-v1/infer', {
+      raw: Buffer.concat([header, image]),
+      headers: { 'api-key': TEST_KEY, 'content-type': 'application/octet-stream', 'inference-header-content-length': String(header.length) },
+      requestId: `${label}-oip-infer`,
+    });
+    assert.equal(res.status, 200, show(res));
+    const outputs = Object.fromEntries(res.body.outputs.map((o: { name: string; data: unknown[] }) => [o.name, o.data]));
+    assert.deepEqual(outputs.detection, ['detected']);
+    assert.deepEqual(outputs.image_size, [451, 300]);
   });
 
   test('POST /scan through nginx is 202 and the scan completes', async ({ nginx, env }) => {
