@@ -1,6 +1,7 @@
 // First use of a peer installs it: the Python venv bench/.venv with the FastAPI peer's requirements
 // (and Ray Serve's on top), or the Fastify peer's node_modules with npm ci. A stamp next to what was
 // installed holds the sha256 of its requirements or lock file; a changed file installs again.
+// ensureVenv also makes the OIP Python client's venv for the tests (test/helpers/python-client.ts).
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { sha256 } from '../src/hash';
@@ -9,14 +10,20 @@ import { benchDir, log, repoRoot, runCommand } from './common';
 /** The Python peers' venv (bench/.venv) with the requirements of `peer` installed (the FastAPI peer's first: Ray Serve's run the same pipeline). */
 export async function ensurePythonPeer(options: { python: string }, peer: 'fastapi' | 'ray-serve'): Promise<string> {
   if (peer !== 'fastapi') await ensurePythonPeer(options, 'fastapi');
-  const venv = path.join(benchDir, '.venv');
+  return ensureVenv(options.python, path.join(benchDir, '.venv'), path.join(benchDir, `peers/${peer}/requirements.txt`));
+}
+
+/**
+ * A venv with `requirements` installed (also the OIP client's, for its tests): made on first use,
+ * installed again when the file changes. The stamp, named after the requirements' folder, holds its sha256.
+ */
+export async function ensureVenv(systemPython: string, venv: string, requirements: string): Promise<string> {
   const python = path.join(venv, 'bin', 'python');
-  const requirements = path.join(benchDir, `peers/${peer}/requirements.txt`);
-  const stamp = path.join(venv, `.requirements.${peer}.sha256`);
+  const stamp = path.join(venv, `.requirements.${path.basename(path.dirname(requirements))}.sha256`);
   const want = sha256(readFileSync(requirements));
   if (existsSync(python) && existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === want) return python;
   log(`${existsSync(python) ? 'in' : 'creating'} ${path.relative(repoRoot, venv)}: installing ${path.relative(repoRoot, requirements)} (first use)`);
-  if (!existsSync(python)) await runCommand(options.python, ['-m', 'venv', venv], { label: 'python3 -m venv' });
+  if (!existsSync(python)) await runCommand(systemPython, ['-m', 'venv', venv], { label: 'python3 -m venv' });
   // PIP_RETRIES=0: with only a local wheel store reachable, pip must not spend minutes retrying
   // an unreachable default index before it looks at the others.
   await runCommand(python, ['-m', 'pip', 'install', '--disable-pip-version-check', '-q', '-r', requirements], {

@@ -7,6 +7,7 @@ the service's proto/inference.proto into a cache folder, so no generated code is
     client = GrpcClient("127.0.0.1:8001", api_key="...")
     print(client.infer("bc-v1", [open("cat.jpg", "rb").read()]))
 """
+import base64
 import hashlib
 import importlib
 import json
@@ -146,8 +147,6 @@ class RestClient:
             head = json.dumps(request).encode()
             status, headers, body = self.call("POST", path, head + data, {"Content-Type": "application/octet-stream", "Inference-Header-Content-Length": str(len(head))})
         else:
-            import base64
-
             tensor["data"] = [base64.b64encode(i).decode() for i in images]
             status, headers, body = self.call("POST", path, json.dumps(request).encode(), {"Content-Type": "application/json"})
         if status != 200:

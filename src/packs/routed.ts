@@ -48,8 +48,8 @@ function label(analysis: Analysis, model: Model, threshold: number | null): bool
 
 /** Whether a shadow image may run now: serving has no work waiting and a free batch slot, and no shadow image runs. */
 function spareCapacity(serving: Model, shadow: Model): boolean {
-  const s = serving.batcher.stats();
-  const h = shadow.batcher.stats();
+  const s = serving.batcher.load();
+  const h = shadow.batcher.load();
   return s.queued === 0 && s.inFlight < serving.batcher.options.maxInFlight && h.queued === 0 && h.inFlight === 0;
 }
 

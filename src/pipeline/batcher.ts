@@ -123,7 +123,12 @@ export class MicroBatcher<I, R> {
   }
 
   stats(): BatcherStats {
-    return { ...this.counters, batchSizes: [...this.counters.batchSizes], queued: this.queue.length, inFlight: this.inFlight };
+    return { ...this.counters, batchSizes: [...this.counters.batchSizes], ...this.load() };
+  }
+
+  /** Requests queued and batches running now: stats()'s gauges without copying the counters, for per-request checks. */
+  load(): { queued: number; inFlight: number } {
+    return { queued: this.queue.length, inFlight: this.inFlight };
   }
 
   /** Seconds a rejected client should wait: about the time to work off the current queue. */
