@@ -131,7 +131,9 @@ describe('PostgreSQL stopped and started under traffic', () => {
       });
       assert.ok(hooks.received.length >= 2, 'sent again after its lease');
       assert.deepEqual([...new Set(hooks.received.map((r) => r.headers['webhook-id']))], [scan.webhook.webhookId]);
-      assert.match(scan.logs.find((l: any) => l.event === 'webhook_delivered').message, /the previous one ended without an outcome/);
+      const delivered = scan.logs.find((l: any) => l.event === 'webhook_delivered');
+      assert.ok(delivered, `the delivered state comes with its log line: ${JSON.stringify(scan.logs)}`);
+      assert.match(delivered.message, /the previous one ended without an outcome/);
     } finally {
       await server.stop();
       await hooks.close();

@@ -10,7 +10,8 @@ import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KeyRing } from '../src/http/auth';
-import { InvalidCursorError, openStore, type NewScan, type Store } from '../src/store';
+import Database from 'better-sqlite3';
+import { InvalidCursorError, openStore, SQLITE_FILE, type NewScan, type SqlValue, type Store } from '../src/store';
 import { postgresMigrations } from '../src/store/migrations';
 import { startTestPostgres } from './helpers/postgres';
 import { repoRoot } from './helpers/paths';
@@ -20,6 +21,8 @@ interface Backend {
   fresh(): Promise<Store>;
   /** A second store on the same database as the last `fresh()` (another "instance"). */
   sibling(): Promise<Store>;
+  /** One write to the last `fresh()` database by another connection, one that no lock of this process orders (SQLite: as another process would). */
+  writeElsewhere(sql: string, params: SqlValue[]): Promise<void>;
   cleanup(): Promise<void>;
 }
 
@@ -36,6 +39,14 @@ function sqliteBackend(): Backend {
     },
     async sibling() {
       return openStore({ dataDir: dirs[dirs.length - 1]! });
+    },
+    async writeElsewhere(sql, params) {
+      const other = new Database(path.join(dirs[dirs.length - 1]!, SQLITE_FILE));
+      try {
+        other.prepare(sql.replace(/\$\d+/g, '?')).run(...params);
+      } finally {
+        other.close();
+      }
     },
     async cleanup() {
       for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
@@ -110,6 +121,25 @@ async function suite(t: TestContext, backend: Backend): Promise<void> {
     } finally {
       await other.close();
     }
+  });
+
+  await withStore('readScans: its reads share one view, a write committed meanwhile shows after it; writes are refused inside', async (store) => {
+    const scan = await created(store, newScan('o1'));
+    const note = `INSERT INTO scan_logs (scan_id, at, event, message) SELECT id, created_at, 'note', 'written meanwhile' FROM scans WHERE id = $1`;
+    const [first, second] = await store.readScans(async (scans) => {
+      const first = await scans.get('o1', scan.id);
+      await backend.writeElsewhere(note, [scan.id]);
+      return [first, await scans.get('o1', scan.id)];
+    });
+    assert.deepEqual(second, first);
+    assert.deepEqual(
+      (await store.scans.get('o1', scan.id))!.logs.map((l) => l.event),
+      ['submitted', 'note'],
+    );
+    await assert.rejects(
+      store.db.snapshot((view) => view.run(note, [scan.id])),
+      /a write in a snapshot/,
+    );
   });
 
   await withStore('create and get; owners are isolated; malformed ids are unknown', async (store) => {
@@ -463,6 +493,9 @@ test('PostgreSQL store', { timeout: 180_000 }, async (t) => {
       const s = await openStore({ databaseUrl: url, dataDir: '/nonexistent' });
       stores.push(s);
       return s;
+    },
+    async writeElsewhere(sql, params) {
+      await (await backend.sibling()).db.run(sql, params);
     },
     async cleanup() {
       for (const s of stores) await s.close();

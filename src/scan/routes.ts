@@ -16,7 +16,7 @@ import type { CredentialVerifier } from './auth';
 import { buildScanOpenApi, scanOperations } from './openapi';
 import { presentScan } from './present';
 import type { StoreHealth } from './store-health';
-import { InvalidCursorError, type ScanRecord, type Store } from '../store';
+import { InvalidCursorError, type ScanRecord, type Store, type WebhookDelivery } from '../store';
 import type { ScanResource } from './schemas';
 import { sentence, validateListQuery, validateSubmission } from './validate';
 import type { ScanWorkers } from './worker';
@@ -90,8 +90,7 @@ async function checkedCallback(ctx: ScanContext, ownerId: string, url: string): 
 }
 
 /** The scans with their webhook deliveries, as the client sees them. */
-async function present(ctx: ScanContext, scans: ScanRecord[]): Promise<ScanResource[]> {
-  const deliveries = await ctx.health.track('get', () => ctx.store.webhooks.ofScans(scans.map((s) => s.id)));
+function present(ctx: ScanContext, scans: ScanRecord[], deliveries: Map<string, WebhookDelivery>): ScanResource[] {
   return scans.map((s) => presentScan(s, defaultModel(ctx), deliveries.get(s.id) ?? null));
 }
 
@@ -153,10 +152,15 @@ export function registerScan(router: Router, ctx: ScanContext): void {
       authed(ctx, false, async (ex, requestId, ownerId) => {
         const params = validateListQuery(new URLSearchParams(ex.query));
         try {
-          const page = await ctx.health.track('list', () => ctx.store.scans.list(ownerId, params));
+          const { page, deliveries } = await ctx.health.track('list', () =>
+            ctx.store.readScans(async (scans, webhooks) => {
+              const page = await scans.list(ownerId, params);
+              return { page, deliveries: await webhooks.ofScans(page.items.map((s) => s.id)) };
+            }),
+          );
           return {
             status: 200,
-            body: { request_id: requestId, items: await present(ctx, page.items), nextCursor: page.nextCursor },
+            body: { request_id: requestId, items: present(ctx, page.items, deliveries), nextCursor: page.nextCursor },
           };
         } catch (error) {
           if (error instanceof InvalidCursorError) {
@@ -171,9 +175,14 @@ export function registerScan(router: Router, ctx: ScanContext): void {
       'GET',
       '/scan/:scanId',
       authed(ctx, false, async (ex, requestId, ownerId) => {
-        const scan = await ctx.health.track('get', () => ctx.store.scans.get(ownerId, ex.params.scanId!));
+        const { scan, deliveries } = await ctx.health.track('get', () =>
+          ctx.store.readScans(async (scans, webhooks) => {
+            const scan = await scans.get(ownerId, ex.params.scanId!);
+            return { scan, deliveries: scan === null ? new Map<string, WebhookDelivery>() : await webhooks.ofScans([scan.id]) };
+          }),
+        );
         if (!scan) throw new ApiError('not_found', 'Scan not found.', { scanId: ex.params.scanId });
-        return { status: 200, body: { request_id: requestId, ...(await present(ctx, [scan]))[0] } };
+        return { status: 200, body: { request_id: requestId, ...present(ctx, [scan], deliveries)[0] } };
       }),
       doc(ops.get),
     );

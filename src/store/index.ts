@@ -16,7 +16,7 @@ import { WebhookOutbox } from './webhooks';
 export * from './types';
 export { SQLITE_FILE } from './sqlite-db';
 export { sha256Hex } from './secrets';
-export type { SqlDb } from './sql';
+export type { SqlDb, SqlValue } from './sql';
 export { ApiKeys, PackRollouts, ScanCredentials, ScanQueue, WebhookOutbox };
 export type { Rollout, RolloutVersion } from './rollouts';
 export type { RedeliverResult } from './webhooks';
@@ -40,6 +40,8 @@ export interface Store {
   readonly rollouts: PackRollouts;
   /** The database under the stores (migrations; tests reach the tables through it). */
   readonly db: SqlDb;
+  /** Scans and their webhook deliveries read in one consistent view (a delivery's state agrees with its scan's logs). */
+  readScans<T>(fn: (scans: ScanQueue, webhooks: WebhookOutbox) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -82,6 +84,7 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
     webhooks: new WebhookOutbox(db),
     rollouts: new PackRollouts(db),
     db,
+    readScans: (fn) => db.snapshot((view) => fn(new ScanQueue(view), new WebhookOutbox(view))),
     close: () => db.close(),
   };
 }

@@ -92,10 +92,15 @@ export class PostgresDb implements SqlDb {
   }
 
   transaction<T>(fn: (tx: SqlDb) => Promise<T>): Promise<T> {
-    return classified(() => this.transactionOnce(fn));
+    return classified(() => this.onOneConnection('BEGIN', true, fn));
   }
 
-  private async transactionOnce<T>(fn: (tx: SqlDb) => Promise<T>): Promise<T> {
+  snapshot<T>(fn: (view: SqlDb) => Promise<T>): Promise<T> {
+    return classified(() => this.onOneConnection('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', false, fn));
+  }
+
+  /** `fn` in one transaction on one pooled connection, opened by `begin`. */
+  private async onOneConnection<T>(begin: string, writes: boolean, fn: (tx: SqlDb) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     let broken: Error | undefined;
     // A held connection that the server ends (restart, admin shutdown) emits 'error' on the client
@@ -106,10 +111,10 @@ export class PostgresDb implements SqlDb {
     const inner = transactionView(
       dialect,
       <R>(sql: string, params: readonly SqlValue[] = []) => rows<R>(client, sql, params),
-      (sql, params = []) => changed(client, sql, params),
+      writes ? (sql, params = []) => changed(client, sql, params) : null,
     );
     try {
-      await client.query('BEGIN');
+      await client.query(begin);
       const value = await fn(inner);
       await client.query('COMMIT');
       return value;

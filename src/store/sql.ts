@@ -36,15 +36,21 @@ export interface SqlDb {
    * connection); commits when it resolves, rolls back when it throws.
    */
   transaction<T>(fn: (tx: SqlDb) => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn`'s reads against one consistent view of the database, so that rows read by several
+   * statements agree with each other (a read-only transaction; `run` is refused inside it).
+   */
+  snapshot<T>(fn: (view: SqlDb) => Promise<T>): Promise<T>;
   /** Applies the migrations not yet recorded in schema_migrations, once across instances. */
   migrate(): Promise<void>;
   close(): Promise<void>;
 }
 
-/** The SqlDb a transaction's body sees: statements on the transaction's connection, nothing else. */
-export function transactionView(dialect: Dialect, query: SqlDb['query'], run: SqlDb['run']): SqlDb {
+/** The SqlDb a transaction's body sees: statements on the transaction's connection, nothing else (a snapshot's has no `run`). */
+export function transactionView(dialect: Dialect, query: SqlDb['query'], run: SqlDb['run'] | null): SqlDb {
   const refuse = (what: string) => () => Promise.reject(new Error(`${what} inside a transaction`));
-  return { dialect, query, run, transaction: refuse('a nested transaction'), migrate: refuse('migrate'), close: refuse('close') };
+  const nested = refuse('a nested transaction');
+  return { dialect, query, run: run ?? refuse('a write in a snapshot'), transaction: nested, snapshot: nested, migrate: refuse('migrate'), close: refuse('close') };
 }
 
 export const isoOrNull = (dialect: Dialect, value: unknown): string | null => (value === null ? null : dialect.iso(value));

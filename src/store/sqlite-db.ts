@@ -135,7 +135,16 @@ export class SqliteDb implements SqlDb {
     });
   }
 
-  async transaction<T>(fn: (tx: SqlDb) => Promise<T>): Promise<T> {
+  transaction<T>(fn: (tx: SqlDb) => Promise<T>): Promise<T> {
+    return this.holding(true, fn);
+  }
+
+  snapshot<T>(fn: (view: SqlDb) => Promise<T>): Promise<T> {
+    return this.holding(false, fn);
+  }
+
+  /** `fn` in one transaction holding this process's connection: BEGIN IMMEDIATE to write, a deferred BEGIN (a WAL snapshot) to read. */
+  private async holding<T>(writes: boolean, fn: (tx: SqlDb) => Promise<T>): Promise<T> {
     const release = await this.whenIdle(() => {
       let done!: () => void;
       this.gate.busy = new Promise<void>((resolve) => (done = resolve));
@@ -144,11 +153,11 @@ export class SqliteDb implements SqlDb {
     const inner = transactionView(
       dialect,
       async <R>(sql: string, params: readonly SqlValue[] = []) => this.queryNow<R>(sql, params),
-      async (sql, params = []) => this.runNow(sql, params),
+      writes ? async (sql, params = []) => this.runNow(sql, params) : null,
     );
     try {
-      this.truncateWal();
-      this.db.exec('BEGIN IMMEDIATE');
+      if (writes) this.truncateWal();
+      this.db.exec(writes ? 'BEGIN IMMEDIATE' : 'BEGIN');
       try {
         const value = await fn(inner);
         this.db.exec('COMMIT');
