@@ -9,6 +9,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { joinBytesElements, splitBytesElements } from '../src/oip/bytes-elements';
 import { PROTO_FILE } from '../src/oip/grpc/server';
 import { postJson, request } from './helpers/http';
+import { parseMetrics, total } from './helpers/metrics';
 import { photo } from './helpers/paths';
 import { encodeRgbPng } from './helpers/png';
 import { runClientScript } from './helpers/python-client';
@@ -110,7 +111,7 @@ test('gRPC: bad inputs get their documented status codes, our error code and the
     unknown_version: ['NOT_FOUND', 'model_not_found'],
     bad_key: ['UNAUTHENTICATED', 'unauthorized'],
     no_key_metadata: ['UNAUTHENTICATED', 'unauthorized'],
-    too_large: ['RESOURCE_EXHAUSTED', undefined],
+    too_large: ['RESOURCE_EXHAUSTED', 'http_error'], // refused by grpc-js before our handler
     undecodable: ['INVALID_ARGUMENT', 'invalid_image'],
     bad_framing: ['INVALID_ARGUMENT', 'invalid_request'],
     bad_threshold: ['INVALID_ARGUMENT', 'invalid_request'],
@@ -125,6 +126,15 @@ test('gRPC: bad inputs get their documented status codes, our error code and the
   }
   assert.match(e.undecodable.details, /^Image 1: /);
   assert.match(e.wrong_datatype.details, /Request validation failed/);
+});
+
+test('gRPC: a message over the limit, refused by grpc-js before our handler, is logged and counted like any call', async () => {
+  const id = result.grpc_errors.too_large.request_id;
+  const line = await waitFor(`a request line for ${id}`, () => server.output().split('\n').find((l) => l.includes(`"request_id":"${id}"`)));
+  const record = JSON.parse(line);
+  assert.deepEqual([record.interface, record.method, record.status, record.bytes_in], ['grpc', 'ModelInfer', 'RESOURCE_EXHAUSTED', null]);
+  const metrics = parseMetrics((await request(`${server.url}/metrics`)).text);
+  assert.ok(total(metrics, 'catcomfort_grpc_calls_total', { method: 'ModelInfer', code: 'RESOURCE_EXHAUSTED' }) >= 1);
 });
 
 test('REST: bad inputs get the protocol error shape with our code and status', () => {

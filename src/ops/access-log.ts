@@ -93,7 +93,8 @@ export interface GrpcCallRecord {
   /** The gRPC status code's name (OK, INVALID_ARGUMENT, ...; CANCELLED when the client left). */
   code: string;
   startedAt: number;
-  bytesIn: number;
+  /** Bytes of the request's images; null when its message was refused unread. */
+  bytesIn: number | null;
   images: number | undefined;
 }
 

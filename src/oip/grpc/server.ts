@@ -15,7 +15,8 @@ import type { Service } from '../../service';
 import { infer } from '../infer';
 import { modelMetadata, modelReady, serverMetadata } from '../metadata';
 import { toInferCall, toInferResponse, type ModelInferRequest } from './messages';
-import { GRPC_STATUS, statusName } from './status';
+import { libraryRefusals } from './refusals';
+import { DEADLINE_EXCEEDED_CODE, GRPC_STATUS, statusName } from './status';
 
 /** The protocol's definition, shipped beside dist/ (and in the offline bundle). */
 export const PROTO_FILE = path.join(__dirname, '../../../../proto/inference.proto');
@@ -49,6 +50,7 @@ export async function startGrpc(service: Service, readiness: Readiness, options:
   const server = new grpc.Server({
     'grpc.max_receive_message_length': service.config.maxBodyBytes,
     'grpc.max_send_message_length': -1,
+    interceptors: [libraryRefusals],
   });
 
   const handler = (method: string, open: boolean, work: (request: any, ctx: CallContext) => Promise<unknown> | unknown): Unary => {
@@ -166,7 +168,7 @@ function messageBytes(request: unknown): number {
 /** Our coded error as a gRPC status: the message as details; our code, details and Retry-After as trailers. */
 function grpcFailure(error: unknown, ctx: CallContext, requestId: string): { code: grpc.status; details: string; metadata: Record<string, string> } {
   if (error instanceof DeadlineError && ctx.clientDeadline) {
-    return { code: grpc.status.DEADLINE_EXCEEDED, details: 'The request could not be processed before its deadline.', metadata: { 'error-code': 'deadline_exceeded' } };
+    return { code: grpc.status.DEADLINE_EXCEEDED, details: 'The request could not be processed before its deadline.', metadata: { 'error-code': DEADLINE_EXCEEDED_CODE } };
   }
   const apiError = toApiError(error, { request_id: requestId, interface: 'grpc' }) ?? new ApiError('internal_error');
   const metadata: Record<string, string> = { 'error-code': apiError.code };

@@ -25,6 +25,9 @@ export const GRPC_STATUS: Record<ErrorKind, status> = {
   http_version_not_supported: status.UNIMPLEMENTED,
 };
 
+/** Our error code of DEADLINE_EXCEEDED: the client's deadline came first (the request timeout is the table's request_timeout). */
+export const DEADLINE_EXCEEDED_CODE = 'deadline_exceeded';
+
 /** OK, INVALID_ARGUMENT, ... */
 export function statusName(code: status): string {
   return status[code] ?? String(code);
