@@ -5,7 +5,8 @@
 // (ABBA);
 // the shadow's comparisons and skips are read from /metrics for each window.
 //
-//   npm run bench:shadow-cost   (BENCH_SHADOW_ROUNDS, default 2; BENCH_DURATION_S, BENCH_WARMUP_S, BENCH_CONCURRENCY)
+//   npm run bench:shadow-cost   (BENCH_SHADOW_ROUNDS, default 2; BENCH_SHADOW_SHARE, the shadow's share
+//   of requests, default 1; BENCH_DURATION_S, BENCH_WARMUP_S, BENCH_CONCURRENCY)
 import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -51,6 +52,7 @@ interface Row {
 async function main(): Promise<void> {
   installCleanup();
   const rounds = Number(process.env.BENCH_SHADOW_ROUNDS ?? 2);
+  const share = Number(process.env.BENCH_SHADOW_SHARE ?? 1);
   const concurrency = intList(process.env.BENCH_CONCURRENCY, [1, 32]);
   const durationS = Number(process.env.BENCH_DURATION_S ?? 10);
   const warmupS = Number(process.env.BENCH_WARMUP_S ?? 2);
@@ -70,7 +72,7 @@ async function main(): Promise<void> {
     for (let round = 1; round <= rounds; round++) {
       // standby first in odd rounds, shadow first in even ones, so a drift of the machine's speed cancels out.
       for (const mode of round % 2 === 1 ? (['standby', 'shadow'] as const) : (['shadow', 'standby'] as const)) {
-        const routed = await adminPost(port, '/packs/route', { pack: `bc-v1@${COPY_VERSION}`, role: mode });
+        const routed = await adminPost(port, '/packs/route', { pack: `bc-v1@${COPY_VERSION}`, role: mode, ...(mode === 'shadow' ? { share } : {}) });
         if (routed.status !== 200) throw new Error(`route ${mode}: ${routed.text}`);
         for (const c of concurrency) {
           const before = await shadowCounts(server.url);
@@ -86,7 +88,7 @@ async function main(): Promise<void> {
   }
   const m = machineInfo();
   const lines = [
-    `Shadow cost, ${new Date().toISOString().slice(0, 10)}, ${m.cpu} (${m.cores} cores), CPU; bc-v1 serving, a copy of it at ${COPY_VERSION} as standby or shadow, alternated; ${durationS} s per window.`,
+    `Shadow cost, ${new Date().toISOString().slice(0, 10)}, ${m.cpu} (${m.cores} cores), CPU; bc-v1 serving, a copy of it at ${COPY_VERSION} as standby or shadow (share ${share}), alternated; ${durationS} s per window.`,
     '',
     '| c | round | req/s standby | req/s shadow | ratio | p50 ms standby / shadow | p99 ms standby / shadow | shadow images run / skipped |',
     '|---:|---:|---:|---:|---:|---|---|---|',

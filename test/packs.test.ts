@@ -168,6 +168,29 @@ describe('pack versions while serving', () => {
     assert.equal((await packs('route', 'bc-v1@2.0.0', '--standby')).code, 0);
   });
 
+  test('a shadow runs beside its share of requests: --shadow P% (default all), listed with it; bad shares are usage errors', async () => {
+    const compared = async () => total(parseMetrics(await (await fetch(`${server.url}/metrics`, { headers: { 'api-key': TEST_KEY } })).text()), 'catcomfort_shadow_latency_seconds_count', { version: '2.0.0' });
+    const routed = await packs('route', 'bc-v1@2.0.0', '--shadow', '25%');
+    assert.equal(routed.code, 0, routed.stderr);
+    assert.equal(routed.stdout, 'bc-v1: 1.3.0 serving, 2.0.0 shadow 25%\n');
+    assert.match((await packs('list')).stdout, /^bc-v1\t1\.3\.0 serving, 2\.0\.0 shadow 25%$/m);
+    assert.deepEqual(
+      (await request(`${server.url}/v2/models`)).body.models.find((m: any) => m.id === 'bc-v1').versions.map((v: any) => [v.role, v.share]),
+      [['serving', 0], ['shadow', 0.25]],
+    );
+    // A share of 1e-12: one client, one request at a time (spare capacity each time), and no comparison.
+    assert.equal((await packs('route', 'bc-v1@2.0.0', '--shadow', '0.0000000001%')).code, 0);
+    const before = await compared();
+    for (let i = 0; i < 20; i++) assert.equal((await postJson(`${server.url}/v2/predict`, { image: CAT })).status, 200);
+    assert.equal(await compared(), before, 'not drawn');
+    for (const bad of [['--shadow', '0%'], ['--shadow', '101%'], ['--shadow', '--canary', '5%']]) {
+      const refused = await packs('route', 'bc-v1@2.0.0', ...bad);
+      assert.equal(refused.code, 2, bad.join(' '));
+    }
+    assert.equal((await packs('route', 'bc-v1@2.0.0', '--shadow')).stdout, 'bc-v1: 1.3.0 serving, 2.0.0 shadow\n');
+    assert.equal((await packs('route', 'bc-v1@2.0.0', '--standby')).code, 0);
+  });
+
   test('corrupt packs are refused with the reason, and the serving version keeps answering', async () => {
     const bad = path.join(models, 'bc-v1@2.0.1');
     cpSync(path.join(models, 'bc-v1@2.0.0'), bad, { recursive: true });

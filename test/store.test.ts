@@ -142,6 +142,15 @@ async function suite(t: TestContext, backend: Backend): Promise<void> {
     );
   });
 
+  await withStore("rollouts keep a shadow's share; one recorded before shadows had a share (0) reads as every request", async (store) => {
+    const serving = { version: '1.3.0', dir: '/models/bc-v1' };
+    const shadow = (share: number) => ({ version: '2.0.0', dir: '/models/bc-v1@2.0.0', role: 'shadow' as const, share });
+    await store.rollouts.record('bc-v1', serving, shadow(0.1), 'test');
+    assert.deepEqual((await store.rollouts.all())[0]!.other, shadow(0.1));
+    await store.rollouts.record('bc-v1', serving, shadow(0), 'test');
+    assert.deepEqual((await store.rollouts.all())[0]!.other, shadow(1));
+  });
+
   await withStore('create and get; owners are isolated; malformed ids are unknown', async (store) => {
     const scan = await created(
       store,

@@ -3,12 +3,13 @@
 // CATCOMFORT_ADMIN_KEY). Paths are the service host's: `load DIR` names a folder the service reads.
 import path from 'node:path';
 import { adminClientFrom } from '../config';
+import { describeRole } from '../packs/versions';
 import { commandList, dispatch, parse, positionals, UsageError, type Subcommand } from './args';
 
 const COMMANDS: Record<string, Subcommand> = {
   list: { summary: 'Each pack id with its loaded versions and their roles', load: async () => list },
-  load: { args: 'DIR [--shadow | --canary P%]', summary: 'Load, check and warm up the pack in DIR; a new version of a loaded id waits beside it (standby)', load: async () => load },
-  route: { args: 'ID@VERSION --shadow | --canary P% | --standby', summary: 'Give the version beside the serving one a role', load: async () => route },
+  load: { args: 'DIR [--shadow [P%] | --canary P%]', summary: 'Load, check and warm up the pack in DIR; a new version of a loaded id waits beside it (standby)', load: async () => load },
+  route: { args: 'ID@VERSION --shadow [P%] | --canary P% | --standby', summary: 'Give the version beside the serving one a role (a shadow runs beside P% of requests, default all)', load: async () => route },
   promote: { args: 'ID@VERSION', summary: 'Make that version serve; the one that served stays loaded as previous', load: async () => promote },
   rollback: { args: 'ID', summary: 'The previous version serves again', load: async () => rollback },
   unload: { args: 'ID@VERSION | ID', summary: 'Unload the version beside the serving one, or a whole pack id', load: async () => unload },
@@ -45,27 +46,34 @@ async function call(method: 'GET' | 'POST', route: string, body?: Record<string,
     return 1;
   }
   if (answer?.versions) process.stdout.write(`${answer.pack}: ${answer.versions}\n`);
-  else for (const p of answer?.packs ?? []) process.stdout.write(`${p.id}\t${p.versions.map((v: any) => `${v.version} ${v.role}${v.role === 'canary' ? ` ${Math.round(v.share * 100)}%` : ''}`).join(', ')}\n`);
+  else for (const p of answer?.packs ?? []) process.stdout.write(`${p.id}\t${p.versions.map((v: any) => `${v.version} ${describeRole(v.role, v.share)}`).join(', ')}\n`);
   for (const [name, state] of Object.entries(answer?.loading ?? {})) process.stdout.write(`${name}\t${state}\n`);
   return 0;
 }
 
+const PERCENT = /^(\d+(?:\.\d+)?)%?$/;
+
 /** `--canary 10%` -> 0.1. */
-function share(text: string | boolean | undefined): number {
-  const m = typeof text === 'string' ? /^(\d+(?:\.\d+)?)%?$/.exec(text.trim()) : null;
+function share(option: 'canary' | 'shadow', text: string | boolean | undefined): number {
+  const m = typeof text === 'string' ? PERCENT.exec(text.trim()) : null;
   const percent = m ? Number(m[1]) : NaN;
-  if (!(percent > 0 && percent <= 100)) throw new UsageError('--canary takes a share of requests from 0 to 100 %, e.g. --canary 10%', USAGE);
+  if (!(percent > 0 && percent <= 100)) throw new UsageError(`--${option} takes a share of requests from 0 to 100 %, e.g. --${option} 10%`, USAGE);
   return percent / 100;
 }
 
-const ROLE_OPTIONS = { shadow: { type: 'boolean' }, canary: { type: 'string' }, standby: { type: 'boolean' } } as const;
+const ROLE_OPTIONS = { shadow: { type: 'string' }, canary: { type: 'string' }, standby: { type: 'boolean' } } as const;
+
+/** `--shadow` alone is `--shadow 100%`: its share is optional, and parseArgs wants a value for a string option. */
+function shadowShareFilled(argv: string[]): string[] {
+  return argv.flatMap((arg, i) => (arg === '--shadow' && !PERCENT.test(argv[i + 1] ?? '') ? ['--shadow=100%'] : [arg]));
+}
 
 function role(values: Record<string, string | boolean | undefined>, fallback: 'standby' | null): { role: string; share?: number } {
   const given = (['shadow', 'canary', 'standby'] as const).filter((r) => values[r] !== undefined);
-  if (given.length > 1) throw new UsageError('give one of --shadow, --canary P%, --standby', USAGE);
+  if (given.length > 1) throw new UsageError('give one of --shadow [P%], --canary P%, --standby', USAGE);
   const chosen = given[0] ?? fallback;
-  if (chosen === null) throw new UsageError('give one of --shadow, --canary P%, --standby', USAGE);
-  return chosen === 'canary' ? { role: 'canary', share: share(values.canary) } : { role: chosen };
+  if (chosen === null) throw new UsageError('give one of --shadow [P%], --canary P%, --standby', USAGE);
+  return chosen === 'standby' ? { role: chosen } : { role: chosen, share: share(chosen, values[chosen]) };
 }
 
 function ref(text: string, versionRequired: boolean): string {
@@ -81,14 +89,14 @@ async function list(argv: string[]): Promise<number> {
 }
 
 async function load(argv: string[]): Promise<number> {
-  const parsed = parse(argv, USAGE, ROLE_OPTIONS);
+  const parsed = parse(shadowShareFilled(argv), USAGE, ROLE_OPTIONS);
   if (!parsed) return 0;
   const [dir] = positionals(parsed, 1, 'DIR', USAGE) as [string];
   return call('POST', '/packs/load', { dir: path.resolve(dir), ...role(parsed.values, 'standby') });
 }
 
 async function route(argv: string[]): Promise<number> {
-  const parsed = parse(argv, USAGE, ROLE_OPTIONS);
+  const parsed = parse(shadowShareFilled(argv), USAGE, ROLE_OPTIONS);
   if (!parsed) return 0;
   const [pack] = positionals(parsed, 1, 'ID@VERSION', USAGE) as [string];
   return call('POST', '/packs/route', { pack: ref(pack, true), ...role(parsed.values, null) });

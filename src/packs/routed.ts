@@ -1,5 +1,5 @@
 // One image through the version of a pack id that answers it (a canary takes its share), with the
-// shadow version, if any, run on the same image after the answer: its result only compared with
+// shadow version, if any and if drawn for its share, run on the same image after the answer: its result only compared with
 // the serving one's (metrics per version), never answered, and run only from spare capacity (the
 // serving version has nothing queued and a free batch slot, and no other shadow image is running),
 // else skipped and counted, so that a shadow never takes capacity from serving.
@@ -27,7 +27,7 @@ export function pickVersion(registry: ModelRegistry, id: string, version?: strin
   const pack = registry.versions(id);
   if (!pack) throw new PackNotLoadedError(id);
   if (version === undefined) return pack.pick(Math.random());
-  const pick = pack.pickVersion(version);
+  const pick = pack.pickVersion(version, Math.random());
   if (!pick) throw new PackNotLoadedError(id, version, pack.find(version)?.role);
   return pick;
 }

@@ -1,7 +1,7 @@
 // The versions of one pack id that are loaded: the serving one, and at most one other beside it
 // (two versions at once, never more). The other is a candidate (standby: loaded and idle; shadow:
-// runs every request beside the serving one, its answer only compared; canary: answers a share of
-// requests) or, after a promotion or rollback, the previous serving version, kept for a quick
+// runs a share of requests beside the serving one, its answer only compared; canary: answers a
+// share of requests) or, after a promotion or rollback, the previous serving version, kept for a quick
 // rollback. A version is its manifest's `version`.
 import type { Model } from './model';
 
@@ -11,7 +11,7 @@ export type VersionRole = 'serving' | CandidateRole | 'previous';
 export interface LoadedVersion {
   model: Model;
   role: VersionRole;
-  /** Share of requests a canary answers, 0..1 (0 for the other roles). */
+  /** Share of requests a canary answers, or a shadow runs beside the serving one, in (0, 1] (0 for the other roles). */
   share: number;
   /** When it took this role (ms since the epoch). */
   since: number;
@@ -26,7 +26,7 @@ export interface Pick {
 
 export class VersionError extends Error {}
 
-const candidate = (model: Model, role: CandidateRole, share: number): LoadedVersion => ({ model, role, share: role === 'canary' ? share : 0, since: Date.now() });
+const candidate = (model: Model, role: CandidateRole, share: number): LoadedVersion => ({ model, role, share: role === 'standby' ? 0 : share, since: Date.now() });
 
 export class PackVersions {
   private serving: LoadedVersion;
@@ -52,22 +52,23 @@ export class PackVersions {
     return this.list().find((v) => v.model.manifest.version === version);
   }
 
-  /** The version answering one request (`random` in [0, 1) draws the canary's share). */
+  /** The version answering one request (`random` in [0, 1) draws the canary's or the shadow's share). */
   pick(random: number): Pick {
     const other = this.other;
     if (other?.role === 'canary' && random < other.share) return { model: other.model, role: 'canary', shadow: null };
-    return this.servingPick();
+    return this.servingPick(random);
   }
 
-  /** A request addressed to `version`: the serving one (with its shadow) or the canary; undefined for any other. */
-  pickVersion(version: string): Pick | undefined {
-    if (this.serving.model.manifest.version === version) return this.servingPick();
+  /** A request addressed to `version`: the serving one (with its shadow, drawn as in pick) or the canary; undefined for any other. */
+  pickVersion(version: string, random: number): Pick | undefined {
+    if (this.serving.model.manifest.version === version) return this.servingPick(random);
     if (this.other?.role === 'canary' && this.other.model.manifest.version === version) return { model: this.other.model, role: 'canary', shadow: null };
     return undefined;
   }
 
-  private servingPick(): Pick {
-    return { model: this.serving.model, role: 'serving', shadow: this.other?.role === 'shadow' ? this.other.model : null };
+  private servingPick(random: number): Pick {
+    const other = this.other;
+    return { model: this.serving.model, role: 'serving', shadow: other?.role === 'shadow' && random < other.share ? other.model : null };
   }
 
   /** Throws VersionError unless `version` could be added beside the serving one (callers check before loading it). */
@@ -106,10 +107,10 @@ export class PackVersions {
     return other.model;
   }
 
-  /** `1.2.0 serving, 1.3.0 canary 10%`. */
+  /** `1.2.0 serving, 1.3.0 canary 10%` (a shadow's share only when not all). */
   describe(): string {
     return this.list()
-      .map((v) => `${v.model.manifest.version} ${v.role}${v.role === 'canary' ? ` ${Math.round(v.share * 100)}%` : ''}`)
+      .map((v) => `${v.model.manifest.version} ${describeRole(v.role, v.share)}`)
       .join(', ');
   }
 
@@ -120,4 +121,10 @@ export class PackVersions {
     if (!this.other || this.other.model.manifest.version !== version) throw new VersionError(`${this.id}@${version} is not loaded (${this.describe()})`);
     return this.other;
   }
+}
+
+/** `canary 10%`, `shadow 25%`, `shadow`, `serving`: a role with its share where it has one. */
+export function describeRole(role: VersionRole, share: number): string {
+  if (role === 'canary' || (role === 'shadow' && share < 1)) return `${role} ${Math.round(share * 100)}%`;
+  return role;
 }

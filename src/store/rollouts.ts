@@ -45,7 +45,7 @@ export class PackRollouts {
       other:
         r.other_version === null || r.other_dir === null || r.other_role === null
           ? null
-          : { version: r.other_version, dir: r.other_dir, role: r.other_role, share: Number(r.other_share ?? 0) },
+          : { version: r.other_version, dir: r.other_dir, role: r.other_role, share: otherShare(r.other_role, r.other_share) },
       generation: Number(r.generation),
       updatedAt: this.db.dialect.iso(r.updated_at),
       updatedBy: r.updated_by,
@@ -80,4 +80,10 @@ export class PackRollouts {
   async forget(packId: string): Promise<void> {
     await this.db.run('DELETE FROM pack_rollouts WHERE pack_id = $1', [packId]);
   }
+}
+
+/** A shadow recorded before shadows had a share (0) ran beside every request. */
+function otherShare(role: string, share: number | null): number {
+  const value = Number(share ?? 0);
+  return role === 'shadow' && value === 0 ? 1 : value;
 }

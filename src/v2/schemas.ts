@@ -167,14 +167,14 @@ export const DetectorSummary = Type.Object(
 );
 
 const Role = Type.Union([Type.Literal('serving'), Type.Literal('standby'), Type.Literal('shadow'), Type.Literal('canary'), Type.Literal('previous')], {
-  description: 'serving: answers requests; standby: loaded, idle; shadow: runs beside the serving version, results only compared; canary: answers `share` of requests; previous: served before, kept for a rollback',
+  description: 'serving: answers requests; standby: loaded, idle; shadow: runs beside the serving version on `share` of requests (spare capacity only), results only compared; canary: answers `share` of requests; previous: served before, kept for a rollback',
 });
 
 export const VersionSummary = Type.Object(
   {
     pack_version: Type.String(),
     role: Role,
-    share: Type.Number({ description: 'Share of requests a canary answers (0..1); 0 for the other roles' }),
+    share: Type.Number({ description: 'Share of requests a canary answers, or a shadow runs beside (0..1); 0 for the other roles' }),
     since: Type.String({ format: 'date-time', description: 'When it took this role' }),
   },
   { $id: 'VersionSummary' },

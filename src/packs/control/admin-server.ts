@@ -66,14 +66,17 @@ function packRef(body: Record<string, unknown>, versionOptional = false): { id: 
   return { id: ref.slice(0, at), version: ref.slice(at + 1) };
 }
 
-/** Role and share of a candidate: standby, shadow, or canary with share in (0, 1]. */
+/** Role and share of a candidate: standby; shadow with share in (0, 1], default 1 (every request); canary with share in (0, 1]. */
 function roleOf(body: Record<string, unknown>): { role: CandidateRole; share: number } {
   const role = body.role ?? 'standby';
   if (typeof role !== 'string' || !ROLES.includes(role as CandidateRole)) throw invalid(`"role" must be one of ${ROLES.join(', ')}`);
-  if (role !== 'canary') return { role: role as CandidateRole, share: 0 };
-  const share = body.share;
-  if (typeof share !== 'number' || !(share > 0 && share <= 1)) throw invalid('a canary needs "share", a number in (0, 1] (0.1 = 10 %)');
-  return { role: 'canary', share };
+  if (role === 'standby') {
+    if (body.share !== undefined) throw invalid('a standby takes no "share"');
+    return { role, share: 0 };
+  }
+  const share = body.share ?? (role === 'shadow' ? 1 : undefined);
+  if (typeof share !== 'number' || !(share > 0 && share <= 1)) throw invalid(`a ${role} needs "share", a number in (0, 1] (0.1 = 10 %)${role === 'shadow' ? '; without it, every request' : ''}`);
+  return { role: role as CandidateRole, share };
 }
 
 export interface AdminContext {
