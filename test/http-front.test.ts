@@ -81,6 +81,16 @@ describe('framing and smuggling', () => {
     assert.deepEqual(all.map((r) => r.status), [413]);
     assert.equal(JSON.parse(all[0]!.body).error.code, 'http_error');
   });
+
+  test('a Content-Length past 64 MiB without Expect, up to ten digits and more: 413 at once, close', async () => {
+    for (const declared of ['100000000', '5000000000', '999999999999999']) {
+      const reply = await talk(server.port, [`POST /v2/predict HTTP/1.1\r\nHost: x\r\n${K}Content-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n{"image":`]);
+      assert.equal(reply.closed, true, declared);
+      const all = responses(reply.text);
+      assert.deepEqual(all.map((r) => r.status), [413], `${declared}: ${reply.text}`);
+      assert.equal(JSON.parse(all[0]!.body).error.code, 'http_error');
+    }
+  });
 });
 
 describe('request heads', () => {

@@ -203,7 +203,9 @@ export class ClientConnection {
     this.startedAt = performance.now();
     this.clientAddress = this.trailer ? this.peer : this.settings.trustedProxies.clientOf(this.peer, head.forwarded, head.xForwardedFor);
     if (!STANDARD_METHODS.has(head.method)) return this.unknownMethod(head);
-    if (head.expectContinue && head.contentLength > this.settings.maxBodyBytes) {
+    // Over the limit, and asked about first (Expect) or too long to read and drop: 413 here, and close
+    // (uWS would close without an answer on a Content-Length of ten digits).
+    if (head.contentLength > this.settings.maxBodyBytes && (head.expectContinue || head.contentLength > MAX_DISCARD_BYTES)) {
       return this.refuse(tooLarge(head, this.settings.maxBodyBytes), head);
     }
     if (head.chunked) {
