@@ -11,6 +11,7 @@ import { PROTO_FILE } from '../src/oip/grpc/server';
 import { postJson, request } from './helpers/http';
 import { parseMetrics, total } from './helpers/metrics';
 import { photo } from './helpers/paths';
+import { atLeast, responses, talk } from './helpers/raw-http';
 import { encodeRgbPng } from './helpers/png';
 import { runClientScript } from './helpers/python-client';
 import { startServer, TEST_KEY, type TestServer } from './helpers/server';
@@ -155,6 +156,24 @@ test('REST: bad inputs get the protocol error shape with our code and status', (
     assert.equal(typeof r.body.error, 'string', name);
   }
   assert.match(result.rest_errors.wrong_datatype.body.details.errors[0].message, /BYTES/);
+});
+
+test("REST: the HTTP front's and the router's refusals on the protocol's paths keep its shape; our own /v2 paths keep ours", async () => {
+  const head = (method: string, path: string, fields: string) => `${method} ${path} HTTP/1.1\r\nHost: x\r\napi-key: ${TEST_KEY}\r\n${fields}\r\n`;
+  const cases: Array<[string, number, string]> = [
+    [head('POST', '/v2/models/bc-v1/infer', 'Content-Type: application/json\r\nContent-Length: 1x\r\n'), 400, 'oip'],
+    [head('POST', '/v2/models/bc-v1/infer', 'Content-Type: application/json\r\nContent-Length: 100000000\r\n'), 413, 'oip'],
+    [head('GET', '/v2/models/bc-v1/versions/1.0.0/infer', ''), 405, 'oip'],
+    [head('POST', '/v2/health/live', 'Content-Length: 0\r\n'), 405, 'oip'],
+    [head('POST', '/v2/predict', 'Content-Type: application/json\r\nContent-Length: 1x\r\n'), 400, 'v2'],
+  ];
+  for (const [request, status, shape] of cases) {
+    const [answer] = responses((await talk(server.port, [request], atLeast(1))).text);
+    assert.equal(answer?.status, status, request);
+    const body = JSON.parse(answer!.body);
+    if (shape === 'oip') assert.deepEqual([typeof body.error, typeof body.code, typeof body.request_id], ['string', 'string', 'string'], answer!.body);
+    else assert.equal(typeof body.error.code, 'string', answer!.body);
+  }
 });
 
 test('gRPC: a call cancelled mid-way is logged as CANCELLED and the service answers the next one', async () => {

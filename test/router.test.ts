@@ -1,4 +1,4 @@
-// The router: matching, 405 lists, error renderers by path prefix, and OpenAPI paths from routes.
+// The router: matching, 405 lists, error renderers by path prefix or route, and OpenAPI paths from routes.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Answer } from '../src/http/errors';
@@ -25,6 +25,16 @@ test('errors are rendered by the longest mounted prefix, else the fallback', () 
   assert.equal(render('/v2/models/bc-v1/predict'), 'models not_found id-1');
   assert.equal(render('/v2x'), 'root not_found id-1');
   assert.equal(render('/invocations'), 'root not_found id-1');
+});
+
+test('a renderer mounted on a route pattern comes before any prefix, for exactly the paths the pattern matches', () => {
+  const router = new Router(renderer('root')).mount('/v2', renderer('v2')).mountRoute('/v2/models/:id/infer', renderer('oip')).mountRoute('/v2', renderer('oip'));
+  const render = (path: string) => router.rendererFor(path)('id-1', new ApiError('not_found')).body;
+  assert.equal(render('/v2/models/bc-v1/infer'), 'oip not_found id-1');
+  assert.equal(render('/v2'), 'oip not_found id-1');
+  assert.equal(render('/v2/models/bc-v1/predict'), 'v2 not_found id-1');
+  assert.equal(render('/v2/models/bc-v1/infer/more'), 'v2 not_found id-1');
+  assert.equal(render('/v2/models'), 'v2 not_found id-1');
 });
 
 test('OpenAPI paths come from the routes of one document, with {name} parameters', () => {

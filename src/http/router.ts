@@ -1,6 +1,7 @@
 // A small method+path router. Patterns are literal segments or `:name` parameters.
 // A path that matches with another method yields the allowed methods for a 405.
-// Interfaces mount their error renderer on their path prefix; the longest prefix wins.
+// Interfaces mount their error renderer on their path prefix; the longest prefix wins. A protocol
+// that shares a prefix with another mounts its renderer on its own routes' patterns, which come first.
 // A route may carry its OpenAPI operation: each interface's document is built from the routes of
 // its document (paths()), so routes and documents cannot drift apart.
 import type { ErrorRenderer } from './errors';
@@ -29,6 +30,7 @@ export type Match =
 export class Router {
   private readonly routes: Route[] = [];
   private readonly renderers: Array<{ prefix: string; render: ErrorRenderer }> = [];
+  private readonly routeRenderers: Array<{ segments: string[]; render: ErrorRenderer }> = [];
 
   /** `fallback` renders errors for paths under no mounted prefix. */
   constructor(private readonly fallback: ErrorRenderer) {}
@@ -40,7 +42,16 @@ export class Router {
     return this;
   }
 
+  /** Errors for the paths `pattern` matches (`:name` matches any segment) are rendered by `render`, before any prefix's renderer. */
+  mountRoute(pattern: string, render: ErrorRenderer): this {
+    this.routeRenderers.push({ segments: pattern.split('/').filter((s) => s !== ''), render });
+    return this;
+  }
+
   rendererFor(path: string): ErrorRenderer {
+    const parts = path.split('/').filter((s) => s !== '');
+    const route = this.routeRenderers.find((r) => matchSegments(r.segments, parts) !== null);
+    if (route) return route.render;
     const hit = this.renderers.find((r) => path === r.prefix || path.startsWith(`${r.prefix}/`));
     return hit ? hit.render : this.fallback;
   }

@@ -30,14 +30,18 @@ export function oipError(requestId: string, error: ApiError): Answer {
   };
 }
 
+/** A route of the protocol: its errors, the front's and the router's included, in the protocol's shape. */
+function addOipRoute(router: Router, method: string, pattern: string, handler: (ex: Exchange) => void): void {
+  router.add(method, pattern, handler).mountRoute(pattern, oipError);
+}
+
 export function registerOipHealth(router: Router, readiness: Readiness): void {
-  router
-    .add('GET', '/v2/health/live', (ex) => sendJson(ex, requestIdFrom(ex.header('x-request-id')), 200, { live: true }, { 'Cache-Control': 'no-store' }))
-    .add('GET', '/v2/health/ready', (ex) => {
-      const ready = readiness.ready;
-      const headers = { 'Cache-Control': 'no-store', ...(ready ? {} : { 'Retry-After': '1' }) };
-      sendJson(ex, requestIdFrom(ex.header('x-request-id')), ready ? 200 : 503, { ready }, headers);
-    });
+  addOipRoute(router, 'GET', '/v2/health/live', (ex) => sendJson(ex, requestIdFrom(ex.header('x-request-id')), 200, { live: true }, { 'Cache-Control': 'no-store' }));
+  addOipRoute(router, 'GET', '/v2/health/ready', (ex) => {
+    const ready = readiness.ready;
+    const headers = { 'Cache-Control': 'no-store', ...(ready ? {} : { 'Retry-After': '1' }) };
+    sendJson(ex, requestIdFrom(ex.header('x-request-id')), ready ? 200 : 503, { ready }, headers);
+  });
 }
 
 type Handler = (ex: Exchange, requestId: string) => Promise<void> | void;
@@ -64,14 +68,16 @@ export function registerOip(router: Router, service: Service, readiness: Readine
     sendJson(ex, requestId, isReady ? 200 : 503, { name: ex.params.model_id, ready: isReady });
   };
   const inferRoute = (ex: Exchange, requestId: string) => inferHttp(ex, requestId, service);
-  router
-    .add('GET', '/v2', authed(service, (ex, requestId) => sendJson(ex, requestId, 200, serverMetadata(service.version))))
-    .add('GET', '/v2/models/:model_id', authed(service, metadata))
-    .add('GET', '/v2/models/:model_id/versions/:version', authed(service, metadata))
-    .add('GET', '/v2/models/:model_id/ready', authed(service, ready))
-    .add('GET', '/v2/models/:model_id/versions/:version/ready', authed(service, ready))
-    .add('POST', '/v2/models/:model_id/infer', authed(service, inferRoute))
-    .add('POST', '/v2/models/:model_id/versions/:version/infer', authed(service, inferRoute));
+  const routes: Array<[string, string, Handler]> = [
+    ['GET', '/v2', (ex, requestId) => sendJson(ex, requestId, 200, serverMetadata(service.version))],
+    ['GET', '/v2/models/:model_id', metadata],
+    ['GET', '/v2/models/:model_id/versions/:version', metadata],
+    ['GET', '/v2/models/:model_id/ready', ready],
+    ['GET', '/v2/models/:model_id/versions/:version/ready', ready],
+    ['POST', '/v2/models/:model_id/infer', inferRoute],
+    ['POST', '/v2/models/:model_id/versions/:version/infer', inferRoute],
+  ];
+  for (const [method, pattern, handler] of routes) addOipRoute(router, method, pattern, authed(service, handler));
 }
 
 async function inferHttp(ex: Exchange, requestId: string, service: Service): Promise<void> {
