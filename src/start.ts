@@ -26,6 +26,7 @@ import { keepIssuedKeys } from './store/api-keys';
 import { newApiKey } from './store/secrets';
 import { registerV1 } from './v1/routes';
 import { registerV2 } from './v2/routes';
+import { OIP_DOCUMENT } from './oip/openapi';
 import { OIP_HEALTH_PATHS, registerOip, registerOipHealth } from './oip/rest';
 import { startGrpc } from './oip/grpc/server';
 import { errorResponse } from './http/errors';
@@ -195,7 +196,7 @@ async function startInterfaces(
   ctx.readiness.setVersions(() => versionStates(registry, packs.control));
   const providers = info.providers.filter((p) => p.active).map((p) => p.name);
   const service: Service = { config, keys: ctx.keys, registry, version: ctx.version, docsAssets: loadDocsAssets(), providers };
-  registerV2(ctx.router, service);
+  registerV2(ctx.router, service, [OIP_DOCUMENT]);
   registerV1(ctx.router, service);
   registerOip(ctx.router, service, ctx.readiness);
   const grpc = config.grpcPort === null ? null : await startGrpc(service, ctx.readiness, { host: config.host, port: config.grpcPort });

@@ -95,7 +95,7 @@ describe('OpenAPI documents', () => {
     const v2 = JSON.stringify(docs.v2);
     assert.ok(!v2.includes('too_many_failed_attempts'), 'v2 names the scan-only code');
     assert.ok(JSON.stringify(docs.scan).includes('too_many_failed_attempts'));
-    for (const [label, op] of operations(docs.v2)) {
+    for (const [label, op] of operations(docs.v2).filter(([, op]) => !op.tags.includes('Open Inference Protocol'))) {
       const codes = Object.entries<any>(op.responses)
         .filter(([status]) => Number(status) >= 400)
         .flatMap(([status, response]) =>
@@ -110,6 +110,38 @@ describe('OpenAPI documents', () => {
         assert.equal(codes.includes('404 model_not_found'), op.operationId === 'predict_with_model', label);
       }
     }
+  });
+
+  test('the Open Inference Protocol routes are in the v2 document, their errors in its shape, and its infer example answers', async () => {
+    const oip = operations(docs.v2).filter(([, op]) => op.tags.includes('Open Inference Protocol'));
+    assert.deepEqual(
+      oip.map(([label]) => label),
+      [
+        'GET /v2/health/live',
+        'GET /v2/health/ready',
+        'GET /v2',
+        'GET /v2/models/{model_id}',
+        'GET /v2/models/{model_id}/versions/{version}',
+        'GET /v2/models/{model_id}/ready',
+        'GET /v2/models/{model_id}/versions/{version}/ready',
+        'POST /v2/models/{model_id}/infer',
+        'POST /v2/models/{model_id}/versions/{version}/infer',
+      ],
+    );
+    for (const [label, op] of oip) {
+      for (const [status, response] of Object.entries<any>(op.responses).filter(([s]) => Number(s) >= 400)) {
+        for (const example of Object.values<any>(response.content['application/json'].examples)) {
+          assert.deepEqual(Object.keys(example.value), ['error', 'code', 'details', 'request_id'], `${label} ${status}`);
+          assert.ok(response.description.includes(`\`${example.value.code}\``), `${label} ${status} ${example.value.code}`);
+        }
+      }
+    }
+    const infer = docs.v2.paths['/v2/models/{model_id}/infer'].post;
+    const res = await request(`${server.url}/v2/models/bc-v1/infer`, { method: 'POST', body: JSON.stringify(firstExample(infer.requestBody.content['application/json'])) });
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(res.body.outputs.find((o: any) => o.name === 'detection').data, ['detected']);
+    const documented = firstExample(infer.responses['200'].content['application/json']) as any;
+    assert.deepEqual(res.body.outputs.map((o: any) => [o.name, o.datatype, o.shape]), documented.outputs.map((o: any) => [o.name, o.datatype, o.shape]));
   });
 
   test('/v2/stats is described by a schema that its real answer has', async () => {

@@ -15,6 +15,8 @@ import type { Service } from '../service';
 import { joinBytesElements, rawNumbers, splitBytesElements } from './bytes-elements';
 import { infer, type InferAnswer, type InferCall, type InferInput } from './infer';
 import { modelMetadata, modelReady, serverMetadata } from './metadata';
+import { OIP_HEALTH_OPERATIONS, oipOperations } from './openapi';
+import { exampleImageBase64 } from '../http/docs/example-image';
 
 /** Answered before readiness and while draining, without a key (orchestrators' probes). */
 export const OIP_HEALTH_PATHS: ReadonlySet<string> = new Set(['/v2/health/live', '/v2/health/ready']);
@@ -30,18 +32,25 @@ export function oipError(requestId: string, error: ApiError): Answer {
   };
 }
 
-/** A route of the protocol: its errors, the front's and the router's included, in the protocol's shape. */
-function addOipRoute(router: Router, method: string, pattern: string, handler: (ex: Exchange) => void): void {
-  router.add(method, pattern, handler).mountRoute(pattern, oipError);
+/** A route of the protocol, in the v2 document: its errors, the front's and the router's included, in the protocol's shape. */
+function addOipRoute(router: Router, method: string, pattern: string, handler: (ex: Exchange) => void, operation: Record<string, unknown>): void {
+  router.add(method, pattern, handler, { document: 'v2', operation }).mountRoute(pattern, oipError);
 }
 
 export function registerOipHealth(router: Router, readiness: Readiness): void {
-  addOipRoute(router, 'GET', '/v2/health/live', (ex) => sendJson(ex, requestIdFrom(ex.header('x-request-id')), 200, { live: true }, { 'Cache-Control': 'no-store' }));
-  addOipRoute(router, 'GET', '/v2/health/ready', (ex) => {
-    const ready = readiness.ready;
-    const headers = { 'Cache-Control': 'no-store', ...(ready ? {} : { 'Retry-After': '1' }) };
-    sendJson(ex, requestIdFrom(ex.header('x-request-id')), ready ? 200 : 503, { ready }, headers);
-  });
+  const live = (ex: Exchange) => sendJson(ex, requestIdFrom(ex.header('x-request-id')), 200, { live: true }, { 'Cache-Control': 'no-store' });
+  addOipRoute(router, 'GET', '/v2/health/live', live, OIP_HEALTH_OPERATIONS.live);
+  addOipRoute(
+    router,
+    'GET',
+    '/v2/health/ready',
+    (ex) => {
+      const ready = readiness.ready;
+      const headers = { 'Cache-Control': 'no-store', ...(ready ? {} : { 'Retry-After': '1' }) };
+      sendJson(ex, requestIdFrom(ex.header('x-request-id')), ready ? 200 : 503, { ready }, headers);
+    },
+    OIP_HEALTH_OPERATIONS.ready,
+  );
 }
 
 type Handler = (ex: Exchange, requestId: string) => Promise<void> | void;
@@ -68,16 +77,17 @@ export function registerOip(router: Router, service: Service, readiness: Readine
     sendJson(ex, requestId, isReady ? 200 : 503, { name: ex.params.model_id, ready: isReady });
   };
   const inferRoute = (ex: Exchange, requestId: string) => inferHttp(ex, requestId, service);
-  const routes: Array<[string, string, Handler]> = [
-    ['GET', '/v2', (ex, requestId) => sendJson(ex, requestId, 200, serverMetadata(service.version))],
-    ['GET', '/v2/models/:model_id', metadata],
-    ['GET', '/v2/models/:model_id/versions/:version', metadata],
-    ['GET', '/v2/models/:model_id/ready', ready],
-    ['GET', '/v2/models/:model_id/versions/:version/ready', ready],
-    ['POST', '/v2/models/:model_id/infer', inferRoute],
-    ['POST', '/v2/models/:model_id/versions/:version/infer', inferRoute],
+  const ops = oipOperations(service.version, exampleImageBase64());
+  const routes: Array<[string, string, Handler, Record<string, unknown>]> = [
+    ['GET', '/v2', (ex, requestId) => sendJson(ex, requestId, 200, serverMetadata(service.version)), ops.serverMetadata],
+    ['GET', '/v2/models/:model_id', metadata, ops.modelMetadata],
+    ['GET', '/v2/models/:model_id/versions/:version', metadata, ops.modelMetadataVersion],
+    ['GET', '/v2/models/:model_id/ready', ready, ops.modelReady],
+    ['GET', '/v2/models/:model_id/versions/:version/ready', ready, ops.modelReadyVersion],
+    ['POST', '/v2/models/:model_id/infer', inferRoute, ops.infer],
+    ['POST', '/v2/models/:model_id/versions/:version/infer', inferRoute, ops.inferVersion],
   ];
-  for (const [method, pattern, handler] of routes) addOipRoute(router, method, pattern, authed(service, handler));
+  for (const [method, pattern, handler, operation] of routes) addOipRoute(router, method, pattern, authed(service, handler), operation);
 }
 
 async function inferHttp(ex: Exchange, requestId: string, service: Service): Promise<void> {

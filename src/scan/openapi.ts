@@ -2,8 +2,7 @@
 // examples taken from real answers and the example photo as the request example.
 import { DEFAULT_RETRY_SCHEDULE } from '../config/retry-schedule';
 import { MAX_BODY_BYTES } from '../config/settings';
-import { errorResponses, type ErrorDoc } from '../http/docs/openapi-errors';
-import { bodyTooLargeMessage } from '../http/errors';
+import { COMMON_ERRORS, errorResponses, payloadTooLarge, type ErrorDoc } from '../http/docs/openapi-errors';
 import { EXAMPLE_REQUEST_ID, jsonContent, openApiDocument } from '../http/docs/openapi-util';
 import { ErrorResponse } from '../v2/schemas';
 import { ScanAccepted, ScanEvent, ScanList, ScanResource, ScanSubmitRequest } from './schemas';
@@ -28,7 +27,7 @@ const throttled: ErrorDoc = {
   when: 'too many failed credential checks from this client address (CATCOMFORT_SCAN_AUTH_FAILURES_PER_MINUTE); see `Retry-After`',
 };
 const overloaded: ErrorDoc = { kind: 'overloaded', when: 'too many credential checks at once; see `Retry-After`' };
-const internal: ErrorDoc = { kind: 'internal_error', when: 'unexpected failure; nothing internal is disclosed' };
+const { internal } = COMMON_ERRORS;
 const unavailable: ErrorDoc = { kind: 'unavailable', when: 'the service is shutting down', message: 'The service is shutting down.' };
 const storeUnavailable: ErrorDoc = {
   kind: 'store_unavailable',
@@ -173,7 +172,7 @@ export function scanOperations(serviceVersion: string, exampleImage: string) {
           { kind: 'bad_request', when: 'malformed `Content-Length`', message: 'Invalid Content-Length header.' },
           unauthorized,
           { kind: 'idempotency_conflict', when: 'the `Idempotency-Key` was used with another body' },
-          { kind: 'payload_too_large', when: 'body over CATCOMFORT_MAX_BODY_BYTES', message: bodyTooLargeMessage(MAX_BODY_BYTES) },
+          payloadTooLarge(MAX_BODY_BYTES),
           { kind: 'unsupported_media_type', when: 'Content-Type is not JSON' },
           {
             kind: 'invalid_request',

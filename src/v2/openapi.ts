@@ -1,9 +1,10 @@
 // The v2 OpenAPI 3.1 document, generated from the TypeBox schemas that validate requests,
 // with examples taken from real answers and the example photo as the request example.
+import type { TSchema } from '@sinclair/typebox';
 import { MAX_BODY_BYTES } from '../config/settings';
-import { errorResponses, type ErrorDoc, type V2ErrorKind } from '../http/docs/openapi-errors';
+import { COMMON_ERRORS, errorResponses, payloadTooLarge, type ErrorDoc, type V2ErrorKind } from '../http/docs/openapi-errors';
 import { API_KEY_SCHEME, EXAMPLE_REQUEST_ID, jsonContent, openApiDocument } from '../http/docs/openapi-util';
-import { bodyTooLargeMessage, errorTable } from '../http/errors';
+import { errorTable } from '../http/errors';
 import { ErrorResponse, ModelList, PredictRequest, PredictResponse, StatsResponse } from './schemas';
 
 /** An error v2 can answer; scan-only kinds do not type-check here. */
@@ -26,7 +27,7 @@ const responseHeaders = {
 };
 
 const unauthorized: V2ErrorDoc = { kind: 'unauthorized', when: 'missing or invalid `api-key`' };
-const internal: V2ErrorDoc = { kind: 'internal_error', when: 'unexpected failure; nothing internal is disclosed' };
+const { internal, queueFull } = COMMON_ERRORS;
 const unavailable: V2ErrorDoc = { kind: 'unavailable', when: 'the service is shutting down', message: 'The service is shutting down.' };
 
 const predictErrors: V2ErrorDoc[] = [
@@ -36,14 +37,14 @@ const predictErrors: V2ErrorDoc[] = [
   },
   { kind: 'bad_request', when: 'malformed `Content-Length`', message: 'Invalid Content-Length header.' },
   unauthorized,
-  { kind: 'payload_too_large', when: 'request body larger than `CATCOMFORT_MAX_BODY_BYTES`', message: bodyTooLargeMessage(MAX_BODY_BYTES) },
+  payloadTooLarge(MAX_BODY_BYTES),
   { kind: 'unsupported_media_type', when: 'Content-Type is not `application/json`' },
   {
     kind: 'invalid_request',
     when: 'body missing or malformed, `image` missing, or invalid `threshold`. `details.errors` lists `{field, message}`; submitted values are never echoed.',
     details: { errors: [{ field: 'image', message: 'Field required' }] },
   },
-  { kind: 'overloaded', when: 'the queue is full or the deadline cannot be met; see `Retry-After`' },
+  queueFull,
   internal,
   unavailable,
 ];
@@ -217,8 +218,15 @@ const V2_TAGS = [
   { name: 'Models and service', description: 'The loaded models and the micro-batcher counters' },
 ];
 
+/** Another interface's operations in this document (on /v2 paths): its tag, a paragraph and its schemas. */
+export interface DocumentAddition {
+  tag: { name: string; description: string };
+  description: string;
+  schemas: Record<string, TSchema>;
+}
+
 /** The v2 document around `paths`: the operations of the routes registered for it (Router.paths). */
-export function buildV2OpenApi(serviceVersion: string, paths: Record<string, unknown>): Record<string, unknown> {
+export function buildV2OpenApi(serviceVersion: string, paths: Record<string, unknown>, additions: DocumentAddition[] = []): Record<string, unknown> {
   const v2Codes = Object.values(errorTable).filter((e) => !('scanOnly' in e));
   return openApiDocument({
     title: 'Cat Comfort Detection API',
@@ -228,8 +236,9 @@ export function buildV2OpenApi(serviceVersion: string, paths: Record<string, unk
       'Every request needs the `api-key` header (use **Authorize**). "Try it out" on a predict operation sends a small cat photo.',
       `Error codes: ${[...new Map(v2Codes.map((e) => [`${e.code} ${e.status}`, `\`${e.code}\` (${e.status})`])).values()].join(', ')}.`,
       `Any request can also be refused by the HTTP layer: ${protocolCodes.map((k) => `${errorTable[k].status} \`${errorTable[k].code}\``).join(', ')}.`,
+      ...additions.map((a) => a.description),
     ].join('\n\n'),
-    tags: V2_TAGS,
+    tags: [...V2_TAGS, ...additions.map((a) => a.tag)],
     paths,
     securitySchemes: API_KEY_SCHEME,
     schemas: {
@@ -238,6 +247,7 @@ export function buildV2OpenApi(serviceVersion: string, paths: Record<string, unk
       ErrorResponse,
       ModelList,
       StatsResponse,
+      ...Object.assign({}, ...additions.map((a) => a.schemas)),
     },
   });
 }

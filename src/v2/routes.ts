@@ -12,7 +12,7 @@ import { errorResponse } from '../http/errors';
 import { parseJsonObject } from '../http/json-body';
 import { sendError, sendJson } from '../http/respond';
 import { modelSummary } from './model-summary';
-import { buildV2OpenApi, v2Operations } from './openapi';
+import { buildV2OpenApi, v2Operations, type DocumentAddition } from './openapi';
 import { predict } from './predict';
 import { PackNotLoadedError } from '../pipeline/analysis';
 import { cpuFeatures } from '../native/cpu-features';
@@ -75,8 +75,10 @@ function staticRoute(body: string | Buffer, contentType: string) {
     ex.send(200, { 'Content-Type': contentType, 'Cache-Control': 'public, max-age=3600', 'X-Request-ID': requestIdFrom(ex.header('x-request-id')) }, body);
 }
 
-export function registerV2(router: Router, service: Service): void {
+/** `additions`: other interfaces' operations on /v2 paths, documented here too (the document is built on first request, once every route is in). */
+export function registerV2(router: Router, service: Service, additions: DocumentAddition[] = []): void {
   const ops = v2Operations(service.version, exampleImageBase64());
+  let openapi: string | null = null;
   const doc = (operation: Record<string, unknown>) => ({ document: 'v2' as const, operation });
   router
     .add('POST', '/v2/predict', predictRoute(service, () => service.config.defaultModel), doc(ops.predict))
@@ -118,7 +120,7 @@ export function registerV2(router: Router, service: Service): void {
       doc(ops.stats),
     )
     .add('GET', '/', (ex) => ex.send(302, { Location: '/v2/docs', 'Content-Type': 'text/plain; charset=utf-8' }, 'The API documentation is at /v2/docs\n'))
-    .add('GET', '/v2/openapi.json', staticRoute(JSON.stringify(buildV2OpenApi(service.version, router.paths('v2'))), 'application/json'))
+    .add('GET', '/v2/openapi.json', (ex) => staticRoute((openapi ??= JSON.stringify(buildV2OpenApi(service.version, router.paths('v2'), additions))), 'application/json')(ex))
     .add('GET', '/v2/docs', staticRoute(swaggerPage('Cat Comfort API v2', '/v2/openapi.json', '/v2/docs'), 'text/html; charset=utf-8'))
     .add('GET', '/v2/redoc', staticRoute(redocPage('Cat Comfort API v2', '/v2/openapi.json', '/v2/redoc'), 'text/html; charset=utf-8'));
   for (const [name, asset] of Object.entries(service.docsAssets)) {

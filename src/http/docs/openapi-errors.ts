@@ -1,6 +1,7 @@
-// Error responses of an operation in the v2 ErrorResponse format (v2 and scan), built from the one
-// error table so that every status, code and example matches what the service sends.
-import { errorTable, type ErrorKind } from '../errors';
+// Error responses of an operation, built from the one error table so that every status, code and
+// example matches what the service sends: in the v2 ErrorResponse format (v2 and scan) or another
+// interface's (the Open Inference Protocol's).
+import { bodyTooLargeMessage, errorTable, type ErrorKind } from '../errors';
 import { EXAMPLE_REQUEST_ID, jsonContent, type Example } from './openapi-util';
 
 /** One error an operation can answer: its kind, when it happens, and optionally the example's details. */
@@ -14,8 +15,30 @@ export interface ErrorDoc {
 /** Error kinds the v2 interface can answer: every kind not marked scan-only. */
 export type V2ErrorKind = { [K in ErrorKind]: (typeof errorTable)[K] extends { scanOnly: true } ? never : K }[ErrorKind];
 
+/** Errors documented alike wherever they can happen. */
+export const COMMON_ERRORS = {
+  internal: { kind: 'internal_error', when: 'unexpected failure; nothing internal is disclosed' },
+  queueFull: { kind: 'overloaded', when: 'the queue is full or the deadline cannot be met; see `Retry-After`' },
+} as const satisfies Record<string, ErrorDoc & { kind: V2ErrorKind }>;
+
+/** The 413 of a body over `limit` (the documents show the default CATCOMFORT_MAX_BODY_BYTES). */
+export function payloadTooLarge(limit: number): ErrorDoc & { kind: 'payload_too_large' } {
+  return { kind: 'payload_too_large', when: 'request body larger than `CATCOMFORT_MAX_BODY_BYTES`', message: bodyTooLargeMessage(limit) };
+}
+
+/** How an interface writes an error body: its component schema, and an example from code, message and details. */
+export interface ErrorFormat {
+  schema: string;
+  example(code: string, message: string, details: Record<string, unknown>): unknown;
+}
+
+const V2_FORMAT: ErrorFormat = {
+  schema: 'ErrorResponse',
+  example: (code, message, details) => ({ request_id: EXAMPLE_REQUEST_ID, error: { code, message, details } }),
+};
+
 /** OpenAPI `responses` entries, one per status; each lists its codes and carries one example per error. */
-export function errorResponses(errors: ErrorDoc[]): Record<string, unknown> {
+export function errorResponses(errors: ErrorDoc[], format: ErrorFormat = V2_FORMAT): Record<string, unknown> {
   const byStatus = new Map<number, ErrorDoc[]>();
   for (const e of errors) byStatus.set(errorTable[e.kind].status, [...(byStatus.get(errorTable[e.kind].status) ?? []), e]);
   const responses: Record<string, unknown> = {};
@@ -25,13 +48,13 @@ export function errorResponses(errors: ErrorDoc[]): Record<string, unknown> {
       const { code, message } = errorTable[doc.kind];
       examples[doc.kind] = {
         summary: `${code}: ${doc.when}`,
-        value: { request_id: EXAMPLE_REQUEST_ID, error: { code, message: doc.message ?? message, details: doc.details ?? {} } },
+        value: format.example(code, doc.message ?? message, doc.details ?? {}),
       };
     }
     responses[String(status)] = {
       description: docs.map((d) => `\`${errorTable[d.kind].code}\`: ${d.when}`).join('; '),
       ...(status === 429 || status === 503 ? { headers: { 'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } } } } : {}),
-      content: jsonContent('ErrorResponse', examples),
+      content: jsonContent(format.schema, examples),
     };
   }
   return responses;
