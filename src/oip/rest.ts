@@ -4,6 +4,7 @@
 // Errors are the protocol's `{"error": message}` with our code, details and request id inside.
 import type { Exchange } from '../http/exchange';
 import { isJsonContentType } from '../http/content-type';
+import { exampleImageBase64 } from '../http/docs/example-image';
 import { ApiError, validationError, type Answer, type FieldError } from '../http/errors';
 import { parseJsonObject } from '../http/json-body';
 import { requestIdFrom } from '../http/request-id';
@@ -16,7 +17,6 @@ import { joinBytesElements, rawNumbers, splitBytesElements } from './bytes-eleme
 import { infer, type InferAnswer, type InferCall, type InferInput } from './infer';
 import { modelMetadata, modelReady, serverMetadata } from './metadata';
 import { OIP_HEALTH_OPERATIONS, oipOperations } from './openapi';
-import { exampleImageBase64 } from '../http/docs/example-image';
 
 /** Answered before readiness and while draining, without a key (orchestrators' probes). */
 export const OIP_HEALTH_PATHS: ReadonlySet<string> = new Set(['/v2/health/live', '/v2/health/ready']);
