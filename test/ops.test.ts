@@ -263,6 +263,12 @@ describe('before readiness', () => {
     assert.equal(v1.status, 503);
     assert.equal(v1.headers.get('retry-after'), '5');
     assert.deepEqual(v1.body, { detail: 'Service Unavailable' });
+    // The Open Inference Protocol's paths in its shape, though its model routes are not added yet.
+    const oip = await postJson(`${server.url}/v2/models/bc-v1/infer`, { inputs: [] }, { 'X-Request-ID': 'early-2' });
+    assert.equal(oip.status, 503);
+    assert.equal(oip.headers.get('retry-after'), '5');
+    assert.deepEqual([oip.body.code, typeof oip.body.error, oip.body.request_id], ['unavailable', 'string', 'early-2']);
+    assert.deepEqual((await request(`${server.url}/v2/health/ready`, { key: null })).body, { ready: false });
   });
 
   test('CATCOMFORT_METRICS=open: /metrics without a key on the service port and on CATCOMFORT_METRICS_PORT', async () => {

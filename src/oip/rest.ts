@@ -32,12 +32,28 @@ export function oipError(requestId: string, error: ApiError): Answer {
   };
 }
 
-/** A route of the protocol, in the v2 document: its errors, the front's and the router's included, in the protocol's shape. */
+/** The protocol's paths besides health, known before their routes are (they are added once the packs load). */
+const MODEL_PATTERNS = {
+  server: '/v2',
+  metadata: '/v2/models/:model_id',
+  metadataVersion: '/v2/models/:model_id/versions/:version',
+  ready: '/v2/models/:model_id/ready',
+  readyVersion: '/v2/models/:model_id/versions/:version/ready',
+  infer: '/v2/models/:model_id/infer',
+  inferVersion: '/v2/models/:model_id/versions/:version/infer',
+};
+
+/** A route of the protocol, in the v2 document. */
 function addOipRoute(router: Router, method: string, pattern: string, handler: (ex: Exchange) => void, operation: Record<string, unknown>): void {
-  router.add(method, pattern, handler, { document: 'v2', operation }).mountRoute(pattern, oipError);
+  router.add(method, pattern, handler, { document: 'v2', operation });
 }
 
+/**
+ * The health routes, and the protocol's error shape on all its paths from the start: the HTTP
+ * front's and the router's refusals too (503 while the packs load, 400, 405, 413).
+ */
 export function registerOipHealth(router: Router, readiness: Readiness): void {
+  for (const pattern of ['/v2/health/live', '/v2/health/ready', ...Object.values(MODEL_PATTERNS)]) router.mountRoute(pattern, oipError);
   const live = (ex: Exchange) => sendJson(ex, requestIdFrom(ex.header('x-request-id')), 200, { live: true }, { 'Cache-Control': 'no-store' });
   addOipRoute(router, 'GET', '/v2/health/live', live, OIP_HEALTH_OPERATIONS.live);
   addOipRoute(
@@ -79,13 +95,13 @@ export function registerOip(router: Router, service: Service, readiness: Readine
   const inferRoute = (ex: Exchange, requestId: string) => inferHttp(ex, requestId, service);
   const ops = oipOperations(service.version, exampleImageBase64());
   const routes: Array<[string, string, Handler, Record<string, unknown>]> = [
-    ['GET', '/v2', (ex, requestId) => sendJson(ex, requestId, 200, serverMetadata(service.version)), ops.serverMetadata],
-    ['GET', '/v2/models/:model_id', metadata, ops.modelMetadata],
-    ['GET', '/v2/models/:model_id/versions/:version', metadata, ops.modelMetadataVersion],
-    ['GET', '/v2/models/:model_id/ready', ready, ops.modelReady],
-    ['GET', '/v2/models/:model_id/versions/:version/ready', ready, ops.modelReadyVersion],
-    ['POST', '/v2/models/:model_id/infer', inferRoute, ops.infer],
-    ['POST', '/v2/models/:model_id/versions/:version/infer', inferRoute, ops.inferVersion],
+    ['GET', MODEL_PATTERNS.server, (ex, requestId) => sendJson(ex, requestId, 200, serverMetadata(service.version)), ops.serverMetadata],
+    ['GET', MODEL_PATTERNS.metadata, metadata, ops.modelMetadata],
+    ['GET', MODEL_PATTERNS.metadataVersion, metadata, ops.modelMetadataVersion],
+    ['GET', MODEL_PATTERNS.ready, ready, ops.modelReady],
+    ['GET', MODEL_PATTERNS.readyVersion, ready, ops.modelReadyVersion],
+    ['POST', MODEL_PATTERNS.infer, inferRoute, ops.infer],
+    ['POST', MODEL_PATTERNS.inferVersion, inferRoute, ops.inferVersion],
   ];
   for (const [method, pattern, handler, operation] of routes) addOipRoute(router, method, pattern, authed(service, handler), operation);
 }
