@@ -2,17 +2,15 @@
 // Protocol"), with examples from real answers and errors in the protocol's shape.
 import { MAX_BODY_BYTES } from '../config/settings';
 import { COMMON_ERRORS, errorResponses, payloadTooLarge, type ErrorDoc, type ErrorFormat } from '../http/docs/openapi-errors';
-import { EXAMPLE_REQUEST_ID, jsonContent } from '../http/docs/openapi-util';
+import { jsonContent } from '../http/docs/openapi-util';
+import { oipError } from './error-body';
 import { EXTENSIONS, PLATFORM, SERVER_NAME } from './metadata';
 import { OipError, OipInferRequest, OipInferResponse, OipLive, OipModelMetadata, OipModelReady, OipReady, OipServerMetadata } from './schemas';
 import { INPUT, OUTPUTS } from './tensors';
 
 export const OIP_TAG = 'Open Inference Protocol';
 
-const FORMAT: ErrorFormat = {
-  schema: 'OipError',
-  example: (code, message, details) => ({ error: message, code, details, request_id: EXAMPLE_REQUEST_ID }),
-};
+const FORMAT: ErrorFormat = { schema: 'OipError', render: oipError };
 
 const malformed: ErrorDoc = { kind: 'bad_request', when: 'a malformed request, refused by the HTTP front' };
 const unauthorized: ErrorDoc = { kind: 'unauthorized', when: 'missing or invalid `api-key`' };

@@ -5,7 +5,7 @@
 import type { Exchange } from '../http/exchange';
 import { isJsonContentType } from '../http/content-type';
 import { exampleImageBase64 } from '../http/docs/example-image';
-import { ApiError, validationError, type Answer, type FieldError } from '../http/errors';
+import { ApiError, validationError, type FieldError } from '../http/errors';
 import { parseJsonObject } from '../http/json-body';
 import { requestIdFrom } from '../http/request-id';
 import { sendError, sendJson } from '../http/respond';
@@ -16,21 +16,13 @@ import type { Service } from '../service';
 import { joinBytesElements, rawNumbers, splitBytesElements } from './bytes-elements';
 import { infer, type InferAnswer, type InferCall, type InferInput } from './infer';
 import { modelMetadata, modelReady, serverMetadata } from './metadata';
+import { oipError } from './error-body';
 import { OIP_HEALTH_OPERATIONS, oipOperations } from './openapi';
 
 /** Answered before readiness and while draining, without a key (orchestrators' probes). */
 export const OIP_HEALTH_PATHS: ReadonlySet<string> = new Set(['/v2/health/live', '/v2/health/ready']);
 
 const HEADER_LENGTH = 'inference-header-content-length';
-
-/** The protocol's error body, with our coded error inside. */
-export function oipError(requestId: string, error: ApiError): Answer {
-  return {
-    status: error.status,
-    headers: { 'Content-Type': 'application/json', 'X-Request-ID': requestId, ...error.headers },
-    body: JSON.stringify({ error: error.message, code: error.code, details: error.details, request_id: requestId }),
-  };
-}
 
 /** The protocol's paths besides health, known before their routes are (they are added once the packs load). */
 const MODEL_PATTERNS = {

@@ -1,7 +1,7 @@
 // Error responses of an operation, built from the one error table so that every status, code and
 // example matches what the service sends: in the v2 ErrorResponse format (v2 and scan) or another
 // interface's (the Open Inference Protocol's).
-import { bodyTooLargeMessage, errorTable, type ErrorKind } from '../errors';
+import { ApiError, bodyTooLargeMessage, errorResponse, errorTable, type ErrorKind, type ErrorRenderer } from '../errors';
 import { EXAMPLE_REQUEST_ID, jsonContent, type Example } from './openapi-util';
 
 /** One error an operation can answer: its kind, when it happens, and optionally the example's details. */
@@ -26,16 +26,13 @@ export function payloadTooLarge(limit: number): ErrorDoc & { kind: 'payload_too_
   return { kind: 'payload_too_large', when: 'request body larger than `CATCOMFORT_MAX_BODY_BYTES`', message: bodyTooLargeMessage(limit) };
 }
 
-/** How an interface writes an error body: its component schema, and an example from code, message and details. */
+/** How an interface writes an error body: its component schema, and the renderer the service answers with. */
 export interface ErrorFormat {
   schema: string;
-  example(code: string, message: string, details: Record<string, unknown>): unknown;
+  render: ErrorRenderer;
 }
 
-const V2_FORMAT: ErrorFormat = {
-  schema: 'ErrorResponse',
-  example: (code, message, details) => ({ request_id: EXAMPLE_REQUEST_ID, error: { code, message, details } }),
-};
+const V2_FORMAT: ErrorFormat = { schema: 'ErrorResponse', render: errorResponse };
 
 /** OpenAPI `responses` entries, one per status; each lists its codes and carries one example per error. */
 export function errorResponses(errors: ErrorDoc[], format: ErrorFormat = V2_FORMAT): Record<string, unknown> {
@@ -45,10 +42,9 @@ export function errorResponses(errors: ErrorDoc[], format: ErrorFormat = V2_FORM
   for (const [status, docs] of [...byStatus].sort(([a], [b]) => a - b)) {
     const examples: Record<string, Example> = {};
     for (const doc of docs) {
-      const { code, message } = errorTable[doc.kind];
       examples[doc.kind] = {
-        summary: `${code}: ${doc.when}`,
-        value: format.example(code, doc.message ?? message, doc.details ?? {}),
+        summary: `${errorTable[doc.kind].code}: ${doc.when}`,
+        value: JSON.parse(format.render(EXAMPLE_REQUEST_ID, new ApiError(doc.kind, doc.message, doc.details)).body) as unknown,
       };
     }
     responses[String(status)] = {
