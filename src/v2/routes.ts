@@ -78,7 +78,7 @@ function staticRoute(body: string | Buffer, contentType: string) {
 /** `additions`: other interfaces' operations on /v2 paths, documented here too (the document is built on first request, once every route is in). */
 export function registerV2(router: Router, service: Service, additions: DocumentAddition[] = []): void {
   const ops = v2Operations(service.version, exampleImageBase64());
-  let openapi: string | null = null;
+  let openapi: ((ex: Exchange) => void) | null = null;
   const doc = (operation: Record<string, unknown>) => ({ document: 'v2' as const, operation });
   router
     .add('POST', '/v2/predict', predictRoute(service, () => service.config.defaultModel), doc(ops.predict))
@@ -120,7 +120,7 @@ export function registerV2(router: Router, service: Service, additions: Document
       doc(ops.stats),
     )
     .add('GET', '/', (ex) => ex.send(302, { Location: '/v2/docs', 'Content-Type': 'text/plain; charset=utf-8' }, 'The API documentation is at /v2/docs\n'))
-    .add('GET', '/v2/openapi.json', (ex) => staticRoute((openapi ??= JSON.stringify(buildV2OpenApi(service.version, router.paths('v2'), additions))), 'application/json')(ex))
+    .add('GET', '/v2/openapi.json', (ex) => (openapi ??= staticRoute(JSON.stringify(buildV2OpenApi(service.version, router.paths('v2'), additions)), 'application/json'))(ex))
     .add('GET', '/v2/docs', staticRoute(swaggerPage('Cat Comfort API v2', '/v2/openapi.json', '/v2/docs'), 'text/html; charset=utf-8'))
     .add('GET', '/v2/redoc', staticRoute(redocPage('Cat Comfort API v2', '/v2/openapi.json', '/v2/redoc'), 'text/html; charset=utf-8'));
   for (const [name, asset] of Object.entries(service.docsAssets)) {
