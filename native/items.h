@@ -73,9 +73,16 @@ struct ItemResult {
   std::optional<double> score;
   std::optional<Verification> verification;  // with a verifier, for `detected` and vetoed items
   std::vector<float> output;  // the row of ClassifierSpec.embeddingOutput, for classified items
+  // Stage wall times of the analysis (micro-batch) this item was in, shared by its items: decode
+  // and preprocessing (everything but the three below), detector Runs, crops (resize and tensor
+  // fill of the classifier inputs, verifier readout), crop-network Runs, and the whole analysis.
   double decodeMs = 0;
   double detectMs = 0;
+  double cropMs = 0;
   double classifyMs = 0;
+  double analyzeMs = 0;
+  // PrepareItem's own resize of this item's detector views (the micro-benchmark's figure).
+  double preprocessMs = 0;
 };
 
 }  // namespace catcomfort

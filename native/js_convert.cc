@@ -402,7 +402,9 @@ Napi::Array ResultsToJs(Napi::Env env, const std::vector<ItemResult>& results) {
       Napi::Object timings = Napi::Object::New(env);
       timings.Set("decodeMs", r.decodeMs);
       timings.Set("detectMs", r.detectMs);
+      timings.Set("cropMs", r.cropMs);
       timings.Set("classifyMs", r.classifyMs);
+      timings.Set("analyzeMs", r.analyzeMs);
       o.Set("timings", timings);
     }
     out.Set(static_cast<uint32_t>(i), o);

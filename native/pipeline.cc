@@ -120,6 +120,7 @@ struct OutputData {
 struct BatchOutput {
   std::vector<Ort::Value> values;
   std::vector<OutputData> outputs;  // one per fetched output, in the session's outputNames order
+  double runMs = 0;  // the session Run alone
 };
 
 std::vector<int64_t> InputShape(const PreprocessSpec& spec, size_t batch) {
@@ -213,7 +214,9 @@ BatchOutput RunBatch(const ModelSession& model, const PreprocessSpec& spec, size
   ParallelFor(pool, count, [&](size_t i) { fill(i, data + i * slot); });
   const bool lowLoad = alone && batch == 1 && model.lowLoad && g_analysesInFlight.load(std::memory_order_relaxed) <= model.lowLoadInFlight;
   if (lowLoad) bucket.lowLoadRuns.fetch_add(1, std::memory_order_relaxed);
+  const Clock::time_point runStart = Clock::now();
   BatchOutput out = RunBound(model, bucket, input, lowLoad ? *model.lowLoad : *bucket.session);
+  out.runMs = MsSince(runStart);
   KeepInput(bucket, std::move(input), count, slot);
   return out;
 }
@@ -424,7 +427,7 @@ void PrepareItem(const PipelineSpec& spec, const ItemInput& in, ItemState& s) {
         s.half = ResizeRgb(s.image, 0, 0, w, h, p.width, p.height);
       }
     }
-    s.result.detectMs = MsSince(start);
+    s.result.preprocessMs = MsSince(start);
   } catch (const ItemError& e) {
     s = ItemState();
     s.result = Failure(e);
@@ -470,18 +473,21 @@ struct Pipeline::AnalyzeState {
   std::vector<std::pair<size_t, size_t>> jobs;  // (item, view): the detector's inputs
   // Per job: the top `keep` boxes after NMS, best first, in decoded pixels.
   std::vector<std::vector<Detection>> jobKept;
-  double detectStageMs = 0;  // wall time of the shared detector stage
+  double detectStepMs = 0;  // wall time of DetectViews
+  std::atomic<int64_t> detectRunUs{0};  // its Runs, summed over chunks
   std::vector<size_t> confident;  // items whose best cat is detected
   std::vector<std::pair<size_t, size_t>> crops;  // (item, candidate): the classifier's inputs
   // Per crop: the classifier's score, the verifier's reading, the embedding row.
   std::vector<float> scores;
   std::vector<Verification> readings;
   std::vector<std::vector<float>> rows;
-  double classifyStageMs = 0;  // wall time of the shared classifier stage
+  double classifyStepMs = 0;  // wall time of ClassifyCrops
+  std::atomic<int64_t> classifyRunUs{0};  // its Runs, summed over chunks
 };
 
 std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, ThreadPool& pool) const {
   const AnalysisInFlight counted;
+  const Clock::time_point start = Clock::now();
   AnalyzeState a(items.size());
   PrepareItems(items, a, pool);
   DetectViews(a, pool);
@@ -490,6 +496,7 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
   RedecodeSmallCats(items, a, pool);
   ClassifyCrops(a, pool);
   ChooseCats(a);
+  StampTimings(a, MsSince(start));
   return TakeResults(a);
 }
 
@@ -510,7 +517,7 @@ void Pipeline::DetectViews(AnalyzeState& a, ThreadPool& pool) const {
   // Several Runs of the shared session at once when the model's batch is fixed at 1; each chunk
   // fills its tensor in parallel too.
   ForEachChunk(detector_, a.jobs.size(), a.states.size() == 1, pool, [&](const Chunk& chunk) { DetectChunk(a, chunk, pool); });
-  a.detectStageMs = a.jobs.empty() ? 0.0 : MsSince(detectStart);
+  a.detectStepMs = MsSince(detectStart);
 }
 
 // One detector Run over a chunk of the jobs: their kept boxes, mapped back to decoded pixels.
@@ -527,6 +534,7 @@ void Pipeline::DetectChunk(AnalyzeState& a, const Chunk& chunk, ThreadPool& pool
   std::vector<std::vector<int64_t>> shapes;
   for (const OutputData& o : out.outputs) shapes.push_back(o.shape);
   decoder_->CheckShapes(shapes);
+  a.detectRunUs.fetch_add(static_cast<int64_t>(out.runMs * 1000), std::memory_order_relaxed);
   std::vector<const float*> image(out.outputs.size());
   for (size_t k = 0; k < count; ++k) {
     const auto [item, view] = a.jobs[first + k];
@@ -561,8 +569,6 @@ void Pipeline::CombineViews(AnalyzeState& a) const {
       s.bestJob = j;
     }
     s.minScore = std::min(s.minScore, top);
-    // The shared detector stage (wall time of all chunks) counts fully for every item in it.
-    if (j == 0 || a.jobs[j - 1].first != a.jobs[j].first) s.result.detectMs += a.detectStageMs;
   }
   // "min": a cat only where every view sees one, scored by the least sure view; the box stays the
   // best view's. A view with no candidate at or above scoreFloor leaves the item without a cat.
@@ -611,13 +617,11 @@ void Pipeline::RedecodeSmallCats(const std::vector<ItemInput>& items, AnalyzeSta
       shrink = std::min(shrink, CropShrink(crop, cls.preprocess));
     }
     if (shrink >= s.image.shrink) return;
-    const Clock::time_point start = Clock::now();
     const ItemInput& in = items[a.confident[k]];
     const bool kept = !s.file.empty();
     try {
       s.image = DecodeImage(kept ? s.file.data() : in.bytes(), kept ? s.file.size() : in.size(), spec_.maxPixels,
                             [shrink](int, int) { return shrink; });
-      s.result.decodeMs += MsSince(start);
     } catch (const ItemError& e) {
       s.result = Failure(e);
     } catch (const std::exception& e) {
@@ -638,7 +642,7 @@ void Pipeline::ClassifyCrops(AnalyzeState& a, ThreadPool& pool) const {
   a.readings.resize(a.crops.size());
   a.rows.resize(spec_.classifier.embeddingOutput >= 0 ? a.crops.size() : 0);
   ForEachChunk(classifier_, a.crops.size(), a.states.size() == 1, pool, [&](const Chunk& chunk) { ClassifyChunk(a, chunk, pool); });
-  a.classifyStageMs = a.crops.empty() ? 0.0 : MsSince(classifyStart);
+  a.classifyStepMs = MsSince(classifyStart);
 }
 
 // One classifier Run over a chunk of the crops: their scores, verifier readings and embedding rows.
@@ -658,6 +662,7 @@ void Pipeline::ClassifyChunk(AnalyzeState& a, const Chunk& chunk, ThreadPool& po
     ResizedImage crop = ResizeRgb(s.image, c.x1 / sx, c.y1 / sy, (c.x2 - c.x1) / sx, (c.y2 - c.y1) / sy, p.width, p.height);
     WriteTensor(crop, p, cls.preprocess, dst);
   });
+  a.classifyRunUs.fetch_add(static_cast<int64_t>(out.runMs * 1000), std::memory_order_relaxed);
   const OutputData& o = out.outputs.at(0);
   if (static_cast<size_t>(cls.outputIndex) >= o.perImage) {
     throw std::runtime_error("classifier outputIndex is outside the model output");
@@ -687,7 +692,6 @@ void Pipeline::ChooseCats(AnalyzeState& a) const {
     while (end < a.crops.size() && a.crops[end].first == item) ++end;
     ItemState& s = a.states[item];
     ItemResult& r = s.result;
-    r.classifyMs = a.classifyStageMs;  // the shared stage counts fully for every classified item
     size_t chosen = end;
     if (!verifier.enabled) {
       chosen = first;
@@ -714,6 +718,24 @@ void Pipeline::ChooseCats(AnalyzeState& a) const {
   }
 }
 
+// The analysis's stage times on every item that succeeded (they share them): the Runs as summed
+// over chunks (at most their step's wall time, as chunks run side by side), and decode and
+// preprocessing as the rest of `analyzeMs`, so that the stages add up to the analysis.
+void Pipeline::StampTimings(AnalyzeState& a, double analyzeMs) {
+  const double detect = std::min(a.detectStepMs, a.detectRunUs.load() / 1000.0);
+  const double classify = std::min(a.classifyStepMs, a.classifyRunUs.load() / 1000.0);
+  const double crop = a.classifyStepMs - classify;
+  const double decode = std::max(0.0, analyzeMs - detect - crop - classify);
+  for (ItemState& s : a.states) {
+    if (!s.result.ok) continue;
+    s.result.decodeMs = decode;
+    s.result.detectMs = detect;
+    s.result.cropMs = crop;
+    s.result.classifyMs = classify;
+    s.result.analyzeMs = analyzeMs;
+  }
+}
+
 // Every item's result, in input order.
 std::vector<ItemResult> Pipeline::TakeResults(AnalyzeState& a) {
   std::vector<ItemResult> results;
@@ -737,7 +759,7 @@ std::vector<DecodeTiming> Pipeline::BenchDecode(const std::vector<ItemInput>& it
     const Clock::time_point start = Clock::now();
     std::vector<float> tensor(slot);
     for (size_t v = 0; v < viewCount; ++v) WriteViewTensor(det, s, v, tensor.data());
-    t.preprocessMs = s.result.detectMs + MsSince(start);  // resize + tensor fill of every view
+    t.preprocessMs = s.result.preprocessMs + MsSince(start);  // resize + tensor fill of every view
   });
   return out;
 }

@@ -131,6 +131,8 @@ class Pipeline {
   void ClassifyChunk(AnalyzeState& a, const Chunk& chunk, ThreadPool& pool) const;
   // Per classified item, the candidate that answers and its score.
   void ChooseCats(AnalyzeState& a) const;
+  // The analysis's stage times on each item that succeeded.
+  static void StampTimings(AnalyzeState& a, double analyzeMs);
   // Every item's result, in input order.
   static std::vector<ItemResult> TakeResults(AnalyzeState& a);
 

@@ -156,7 +156,7 @@ async function startInterfaces(
   // Warm-up: every session batch size and micro-batch size once, before requests are let in.
   const warmStarted = performance.now();
   await warmUpAll(registry, undefined, (id, state) => ctx.readiness.setModel(id, state));
-  log.info('start-up phases', { probe_and_load_ms: loadMs, warm_up_ms: Math.round(performance.now() - warmStarted) });
+  log.info('start-up phases', { probe_and_load_ms: loadMs, warm_up_ms: Math.round(performance.now() - warmStarted), pool_threads: config.poolThreads });
   for (const model of registry.list()) {
     const classifier = model.manifest.classifier;
     log.info('model loaded', {

@@ -112,7 +112,7 @@ describe('a ready service', () => {
     assert.equal(delta('catcomfort_http_requests_total', { interface: 'v2', route: '/v2/predict', model: 'bc-v1', status: '200' }), 1);
     assert.equal(delta('catcomfort_http_request_duration_seconds_count', { interface: 'v2', route: '/v2/predict' }), 1);
     assert.ok(delta('catcomfort_http_request_duration_seconds_sum', { interface: 'v2', route: '/v2/predict' }) > 0);
-    for (const stage of ['queue_wait', 'decode', 'detector', 'classifier']) {
+    for (const stage of ['read', 'queue', 'decode', 'detect', 'crop', 'classify', 'loop', 'convert']) {
       assert.equal(delta('catcomfort_stage_duration_seconds_count', { model: 'bc-v1', stage }), 1, stage);
     }
     assert.equal(delta('catcomfort_batch_size_count', { model: 'bc-v1' }), 1);

@@ -132,7 +132,7 @@ test('int8 self-check: a wrong int8 detector is refused and the pack serves fp32
 test('compareAnswers: a changed state or a score beyond the tolerance is a problem; a small move is not', () => {
   const item = (detection: 'detected' | 'low_confidence', confidence: number, score: number | null): PhotoAnswer => ({
     what: 'cat.png',
-    result: { ok: true, width: 1, height: 1, cat: { box: [0, 0, 1, 1], confidence, rawScore: confidence }, detection, score, timings: { decodeMs: 0, detectMs: 0, classifyMs: 0 } },
+    result: { ok: true, width: 1, height: 1, cat: { box: [0, 0, 1, 1], confidence, rawScore: confidence }, detection, score, timings: { decodeMs: 0, detectMs: 0, cropMs: 0, classifyMs: 0, analyzeMs: 0 } },
   });
   const limits = { tolerance: 0.05, scoreTolerance: 0.2 };
   assert.deepEqual(compareAnswers([item('detected', 0.9, 0.5)], [item('detected', 0.93, 0.62)], limits), { problems: [], largest: 0.030000000000000027 });

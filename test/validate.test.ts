@@ -8,7 +8,7 @@ import { ApiError, errorTable } from '../src/http/errors';
 import { parseJsonObject } from '../src/http/json-body';
 import { validatePredictRequest } from '../src/v2/validate';
 
-const timings = { decodeMs: 1, detectMs: 1, classifyMs: 1 };
+const timings = { decodeMs: 1, detectMs: 1, cropMs: 0, classifyMs: 1, analyzeMs: 3 };
 
 function success(detection: DetectionState, confidence: number | null, score: number | null): ItemResult {
   return {

@@ -5,7 +5,6 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { CudnnConvAlgoSearch } from '../native/addon';
-import type { BatchingConfig } from '../pipeline/batcher';
 import { ConfigError, type Env, type Setting } from './parse';
 import { SETTINGS, type ProviderName } from './settings';
 
@@ -41,7 +40,7 @@ export interface Config {
   maxBodyBytes: number;
   maxPixels: number;
   front: FrontConfig;
-  batching: BatchingConfig;
+  batching: BatchingSettings;
   requestTimeoutMs: number;
   video: VideoConfig;
   legacy: { deprecatedSince: Date; sunset: Date | null };
@@ -52,6 +51,14 @@ export interface Config {
   /** CATCOMFORT_GRPC_PORT; null: no gRPC service. */
   grpcPort: number | null;
   admin: AdminConfig;
+}
+
+/** The batching settings as configured: null where left to the service (src/packs/batching-plan.ts). */
+export interface BatchingSettings {
+  maxBatchSize: number | null;
+  maxQueueDelayUs: number;
+  maxQueue: number | null;
+  maxInFlight: number | null;
 }
 
 /** The settings that set up the runtime and load the packs (the provider probe child gets them as JSON). */
@@ -118,7 +125,8 @@ export interface ScanConfig {
   dataDir: string;
   databaseUrl: string | null;
   model: string;
-  workers: number;
+  /** null: sized with the batching (src/packs/batching-plan.ts). */
+  workers: number | null;
   leaseMs: number;
   maxAttempts: number;
   retentionMs: number;

@@ -7,6 +7,7 @@
 // later still get the answer instead of a reset; past MAX_DISCARD_BYTES it is sent at once
 // and the connection closed.
 import { STATUS_CODES } from 'node:http';
+import { RequestTiming, serverTimingHeader } from '../pipeline/stage-times';
 import { PEER_ADDRESS_HEADER } from './front/head';
 import type { HttpRequest, HttpResponse } from './uws';
 
@@ -47,6 +48,10 @@ export class Exchange {
   readonly startedAt = performance.now();
   /** The route pattern that took the request; empty when none did. */
   route = '';
+  /** The analyses this request ran hand their stage times here (Model.analyze's `timing`). */
+  readonly timing = new RequestTiming();
+  /** Set once the answer is written: each stage's milliseconds, as its Server-Timing header says. */
+  stages: ReturnType<RequestTiming['stages']> | null = null;
   /** What handlers tell the access log: the model used and the detection outcome. */
   readonly notes: { model?: string; modelVersion?: string; detection?: string } = {};
   /** Set once the answer is written: its status, body size and X-Request-ID header. */
@@ -194,6 +199,7 @@ export class Exchange {
     if (this.aborted || this.finished) return;
     this.finished = true;
     const write = (close: boolean) => {
+      this.stages = this.timing.stages(this.startedAt, performance.now());
       this.status = status;
       this.bytesOut = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
       this.answeredRequestId = headers['X-Request-ID'];
@@ -201,6 +207,7 @@ export class Exchange {
       this.res.cork(() => {
         this.res.writeStatus(`${status} ${STATUS_CODES[status] ?? ''}`);
         for (const name in headers) this.res.writeHeader(name, headers[name]!);
+        this.res.writeHeader('Server-Timing', serverTimingHeader(this.stages!));
         this.res.end(body, close);
       });
     };

@@ -72,8 +72,11 @@ export interface ItemSuccess {
   verification?: Verification;
   /** The row of ClassifierSpec.embeddingOutput, only when `score` is set. */
   output?: Float32Array;
-  /** Milliseconds spent in each stage for this item (batch stages are shared by the batch). */
-  timings: { decodeMs: number; detectMs: number; classifyMs: number };
+  /**
+   * Wall milliseconds of each stage of the analysis (micro-batch) this item ran in, shared by its
+   * items; the four stages add up to analyzeMs (src/pipeline/stage-times.ts names them).
+   */
+  timings: { decodeMs: number; detectMs: number; cropMs: number; classifyMs: number; analyzeMs: number };
 }
 
 export type ItemResult = ItemSuccess | ItemFailure;

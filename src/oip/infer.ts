@@ -4,10 +4,10 @@
 // version's batcher on its own, so the images of a call batch with everything else in flight.
 import { ApiError, validationError, type FieldError } from '../http/errors';
 import type { AnalyzeItem } from '../native/addon';
-import { analyzePicked, pickVersion } from '../packs/routed';
+import type { AnalyzeOptions } from '../packs/model';
 import type { ModelRegistry } from '../packs/registry';
+import { analyzePicked, pickVersion } from '../packs/routed';
 import { ImageError } from '../pipeline/analysis';
-import type { SubmitOptions } from '../pipeline/batcher';
 import { THRESHOLD_RANGE } from '../v2/schemas';
 import { INPUT, OUTPUT_NAMES, outputTensors, type OutputTensor } from './tensors';
 
@@ -38,7 +38,7 @@ export interface InferAnswer {
   outputs: OutputTensor[];
 }
 
-export async function infer(registry: ModelRegistry, call: InferCall, options: SubmitOptions): Promise<InferAnswer> {
+export async function infer(registry: ModelRegistry, call: InferCall, options: AnalyzeOptions): Promise<InferAnswer> {
   const pick = pickVersion(registry, call.model, call.version || undefined);
   const maxImages = pick.model.batcher.options.maxQueue;
   const { items, outputs, threshold } = checkCall(call, maxImages);

@@ -107,7 +107,7 @@ async function inferHttp(ex: Exchange, requestId: string, service: Service): Pro
   const body = await ex.readBody(service.config.maxBodyBytes);
   const { json, binary } = splitBody(body, headerLength);
   const request = parseInferRequest(parseJsonObject(json), binary, ex.params.model_id!, ex.params.version);
-  const answer = await infer(service.registry, request.call, { deadline, signal: ex.signal() });
+  const answer = await infer(service.registry, request.call, { deadline, signal: ex.signal(), timing: ex.timing });
   ex.notes.modelVersion = answer.version;
   const binaryOutputs = new Set(request.binaryOutputs === 'all' ? answer.outputs.map((o) => o.name) : request.binaryOutputs);
   const { header, tail } = inferResponse(answer, binaryOutputs);

@@ -6,6 +6,7 @@ import type { FrontAnswerRecord } from '../http/server';
 import { requestIdFrom } from '../http/request-id';
 import { log } from '../log';
 import { metrics } from './metrics';
+import { observeStages } from './stage-summary';
 
 export type Interface = 'v1' | 'v2' | 'scan' | 'ops';
 
@@ -61,6 +62,8 @@ function record(r: RequestRecord): void {
 }
 
 export function recordRequest(ex: Exchange): void {
+  // The stages around the analyses (the analyses' own are observed by Model.analyze).
+  if (ex.notes.model !== undefined && ex.stages?.read !== undefined) observeStages(ex.notes.model, { read: ex.stages.read, convert: ex.stages.convert });
   record({
     requestId: ex.answeredRequestId ?? requestIdFrom(ex.header('x-request-id')),
     path: ex.path,

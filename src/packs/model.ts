@@ -4,8 +4,11 @@ import { log } from '../log';
 import type { BatchingConfig } from '../pipeline/batcher';
 import { describeFailure, type AnalyzeItem, type HostMemory, type ItemResult, type NativeAddon, type NativePipeline, type SessionBatch, type SessionStage } from '../native/addon';
 import { metrics } from '../ops/metrics';
+import { observeStages } from '../ops/stage-summary';
 import { toAnalysis, type Analysis } from '../pipeline/analysis';
 import { DeadlineError, MicroBatcher, QueueFullError, type SubmitOptions } from '../pipeline/batcher';
+import { analysisStages, analysisTimes, type RequestTiming } from '../pipeline/stage-times';
+import { kneeBatchSize } from './batching-plan';
 import type { Manifest } from './manifest';
 import { PackError, preprocessSpec, type Precision } from './pack';
 import { chooseSizes, median, RUNS, type SizeTiming } from './session-sizes';
@@ -14,6 +17,14 @@ const SESSION_STAGES = ['detector', 'classifier'] as const;
 
 /** The warm-up photo's input tensor for each stage. */
 export type WarmUpRows = Record<SessionStage, Float32Array>;
+
+/** When a native result's batch was dispatched and when the result came back to the event loop. */
+const batchTimes = new WeakMap<ItemResult, { dispatchedAt: number; settledAt: number }>();
+
+export interface AnalyzeOptions extends SubmitOptions {
+  /** Hears the analysis's stage times (the request's Server-Timing). */
+  timing?: RequestTiming;
+}
 
 export class Model {
   readonly batcher: MicroBatcher<AnalyzeItem, ItemResult>;
@@ -25,7 +36,8 @@ export class Model {
     private readonly addon: NativeAddon,
     private readonly pipeline: NativePipeline,
     private readonly maxPixels: number,
-    batching: BatchingConfig,
+    /** The batching planned (batching-plan.ts): its figures, whether warm-up fits the batch size to the sessions, and why. */
+    private readonly batching: { config: BatchingConfig; fitToSessions: boolean; chosenBy: string },
     /** The detector's precision (int8 or fp32). */
     readonly precision: Precision,
     /** The ImageNet backbone's precision; null when the classifier has none. */
@@ -34,11 +46,15 @@ export class Model {
     readonly precisionReason: string,
   ) {
     const model = manifest.id;
-    const onBatch = (queuedMs: number[]) => {
-      metrics.batchSize.observe({ model }, queuedMs.length);
-      for (const ms of queuedMs) metrics.stageDuration.observe({ model, stage: 'queue_wait' }, ms / 1000);
+    const onBatch = (queuedMs: number[]) => metrics.batchSize.observe({ model }, queuedMs.length);
+    const run = async (items: AnalyzeItem[]): Promise<ItemResult[]> => {
+      const dispatchedAt = performance.now();
+      const results = await addon.analyze(pipeline, items);
+      const settledAt = performance.now();
+      for (const result of results) batchTimes.set(result, { dispatchedAt, settledAt });
+      return results;
     };
-    this.batcher = new MicroBatcher({ ...batching, ...manifest.batching, onBatch }, (items) => addon.analyze(pipeline, items));
+    this.batcher = new MicroBatcher({ ...batching.config, ...manifest.batching, onBatch }, run);
   }
 
   get id(): string {
@@ -50,7 +66,8 @@ export class Model {
     return this.manifest.version;
   }
 
-  async analyze(item: AnalyzeItem, options: SubmitOptions = {}): Promise<Analysis> {
+  async analyze(item: AnalyzeItem, options: AnalyzeOptions = {}): Promise<Analysis> {
+    const submittedAt = performance.now();
     let result: ItemResult;
     try {
       result = await this.batcher.submit(item, options);
@@ -59,14 +76,12 @@ export class Model {
       if (error instanceof DeadlineError) metrics.rejections.inc({ model: this.id, reason: 'deadline' });
       throw error;
     }
-    if (result.ok) {
-      const t = result.timings;
-      metrics.stageDuration.observe({ model: this.id, stage: 'decode' }, t.decodeMs / 1000);
-      metrics.stageDuration.observe({ model: this.id, stage: 'detector' }, t.detectMs / 1000);
-      if (result.score !== null) metrics.stageDuration.observe({ model: this.id, stage: 'classifier' }, t.classifyMs / 1000);
-      if (result.verification && !result.verification.passed) metrics.verifierVetoes.inc({ model: this.id });
-    }
-    return toAnalysis(result, this.maxPixels);
+    const { dispatchedAt, settledAt } = batchTimes.get(result) ?? { dispatchedAt: submittedAt, settledAt: submittedAt };
+    const times = analysisTimes(result.ok ? result.timings : null, submittedAt, dispatchedAt, settledAt);
+    options.timing?.add(times);
+    observeStages(this.id, analysisStages(times));
+    if (result.ok && result.verification && !result.verification.passed) metrics.verifierVetoes.inc({ model: this.id });
+    return toAnalysis(result, this.maxPixels, times);
   }
 
   /** The batch sizes each session is run at, with the Runs made of each so far. */
@@ -135,6 +150,16 @@ export class Model {
       this.timings[stage] = chooseSizes(timed);
       this.addon.keepSessionBatches(this.pipeline, stage, this.timings[stage].filter((t) => t.kept).map((t) => t.batch));
     }
+    if (this.batching.fitToSessions && this.manifest.batching?.maxBatchSize === undefined) {
+      this.batcher.setMaxBatchSize(kneeBatchSize(this.timings.detector, this.manifest.detector.views.length, this.batcher.options.maxBatchSize));
+    }
+  }
+
+  /** The batching in effect and how it was chosen (/v2/stats, the start log). */
+  batchingInEffect(): { maxBatchSize: number; maxQueueDelayUs: number; maxQueue: number; maxInFlight: number; chosenBy: string } {
+    const { maxBatchSize, maxQueueDelayUs, maxQueue, maxInFlight } = this.batcher.options;
+    const fromManifest = this.manifest.batching !== undefined && Object.keys(this.manifest.batching).length > 0;
+    return { maxBatchSize, maxQueueDelayUs, maxQueue, maxInFlight, chosenBy: fromManifest ? `${this.batching.chosenBy}; manifest overrides` : this.batching.chosenBy };
   }
 
   /** The whole pipeline on `sample` at every micro-batch size. */

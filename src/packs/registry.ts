@@ -15,6 +15,10 @@ export interface RegistryOptions {
   modelsDir: string;
   maxPixels: number;
   batching: BatchingConfig;
+  /** Warm-up may shrink maxBatchSize to the knee of the session sizes (batching-plan.ts); default false. */
+  fitBatchToSessions?: boolean;
+  /** How the batching was chosen (batching-plan.ts), for /v2/stats; default 'settings'. */
+  batchingChosenBy?: string;
   sessionBatch: number | null;
   /** The precision wanted (PackLimits.precision), proven by the int8 self-check (precision-check.ts). */
   precision: Precision;
@@ -27,7 +31,8 @@ export interface RegistryOptions {
 /** Loads the pack in `dir` into a Model (not warmed up), at the precision it proved here. */
 export async function loadModel(addon: NativeAddon, dir: string, options: RegistryOptions): Promise<Model> {
   const { pack, pipeline, choice } = await loadProven(addon, dir, options, { precision: options.precision, forced: options.precisionForced });
-  return new Model(pack.manifest, dir, addon, pipeline, options.maxPixels, options.batching, pack.precision, pack.backbonePrecision, choice.reason);
+  const batching = { config: options.batching, fitToSessions: options.fitBatchToSessions ?? false, chosenBy: options.batchingChosenBy ?? 'settings' };
+  return new Model(pack.manifest, dir, addon, pipeline, options.maxPixels, batching, pack.precision, pack.backbonePrecision, choice.reason);
 }
 
 export class ModelRegistry {

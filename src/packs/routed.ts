@@ -6,8 +6,7 @@
 import { metrics } from '../ops/metrics';
 import { isDiscomfort, PackNotLoadedError, type Analysis } from '../pipeline/analysis';
 import type { AnalyzeItem } from '../native/addon';
-import type { SubmitOptions } from '../pipeline/batcher';
-import type { Model } from './model';
+import type { AnalyzeOptions, Model } from './model';
 import type { ModelRegistry } from './registry';
 import type { Pick } from './versions';
 
@@ -18,7 +17,7 @@ export interface Routed {
 }
 
 /** Analyses `item` with pack `id`'s answering version; `threshold` (or each version's default) decides the compared labels. */
-export async function analyzeRouted(registry: ModelRegistry, id: string, item: AnalyzeItem, options: SubmitOptions, threshold: number | null): Promise<Routed> {
+export async function analyzeRouted(registry: ModelRegistry, id: string, item: AnalyzeItem, options: AnalyzeOptions, threshold: number | null): Promise<Routed> {
   return analyzePicked(pickVersion(registry, id), item, options, threshold);
 }
 
@@ -33,7 +32,7 @@ export function pickVersion(registry: ModelRegistry, id: string, version?: strin
 }
 
 /** Analyses `item` with a picked version, and its shadow after it. */
-export async function analyzePicked(pick: Pick, item: AnalyzeItem, options: SubmitOptions, threshold: number | null): Promise<Routed> {
+export async function analyzePicked(pick: Pick, item: AnalyzeItem, options: AnalyzeOptions, threshold: number | null): Promise<Routed> {
   const { model, role, shadow } = pick;
   const id = model.id;
   const analysis = await model.analyze(item, options);

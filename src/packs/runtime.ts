@@ -1,10 +1,12 @@
 // The native runtime and the model packs, set up from configuration: shared by the service,
 // the in-process benchmarks, the provider probe and the tools, so they all run the pipeline the same way.
 import { readFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { Config, RuntimeConfig } from '../config';
 import { log } from '../log';
 import { loadAddon, type NativeAddon, type NativeInfo } from '../native/addon';
+import { planBatching, type BatchingPlan } from './batching-plan';
 import type { Precision } from './pack';
 import { provenProviders } from './probe/provider-probe';
 import { ModelRegistry, type RegistryOptions } from './registry';
@@ -35,7 +37,17 @@ export function configureAddon(config: RuntimeConfig, addon: NativeAddon = loadA
  */
 export function sessionBatchFor(config: Pick<Config, 'sessionBatch'>, info: NativeInfo): number | null {
   if (config.sessionBatch !== null) return config.sessionBatch;
-  return info.providers.some((p) => p.active && p.name !== 'cpu') ? null : 1;
+  return gpuActive(info) ? null : 1;
+}
+
+/** Whether a GPU provider (anything but cpu) is active. */
+export function gpuActive(info: NativeInfo): boolean {
+  return info.providers.some((p) => p.active && p.name !== 'cpu');
+}
+
+/** The batching for this configuration on this machine (batching-plan.ts). */
+export function batchingPlanFor(config: Pick<Config, 'batching'>, info: NativeInfo): BatchingPlan {
+  return planBatching(config.batching, gpuActive(info), os.availableParallelism());
 }
 
 /**
@@ -45,14 +57,17 @@ export function sessionBatchFor(config: Pick<Config, 'sessionBatch'>, info: Nati
  */
 export function precisionFor(config: Pick<Config, 'precision'>, info: NativeInfo): Precision {
   if (config.precision !== null) return config.precision;
-  return info.providers.some((p) => p.active && p.name !== 'cpu') ? 'fp32' : 'int8';
+  return gpuActive(info) ? 'fp32' : 'int8';
 }
 
 export function registryOptions(config: RuntimeConfig, info: NativeInfo): RegistryOptions {
+  const plan = batchingPlanFor(config, info);
   return {
     modelsDir: config.modelsDir,
     maxPixels: config.maxPixels,
-    batching: config.batching,
+    batching: plan.batching,
+    fitBatchToSessions: plan.fitToSessions,
+    batchingChosenBy: plan.chosenBy,
     sessionBatch: sessionBatchFor(config, info),
     precision: precisionFor(config, info),
     precisionForced: config.precision !== null,
@@ -100,6 +115,7 @@ export async function warmUpAll(
         model: model.id,
         session_batches: { detector: batches.detector.map((b) => b.batch), classifier: batches.classifier.map((b) => b.batch) },
         session_batch_timings: model.sizeTimings(),
+        batching: model.batchingInEffect(),
         host_memory: model.hostMemory(),
         ms_since_warm_up_start: Math.round(performance.now() - started),
       });

@@ -2,6 +2,7 @@
 // detection state (decided once, natively, from the pack's cutoffs), the cat, and the discomfort
 // probability; failures become ImageError (client's fault) or PipelineError.
 import type { Base64Reason, DetectionState, ItemErrorCode, ItemResult } from '../native/addon';
+import { analysisTimes, type AnalysisTimes } from './stage-times';
 
 export type { DetectionState };
 
@@ -13,7 +14,8 @@ export interface Analysis {
   cat: { box: [number, number, number, number]; confidence: number } | null;
   /** Probability of discomfort; non-null only when detected. */
   score: number | null;
-  timings: { decodeMs: number; detectMs: number; classifyMs: number };
+  /** Where its time went (stage-times.ts). */
+  timings: AnalysisTimes;
 }
 
 /** The one comfort rule of every interface: discomfort when the score is above the threshold. */
@@ -66,7 +68,8 @@ export class ImageError extends Error {
 
 export class PipelineError extends Error {}
 
-export function toAnalysis(result: ItemResult, maxPixels: number): Analysis {
+/** `timings`: as the batcher saw it (Model.analyze); by default the native stages alone (tools run the addon directly). */
+export function toAnalysis(result: ItemResult, maxPixels: number, timings?: AnalysisTimes): Analysis {
   if (!result.ok) {
     if (result.code === 'internal') throw new PipelineError(result.internal ?? 'internal failure');
     const base64 = result.reason ? { reason: result.reason, ...(result.dataCharacters !== undefined ? { dataCharacters: result.dataCharacters } : {}) } : undefined;
@@ -79,6 +82,6 @@ export function toAnalysis(result: ItemResult, maxPixels: number): Analysis {
     detection,
     cat: cat && detection !== 'not_detected' ? { box: cat.box, confidence: cat.confidence } : null,
     score: detection === 'detected' ? result.score : null,
-    timings: result.timings,
+    timings: timings ?? analysisTimes(result.timings, 0, 0, result.timings.analyzeMs),
   };
 }

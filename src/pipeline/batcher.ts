@@ -102,11 +102,14 @@ export class MicroBatcher<I, R> {
   private batchMsAverage = 0;
   private readonly counters: BatcherStats;
 
+  private limits: BatcherOptions;
+
   constructor(
-    readonly options: BatcherOptions,
+    options: BatcherOptions,
     private readonly run: (items: I[]) => Promise<R[]>,
     private readonly clock: BatcherClock = realClock,
   ) {
+    this.limits = { ...options };
     this.counters = {
       submitted: 0,
       completed: 0,
@@ -120,6 +123,16 @@ export class MicroBatcher<I, R> {
       queued: 0,
       inFlight: 0,
     };
+  }
+
+  get options(): Readonly<BatcherOptions> {
+    return this.limits;
+  }
+
+  /** A new largest batch (warm-up fits it to the session sizes); the batches dispatched after take it. */
+  setMaxBatchSize(size: number): void {
+    this.limits = { ...this.limits, maxBatchSize: size };
+    while (this.counters.batchSizes.length <= size) this.counters.batchSizes.push(0);
   }
 
   stats(): BatcherStats {

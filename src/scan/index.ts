@@ -37,8 +37,13 @@ export function startScan(config: Config, parts: { router: Router; service: Serv
     policy: { ...policy, connectTimeoutMs: Math.min(policy.connectTimeoutMs, hooks.timeoutMs) },
     body: (s, delivery) => presentEvent(s, { id: scan.model, version: service.version }, delivery),
   });
+  // Unset: one worker per image the scan model's pipeline holds, so a backlog fills its batches.
+  const { maxBatchSize, maxInFlight } = scanModel().batcher.options;
+  const workerCount = scan.workers ?? maxBatchSize * maxInFlight;
+  log.info('scan workers', { workers: workerCount, chosen_by: scan.workers === null ? 'batch size x batches in flight' : 'CATCOMFORT_SCAN_WORKERS' });
   const workers = new ScanWorkers(store, health, scanModel, webhooks, {
     ...scan,
+    workers: workerCount,
     idlePollMs: 250,
     fetchPolicy: policy,
     serviceVersion: service.version,

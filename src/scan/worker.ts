@@ -18,7 +18,8 @@ import type { StoreHealth } from './store-health';
 import type { WebhookDispatcher } from './webhooks/dispatcher';
 
 /** The scan settings the workers use (config's ScanConfig), and their parts. */
-export interface WorkerOptions extends Pick<ScanConfig, 'workers' | 'leaseMs' | 'maxAttempts' | 'retentionMs'> {
+export interface WorkerOptions extends Pick<ScanConfig, 'leaseMs' | 'maxAttempts' | 'retentionMs'> {
+  workers: number;
   idlePollMs: number;
   fetchPolicy: FetchPolicy;
   serviceVersion: string;

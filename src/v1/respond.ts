@@ -101,7 +101,7 @@ export function fromAnalysis(
       detected_cat_dimensions: `${box.x2 - box.x1}x${box.y2 - box.y1}`,
       size_unit: 'pixels',
       extraction_time: seconds(t.decodeMs + t.detectMs),
-      inference_time: seconds(t.classifyMs),
+      inference_time: seconds(t.cropMs + t.classifyMs),
       time_unit: 'seconds',
       bounding_box_cat: [box],
       model: modelName,

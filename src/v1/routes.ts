@@ -80,7 +80,7 @@ async function analyzeImage(ctx: V1Context, variant: Variant, request: V1Request
   if (request.image === null) return failure(V1_MESSAGES.loadError, reported);
   try {
     const item = { data: request.image, encoding: 'base64-lenient' } as const;
-    const { analysis, model } = await analyzeRouted(ctx.service.registry, modelId, item, { deadline, signal: ex.signal() }, legacy ? null : queryThreshold);
+    const { analysis, model } = await analyzeRouted(ctx.service.registry, modelId, item, { deadline, signal: ex.signal(), timing: ex.timing }, legacy ? null : queryThreshold);
     const threshold = legacy ? model.manifest.defaultThreshold : queryThreshold ?? model.manifest.defaultThreshold;
     ex.notes.detection = analysis.detection;
     ex.notes.modelVersion = model.version;

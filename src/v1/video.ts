@@ -42,7 +42,7 @@ export async function analyzeVideo(
   }
   const analyses = await Promise.all(
     frames.map((frame) =>
-      model.analyze({ data: frame, encoding: 'bytes' }, { deadline, signal }).catch((error: unknown) => {
+      model.analyze({ data: frame, encoding: 'bytes' }, { deadline, signal, timing: ex.timing }).catch((error: unknown) => {
         if (error instanceof ImageError) return null; // a frame that does not decode is skipped
         throw error;
       }),
@@ -64,8 +64,8 @@ export async function analyzeVideo(
   const best = top[0]!;
   const box = boxOf(best);
   const sum = (pick: (a: Analysis) => number) => usable.reduce((s, a) => s + pick(a), 0);
-  const busy = sum((a) => a.timings.decodeMs + a.timings.detectMs + a.timings.classifyMs);
-  const classifyMs = busy > 0 ? (wallMs * sum((a) => a.timings.classifyMs)) / busy : 0;
+  const busy = sum((a) => a.timings.decodeMs + a.timings.detectMs + a.timings.cropMs + a.timings.classifyMs);
+  const classifyMs = busy > 0 ? (wallMs * sum((a) => a.timings.cropMs + a.timings.classifyMs)) / busy : 0;
   return {
     ...moodOf(p, model.manifest.defaultThreshold),
     message: V1_MESSAGES.success,

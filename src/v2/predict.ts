@@ -1,9 +1,8 @@
 // POST /v2/predict and POST /v2/models/{model_id}/predict (spec 2.1, 2.2, 4.1).
-import type { Model } from '../packs/model';
+import type { AnalyzeOptions, Model } from '../packs/model';
 import type { ModelRegistry } from '../packs/registry';
 import { analyzeRouted } from '../packs/routed';
 import { isDiscomfort, type Analysis } from '../pipeline/analysis';
-import type { SubmitOptions } from '../pipeline/batcher';
 import type { PredictResponse } from './schemas';
 import { validatePredictRequest } from './validate';
 
@@ -18,7 +17,7 @@ export async function predict(
   modelId: string,
   body: Record<string, unknown>,
   requestId: string,
-  options: SubmitOptions,
+  options: AnalyzeOptions,
 ): Promise<PredictResponse> {
   const request = validatePredictRequest(body);
   const { analysis, model } = await analyzeRouted(registry, modelId, { data: request.image, encoding: 'base64-strict' }, options, request.threshold ?? null);

@@ -16,6 +16,7 @@ import { buildV2OpenApi, v2Operations, type DocumentAddition } from './openapi';
 import { predict } from './predict';
 import { PackNotLoadedError } from '../pipeline/analysis';
 import { cpuFeatures } from '../native/cpu-features';
+import { stageSummaries } from '../ops/stage-summary';
 
 type Work = (requestId: string) => Promise<{ status: number; body: unknown }>;
 
@@ -55,6 +56,7 @@ function predictRoute(service: Service, modelFrom: (ex: Exchange) => string) {
         const response = await predict({ serviceVersion: service.version }, service.registry, modelId, parseJsonObject(raw), requestId, {
           deadline,
           signal: ex.signal(),
+          timing: ex.timing,
         });
         ex.notes.detection = response.detection;
         ex.notes.modelVersion = response.model.pack_version;
@@ -112,7 +114,8 @@ export function registerV2(router: Router, service: Service, additions: Document
                 const { submitted, completed, queued, inFlight } = v.model.batcher.stats();
                 return { pack_version: v.model.version, role: v.role, share: v.share, submitted, completed, queued, inFlight };
               });
-              return [pack.id, { ...m.batcher.stats(), precision: m.precision, precisionReason: m.precisionReason, cpuFeatures: cpuFeatures(), sessionBatches: m.sessionBatches(), lowLoad: lowLoadSettings(service), sessionBatchTimings: m.sizeTimings(), hostMemory: m.hostMemory(), versions }];
+              const batching = { ...m.batchingInEffect(), poolThreads: service.config.poolThreads };
+              return [pack.id, { ...m.batcher.stats(), batching, stages: stageSummaries(pack.id), precision: m.precision, precisionReason: m.precisionReason, cpuFeatures: cpuFeatures(), sessionBatches: m.sessionBatches(), lowLoad: lowLoadSettings(service), sessionBatchTimings: m.sizeTimings(), hostMemory: m.hostMemory(), versions }];
             }),
           ),
         },

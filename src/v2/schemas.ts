@@ -216,6 +216,39 @@ const SizeTiming = Type.Object({
 
 const HostMemory = Type.Union([Type.Literal('pinned'), Type.Literal('cpu')]);
 
+const Batching = Type.Object(
+  {
+    maxBatchSize: Type.Integer({ description: 'Images per micro-batch at most' }),
+    maxQueueDelayUs: Type.Integer({ description: 'Longest wait of the oldest queued image before its batch closes, microseconds' }),
+    maxQueue: Type.Integer({ description: 'Queued images at most; past it 429' }),
+    maxInFlight: Type.Integer({ description: 'Micro-batches running at once' }),
+    poolThreads: Type.Integer({ description: "Threads of the addon's pool (CATCOMFORT_POOL_THREADS)" }),
+    chosenBy: Type.String({ description: 'settings, cpu rule, or gpu rule (N cores), and whether the manifest overrides them (README "How batching is chosen")' }),
+  },
+  { description: 'The batching in effect' },
+);
+
+const StageSummary = Type.Object({
+  count: Type.Integer({ description: 'Observations since start' }),
+  meanMs: Type.Number({ description: 'Mean of the last 2048, milliseconds' }),
+  p50Ms: Type.Number(),
+  p99Ms: Type.Number(),
+});
+
+const Stages = Type.Partial(
+  Type.Object({
+    read: StageSummary,
+    queue: StageSummary,
+    decode: StageSummary,
+    detect: StageSummary,
+    crop: StageSummary,
+    classify: StageSummary,
+    loop: StageSummary,
+    convert: StageSummary,
+  }),
+  { description: 'Where the time goes, per stage (the Server-Timing names; README "Where the time goes"): per image for queue to loop, per HTTP request for read and convert' },
+);
+
 const ModelStats = Type.Object(
   {
     submitted: Type.Integer({ description: 'Requests given to the micro-batcher' }),
@@ -229,6 +262,8 @@ const ModelStats = Type.Object(
     aborted: Type.Integer({ description: 'Dropped because the client went away' }),
     queued: Type.Integer({ description: 'Waiting now' }),
     inFlight: Type.Integer({ description: 'Running now' }),
+    batching: Batching,
+    stages: Stages,
     precision: Precision,
     precisionReason: Type.String({ description: 'Why this precision serves (as GET /v2/models detector.precision_reason)' }),
     cpuFeatures: Type.Array(Type.String(), { description: 'The CPU\'s vector features that decide how int8 runs (AVX2, AVX-512, AVX-512 VNNI, AVX-VNNI, AMX-INT8)' }),

@@ -1,0 +1,108 @@
+// Where the time goes (src/pipeline/stage-times.ts, README "Where the time goes"): every v1, v2 and
+// OIP answer of the real service carries a Server-Timing header whose stages add up to the
+// request's time; /v2/stats shows the batching in effect and each stage's summary; /metrics has
+// every stage. The stage arithmetic is checked on injected times too.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { after, before, test } from 'node:test';
+import { analysisTimes, RequestTiming, serverTimingHeader } from '../src/pipeline/stage-times';
+import { postJson, request } from './helpers/http';
+import { parseMetrics, total } from './helpers/metrics';
+import { photo } from './helpers/paths';
+import { startServer, type TestServer } from './helpers/server';
+
+let server: TestServer;
+const cat = readFileSync(photo('000_skimage_chelsea.png')).toString('base64');
+
+before(async () => {
+  server = await startServer();
+});
+
+after(async () => {
+  await server.stop();
+});
+
+/** The Server-Timing header's stages, in milliseconds. */
+function serverTiming(headers: Headers): Record<string, number> {
+  const value = headers.get('server-timing');
+  assert.ok(value, 'a Server-Timing header');
+  return Object.fromEntries(
+    value.split(',').map((part) => {
+      const match = /^\s*([a-z]+);dur=(\d+\.\d{3})$/.exec(part);
+      assert.ok(match, `a name;dur=ms metric: "${part}"`);
+      return [match[1]!, Number(match[2])];
+    }),
+  );
+}
+
+/** The analysed answer's stages: all eight, adding up to total within 10 %, total within what the client waited. */
+function assertAddsUp(stages: Record<string, number>, clientMs: number): void {
+  assert.deepEqual(Object.keys(stages), ['read', 'queue', 'decode', 'detect', 'crop', 'classify', 'loop', 'convert', 'total']);
+  const { total: totalMs, ...rest } = stages;
+  const sum = Object.values(rest).reduce((s, v) => s + v, 0);
+  assert.ok(Math.abs(sum - totalMs!) <= 0.1 * totalMs!, `stages ${JSON.stringify(rest)} sum to ${sum} ms, total ${totalMs} ms`);
+  assert.ok(totalMs! <= clientMs, `total ${totalMs} ms within the client's ${clientMs} ms`);
+  assert.ok(stages.detect! > 0 && stages.classify! > 0 && stages.decode! > 0, 'the native stages ran');
+}
+
+test('v2, v1 and OIP REST answers carry Server-Timing stages that add up to the request', async () => {
+  const calls: Array<[string, unknown]> = [
+    ['/v2/predict', { image: cat }],
+    ['/invocations', { media_type: 'image', media_data: { image: cat } }],
+    ['/v2/models/bc-v1/infer', { inputs: [{ name: 'image', datatype: 'BYTES', shape: [1], data: [cat] }] }],
+  ];
+  for (const [path, body] of calls) {
+    const started = performance.now();
+    const response = await postJson(`${server.url}${path}`, body);
+    const clientMs = performance.now() - started;
+    assert.equal(response.status, 200, `${path}: ${response.text}`);
+    assertAddsUp(serverTiming(response.headers), clientMs);
+  }
+});
+
+test('an answer without an analysis has only total: a 401, a 422 and a health check', async () => {
+  const refused = await postJson(`${server.url}/v2/predict`, { image: cat }, {}, null);
+  assert.equal(refused.status, 401);
+  assert.deepEqual(Object.keys(serverTiming(refused.headers)), ['total']);
+  const invalid = await postJson(`${server.url}/v2/predict`, { image: cat, threshold: 2 });
+  assert.equal(invalid.status, 422);
+  assert.deepEqual(Object.keys(serverTiming(invalid.headers)), ['total']);
+  const health = await request(`${server.url}/healthz`, { key: null });
+  assert.deepEqual(Object.keys(serverTiming(health.headers)), ['total']);
+});
+
+test('/v2/stats: the batching in effect (CPU rule) and every stage summarised; /metrics: every stage', async () => {
+  const before = (await request(`${server.url}/v2/stats`)).body.models['bc-v1'];
+  assert.equal((await postJson(`${server.url}/v2/predict`, { image: cat })).status, 200);
+  const stats = (await request(`${server.url}/v2/stats`)).body.models['bc-v1'];
+  assert.deepEqual(stats.batching, { maxBatchSize: 4, maxQueueDelayUs: 500, maxQueue: 64, maxInFlight: 2, poolThreads: stats.batching.poolThreads, chosenBy: 'cpu rule' });
+  assert.ok(stats.batching.poolThreads >= 1);
+  for (const stage of ['read', 'queue', 'decode', 'detect', 'crop', 'classify', 'loop', 'convert']) {
+    const s = stats.stages[stage];
+    assert.equal(s.count, (before.stages[stage]?.count ?? 0) + 1, stage);
+    assert.ok(s.p50Ms <= s.p99Ms && s.meanMs >= 0, stage);
+  }
+  const metrics = parseMetrics((await request(`${server.url}/metrics`)).text);
+  for (const stage of ['read', 'queue', 'decode', 'detect', 'crop', 'classify', 'loop', 'convert']) {
+    assert.ok(total(metrics, 'catcomfort_stage_duration_seconds_count', { model: 'bc-v1', stage }) >= 1, stage);
+  }
+});
+
+test('stage arithmetic on injected times: one image adds up exactly; several take each stage\'s longest', () => {
+  const native = { decodeMs: 3, detectMs: 10, cropMs: 1, classifyMs: 5, analyzeMs: 19 };
+  // Submitted at 100, dispatched at 102, back on the loop at 122: 1 ms of the 20 outside the analysis.
+  const one = analysisTimes(native, 100, 102, 122);
+  assert.deepEqual({ queue: one.queueMs, loop: one.loopMs }, { queue: 2, loop: 1 });
+  const timing = new RequestTiming();
+  timing.add(one);
+  const stages = timing.stages(99.5, 123);
+  assert.deepEqual(stages, { read: 0.5, queue: 2, decode: 3, detect: 10, crop: 1, classify: 5, loop: 1, convert: 1, total: 23.5 });
+  assert.equal(serverTimingHeader({ read: 0.5, total: 23.5 }), 'read;dur=0.500, total;dur=23.500');
+  timing.add(analysisTimes({ ...native, detectMs: 12, analyzeMs: 21 }, 101, 104, 126));
+  const two = timing.stages(99.5, 127);
+  assert.equal(two.read, 0.5, 'read: until the first image was queued');
+  assert.equal(two.queue, 3);
+  assert.equal(two.detect, 12);
+  assert.equal(two.convert, 1, 'convert: after the last image came back');
+  assert.deepEqual(new RequestTiming().stages(10, 12.5), { total: 2.5 });
+});
