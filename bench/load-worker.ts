@@ -6,11 +6,13 @@
 // goes to stderr; the result is one JSON document on stdout.
 import { readFileSync } from 'node:fs';
 import { sampleGpu, type GpuUtilisation } from '../src/ops/gpu-sampler';
+import type { Stage } from '../src/pipeline/stage-times';
 import { percentile } from './common';
 import { grpcSender } from './grpc-client';
 import { autocannonWindow, type HttpRequest } from './load-autocannon';
 import { closedLoopWindow, type WindowResult } from './load-window';
 import { oipBinaryRequest, predictBody, protocolOf } from './protocols';
+import { scrapeStages, stageMeansMs } from './stage-scrape';
 
 export interface LoadWorkerConfig {
   /** The target; its protocol follows from it (bench/protocols.ts protocolOf). */
@@ -48,6 +50,8 @@ export interface LoadLevel {
   timeouts: number;
   /** nvidia-smi's samples during the measured window; null without an NVIDIA GPU. */
   gpu: GpuUtilisation | null;
+  /** Our service over HTTP: mean ms of each stage in the measured window (bench/stage-scrape.ts); null for peers and gRPC. */
+  stagesMs?: Partial<Record<Stage, number>> | null;
 }
 
 /** The measured window at a concurrency for the config's target: autocannon for HTTP, the closed loop for gRPC. */
@@ -75,9 +79,12 @@ async function main(): Promise<void> {
       await measure(connections, config.warmupS, offset);
     }
     process.stderr.write(`    c=${connections}: measuring ${config.durationS}s\n`);
+    const origin = protocolOf(config.url) === 'grpc' ? null : new URL(config.url).origin;
+    const stagesBefore = origin ? await scrapeStages(origin, config.apiKey) : null;
     const sampler = sampleGpu(config.gpuDevice);
     const w = await measure(connections, config.durationS, offset);
     const gpu = await sampler.stop();
+    const stagesMs = origin ? stageMeansMs(stagesBefore, await scrapeStages(origin, config.apiKey)) : null;
     offset += 7;
     const latencies = w.latencies.sort((a, b) => a - b);
     const level: LoadLevel = {
@@ -96,6 +103,7 @@ async function main(): Promise<void> {
       errors: w.errors,
       timeouts: w.timeouts,
       gpu,
+      stagesMs,
     };
     levels.push(level);
     process.stderr.write(

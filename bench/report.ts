@@ -9,6 +9,7 @@ import type { LoadLevel } from './load';
 import { microMarkdown, type MicroResult } from './micro';
 import type { Answer, LoadProtocol, OipProtocol } from './protocols';
 import type { GpuUtilisation } from '../src/ops/gpu-sampler';
+import { STAGES } from '../src/pipeline/stage-times';
 
 const SERVER_LABELS: Record<ServerName, string> = {
   us: 'us (uWS + native addon)',
@@ -175,6 +176,31 @@ function protocolTables(report: Report): string[] {
   return lines;
 }
 
+/** Our service's stage means at each level of each HTTP protocol (README "Where the time goes"). */
+function stageTables(report: Report): string[] {
+  const us = report.servers.find((s) => s.name === 'us' && s.role === 'main');
+  if (!us) return [];
+  const rows = [{ label: '/v2/predict', levels: us.levels }, ...us.protocols.map((p) => ({ label: PROTOCOLS[p.protocol].short, levels: p.levels }))].filter((r) =>
+    r.levels.some((l) => l.stagesMs),
+  );
+  if (rows.length === 0) return [];
+  const lines = [
+    '### Where the time goes (our service)',
+    '',
+    'Mean milliseconds per request in each stage during the measured window, from `catcomfort_stage_duration_seconds` scraped before and after it; the native stages are the wall times of the micro-batch each image ran in.',
+    '',
+    `| requests | concurrency | ${STAGES.join(' | ')} | p50 ms |`,
+    `|---|---:|${STAGES.map(() => '---:').join('|')}|---:|`,
+  ];
+  for (const r of rows) {
+    for (const l of r.levels) {
+      if (l.stagesMs) lines.push(`| ${r.label} | ${l.concurrency} | ${STAGES.map((s) => (l.stagesMs![s] === undefined ? '–' : l.stagesMs![s]!.toFixed(2))).join(' | ')} | ${fmt(l.p50Ms)} |`);
+    }
+  }
+  lines.push('');
+  return lines;
+}
+
 /** One server's fixture-photo level at a precision (the main or the precision run). */
 function runAt(report: Report, name: ServerName, precision: Precision): ServerRun | undefined {
   return report.servers.find((s) => s.name === name && s.precision === precision && s.levels.length > 0);
@@ -296,7 +322,7 @@ export function reportMarkdown(report: Report): string {
 
   const protocolRows = report.servers.some((s) => s.protocols.some((p) => p.levels.length > 0));
   if (report.servers.some((s) => s.levels.length > 0) || protocolRows) {
-    lines.push(`## HTTP load: POST /v2/predict${protocolRows ? ', and our OIP REST and gRPC infer' : ''}`, '', ...httpTables(report, fixtureLevels), ...protocolTables(report));
+    lines.push(`## HTTP load: POST /v2/predict${protocolRows ? ', and our OIP REST and gRPC infer' : ''}`, '', ...httpTables(report, fixtureLevels), ...protocolTables(report), ...stageTables(report));
     if (report.servers.some((s) => s.phoneLevels.length > 0)) {
       lines.push('## HTTP load with 12 MP phone photos', '');
       lines.push('Every fixture photo scaled to about 12 megapixels (4000x3000 for 4:3) as a 4:2:0 JPEG (`bench/phone-photos.ts`), same load otherwise.', '');

@@ -16,6 +16,7 @@ import { execFileSync, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../src/config';
+import { planBatching } from '../src/packs/batching-plan';
 import { cropNetwork, readManifest } from '../src/packs/pack';
 import {
   benchDir,
@@ -313,14 +314,16 @@ async function main(): Promise<void> {
     CATCOMFORT_QUEUE_MAX: process.env.CATCOMFORT_QUEUE_MAX ?? String(o.queueMax),
     CATCOMFORT_REQUEST_TIMEOUT_MS: process.env.CATCOMFORT_REQUEST_TIMEOUT_MS ?? String(o.requestTimeoutMs),
   });
+  // The batching the service would choose (batching-plan.ts), written out so the peers mirror it.
+  const batching = planBatching(ourConfig.batching, ourConfig.providers.some((p) => p !== 'cpu'), os.availableParallelism()).batching;
   const ourSettings: Record<string, string> = {
     CATCOMFORT_EXECUTION_PROVIDERS: ourConfig.providers.join(','),
     CATCOMFORT_POOL_THREADS: String(ourConfig.poolThreads),
     CATCOMFORT_INTRA_OP_THREADS: String(ourConfig.intraOpThreads),
-    CATCOMFORT_BATCH_MAX_SIZE: String(ourConfig.batching.maxBatchSize),
-    CATCOMFORT_BATCH_MAX_DELAY_US: String(ourConfig.batching.maxQueueDelayUs),
-    CATCOMFORT_BATCH_IN_FLIGHT: String(ourConfig.batching.maxInFlight),
-    CATCOMFORT_QUEUE_MAX: String(ourConfig.batching.maxQueue),
+    CATCOMFORT_BATCH_MAX_SIZE: String(batching.maxBatchSize),
+    CATCOMFORT_BATCH_MAX_DELAY_US: String(batching.maxQueueDelayUs),
+    CATCOMFORT_BATCH_IN_FLIGHT: String(batching.maxInFlight),
+    CATCOMFORT_QUEUE_MAX: String(batching.maxQueue),
     CATCOMFORT_REQUEST_TIMEOUT_MS: String(ourConfig.requestTimeoutMs),
     CATCOMFORT_LOG_LEVEL: 'warn',
   };
