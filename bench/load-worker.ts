@@ -12,7 +12,7 @@ import { grpcSender } from './grpc-client';
 import { autocannonWindow, type HttpRequest } from './load-autocannon';
 import { closedLoopWindow, type WindowResult } from './load-window';
 import { oipBinaryRequest, predictBody, protocolOf } from './protocols';
-import { scrapeStages, stageMeansMs } from './stage-scrape';
+import { loopFigures, scrapeStages, stageMeansMs } from './stage-scrape';
 
 export interface LoadWorkerConfig {
   /** The target; its protocol follows from it (bench/protocols.ts protocolOf). */
@@ -52,6 +52,8 @@ export interface LoadLevel {
   gpu: GpuUtilisation | null;
   /** Our service over HTTP: mean ms of each stage in the measured window (bench/stage-scrape.ts); null for peers and gRPC. */
   stagesMs?: Partial<Record<Stage, number>> | null;
+  /** Our service over HTTP: the event loop's utilisation and main-thread CPU per request in the window; null for peers and gRPC. */
+  eventLoop?: { utilization: number; mainThreadUsPerRequest: number | null } | null;
 }
 
 /** The measured window at a concurrency for the config's target: autocannon for HTTP, the closed loop for gRPC. */
@@ -84,7 +86,8 @@ async function main(): Promise<void> {
     const sampler = sampleGpu(config.gpuDevice);
     const w = await measure(connections, config.durationS, offset);
     const gpu = await sampler.stop();
-    const stagesMs = origin ? stageMeansMs(stagesBefore, await scrapeStages(origin, config.apiKey)) : null;
+    const stagesAfter = origin ? await scrapeStages(origin, config.apiKey) : null;
+    const stagesMs = stageMeansMs(stagesBefore, stagesAfter);
     offset += 7;
     const latencies = w.latencies.sort((a, b) => a - b);
     const level: LoadLevel = {
@@ -104,6 +107,7 @@ async function main(): Promise<void> {
       timeouts: w.timeouts,
       gpu,
       stagesMs,
+      eventLoop: loopFigures(stagesBefore, stagesAfter, w.durationS, w.responses),
     };
     levels.push(level);
     process.stderr.write(

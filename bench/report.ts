@@ -187,14 +187,20 @@ function stageTables(report: Report): string[] {
   const lines = [
     '### Where the time goes (our service)',
     '',
-    'Mean milliseconds per request in each stage during the measured window, from `catcomfort_stage_duration_seconds` scraped before and after it; the native stages are the wall times of the micro-batch each image ran in.',
+    'Mean milliseconds per request in each stage during the measured window, from `catcomfort_stage_duration_seconds` scraped before and after it; the native stages are the wall times of the micro-batch each image ran in. ' +
+      'Event loop: its busy share in the window, and main-thread CPU microseconds per request (`catcomfort_event_loop_busy_seconds_total`, `catcomfort_main_thread_cpu_seconds_total`; the scrapes themselves included).',
     '',
-    `| requests | concurrency | ${STAGES.join(' | ')} | p50 ms |`,
-    `|---|---:|${STAGES.map(() => '---:').join('|')}|---:|`,
+    `| requests | concurrency | ${STAGES.join(' | ')} | p50 ms | event loop busy | main thread us/request |`,
+    `|---|---:|${STAGES.map(() => '---:').join('|')}|---:|---:|---:|`,
   ];
   for (const r of rows) {
     for (const l of r.levels) {
-      if (l.stagesMs) lines.push(`| ${r.label} | ${l.concurrency} | ${STAGES.map((s) => (l.stagesMs![s] === undefined ? '–' : l.stagesMs![s]!.toFixed(2))).join(' | ')} | ${fmt(l.p50Ms)} |`);
+      if (!l.stagesMs) continue;
+      const loop = l.eventLoop;
+      lines.push(
+        `| ${r.label} | ${l.concurrency} | ${STAGES.map((s) => (l.stagesMs![s] === undefined ? '–' : l.stagesMs![s]!.toFixed(2))).join(' | ')} | ${fmt(l.p50Ms)} | ` +
+          `${loop ? `${Math.round(loop.utilization * 100)} %` : '–'} | ${loop?.mainThreadUsPerRequest ?? '–'} |`,
+      );
     }
   }
   lines.push('');

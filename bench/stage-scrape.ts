@@ -1,9 +1,10 @@
-// The service's stage times over one measured window (README "Where the time goes"): its
-// catcomfort_stage_duration_seconds sums and counts scraped from /metrics before and after, so the
-// mean of each stage is that window's alone. Peers have no such metric: null.
+// The service's stage times and main-thread load over one measured window (README "Where the time
+// goes"): its catcomfort_stage_duration_seconds sums and counts, event loop busy seconds and
+// main-thread CPU seconds scraped from /metrics before and after, so each figure is that window's
+// alone. Peers have no such metrics: null.
 import { STAGES, type Stage } from '../src/pipeline/stage-times';
 
-type Totals = Partial<Record<Stage, { sum: number; count: number }>>;
+type Totals = Partial<Record<Stage, { sum: number; count: number }>> & { loopBusyS?: number; mainCpuS?: number; requests?: number };
 
 const LINE = /^catcomfort_stage_duration_seconds_(sum|count)\{([^}]*)\}\s+(\S+)$/;
 
@@ -18,6 +19,12 @@ export async function scrapeStages(origin: string, apiKey: string): Promise<Tota
     return null;
   }
   const totals: Totals = {};
+  const single = (name: string) => {
+    const match = new RegExp(`^${name}\\s+(\\S+)$`, 'm').exec(text);
+    return match ? Number(match[1]) : undefined;
+  };
+  totals.loopBusyS = single('catcomfort_event_loop_busy_seconds_total');
+  totals.mainCpuS = single('catcomfort_main_thread_cpu_seconds_total');
   for (const line of text.split('\n')) {
     const match = LINE.exec(line);
     const stage = match && /stage="([a-z]+)"/.exec(match[2]!)?.[1];
@@ -25,7 +32,17 @@ export async function scrapeStages(origin: string, apiKey: string): Promise<Tota
     const t = (totals[stage as Stage] ??= { sum: 0, count: 0 });
     t[match[1] as 'sum' | 'count'] += Number(match[3]);
   }
-  return Object.keys(totals).length > 0 ? totals : null;
+  return totals.loopBusyS !== undefined ? totals : null;
+}
+
+/** The event loop's utilisation and main-thread CPU microseconds per request over a window of `seconds` with `requests` answered. */
+export function loopFigures(before: Totals | null, after: Totals | null, seconds: number, requests: number): { utilization: number; mainThreadUsPerRequest: number | null } | null {
+  if (before?.loopBusyS === undefined || after?.loopBusyS === undefined) return null;
+  const cpu = before.mainCpuS !== undefined && after.mainCpuS !== undefined ? after.mainCpuS - before.mainCpuS : null;
+  return {
+    utilization: Number(((after.loopBusyS - before.loopBusyS) / seconds).toFixed(3)),
+    mainThreadUsPerRequest: cpu !== null && requests > 0 ? Math.round((cpu * 1e6) / requests) : null,
+  };
 }
 
 /** Mean milliseconds per stage between two scrapes; null when either is missing. */

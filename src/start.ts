@@ -15,6 +15,7 @@ import { verdictsFile } from './packs/probe/verdicts';
 import { loadModels, warmUpAll } from './packs/runtime';
 import { ModelRegistry } from './packs/registry';
 import { OPS_PATHS, recordFrontAnswer, recordRequest } from './ops/access-log';
+import { sampleEventLoop } from './ops/event-loop';
 import { metrics } from './ops/metrics';
 import { startMetricsServer } from './ops/metrics-server';
 import { Readiness } from './ops/readiness';
@@ -52,6 +53,7 @@ function urlHost(host: string): string {
 export async function startService(config: Config): Promise<RunningService> {
   const version = serviceVersion();
   metrics.collectProcessMetrics();
+  sampleEventLoop();
   metrics.buildInfo.set({ version }, 1);
   const readiness = new Readiness((ready) => metrics.ready.set(ready ? 1 : 0));
   metrics.ready.set(0);

@@ -5,6 +5,7 @@ import type { Exchange } from '../http/exchange';
 import type { FrontAnswerRecord } from '../http/server';
 import { requestIdFrom } from '../http/request-id';
 import { log } from '../log';
+import { countAnswered } from './event-loop';
 import { metrics } from './metrics';
 import { observeStages } from './stage-summary';
 
@@ -42,6 +43,7 @@ function record(r: RequestRecord): void {
   const iface = interfaceOf(r.path);
   const route = r.route || 'unmatched';
   const seconds = (performance.now() - r.startedAt) / 1000;
+  countAnswered();
   metrics.requests.inc({ interface: iface, route, model: r.model ?? '', status: r.status });
   metrics.requestDuration.observe({ interface: iface, route }, seconds);
   log.info('request', {
@@ -103,6 +105,7 @@ export interface GrpcCallRecord {
 
 export function recordGrpcCall(r: GrpcCallRecord): void {
   const seconds = (performance.now() - r.startedAt) / 1000;
+  countAnswered();
   metrics.grpcCalls.inc({ method: r.method, model: r.model ?? '', code: r.code });
   metrics.grpcCallDuration.observe({ method: r.method }, seconds);
   log.info('request', {

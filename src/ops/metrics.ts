@@ -2,6 +2,7 @@
 // registry stays empty). Names and labels are documented in README.md ("Health, metrics and logs")
 // and queried by ops/grafana/catcomfort-dashboard.json.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { eventLoopBusySeconds, eventLoopFigures, mainThreadCpuSeconds } from './event-loop';
 
 /** Where scrape-time gauges read their values; each is set once the service has it. */
 export interface MetricSources {
@@ -109,6 +110,43 @@ export class ServiceMetrics {
         const counts = metrics.sources.upstream?.();
         if (!counts) return;
         for (const state of ['open', 'idle', 'waiting'] as const) this.set({ state }, counts[state]);
+      },
+    });
+    new Counter({
+      name: 'catcomfort_event_loop_busy_seconds_total',
+      help: 'Seconds the main thread\'s event loop was busy (performance.eventLoopUtilization); its rate is the loop\'s utilisation',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(eventLoopBusySeconds());
+      },
+    });
+    new Counter({
+      name: 'catcomfort_main_thread_cpu_seconds_total',
+      help: 'User + system CPU seconds of the main thread alone (HTTP, JSON, batching, answers); divided by the requests answered, its cost per request',
+      registers: [this.registry],
+      collect() {
+        const seconds = mainThreadCpuSeconds();
+        this.reset();
+        if (seconds !== null) this.inc(seconds);
+      },
+    });
+    new Gauge({
+      name: 'catcomfort_event_loop_utilization',
+      help: 'Busy share of the event loop over the last 10 s window (0..1)',
+      registers: [this.registry],
+      collect() {
+        const { utilization } = eventLoopFigures();
+        if (utilization !== null) this.set(utilization);
+      },
+    });
+    new Gauge({
+      name: 'catcomfort_main_thread_cpu_us_per_request',
+      help: 'Main-thread CPU microseconds per request answered (HTTP and gRPC) over the last 10 s window',
+      registers: [this.registry],
+      collect() {
+        const { mainThreadUsPerRequest } = eventLoopFigures();
+        if (mainThreadUsPerRequest !== null) this.set(mainThreadUsPerRequest);
       },
     });
     this.storeDepthGauge('catcomfort_scan_queue_depth', 'Scans in the shared store by state: pending (waiting for a worker) and processing', () => metrics.sources.scanQueue?.());

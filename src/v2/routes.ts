@@ -16,6 +16,7 @@ import { buildV2OpenApi, v2Operations, type DocumentAddition } from './openapi';
 import { predict } from './predict';
 import { PackNotLoadedError } from '../pipeline/analysis';
 import { cpuFeatures } from '../native/cpu-features';
+import { eventLoopFigures } from '../ops/event-loop';
 import { stageSummaries } from '../ops/stage-summary';
 
 type Work = (requestId: string) => Promise<{ status: number; body: unknown }>;
@@ -107,6 +108,7 @@ export function registerV2(router: Router, service: Service, additions: Document
         status: 200,
         body: {
           request_id: requestId,
+          eventLoop: eventLoopFigures(),
           models: Object.fromEntries(
             service.registry.all().map((pack) => {
               const m = pack.current;

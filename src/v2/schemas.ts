@@ -291,9 +291,22 @@ const ModelStats = Type.Object(
   { $id: 'ModelStats' },
 );
 
+const EventLoop = Type.Object(
+  {
+    utilization: Type.Union([Type.Number(), Type.Null()], { description: 'Busy share of the event loop over the last window (0..1); null before the first window ends' }),
+    mainThreadUsPerRequest: Type.Union([Type.Integer(), Type.Null()], { description: 'Main-thread CPU microseconds per request answered (HTTP and gRPC) in the last window; null without requests' }),
+    windowS: Type.Number({ description: 'The window, seconds' }),
+    busySeconds: Type.Number({ description: 'Event loop busy seconds since start' }),
+    mainThreadCpuSeconds: Type.Union([Type.Number(), Type.Null()], { description: 'Main-thread CPU seconds since start (null where /proc does not say)' }),
+    requests: Type.Integer({ description: 'Requests answered since start (HTTP and gRPC)' }),
+  },
+  { description: "The main thread's load (README \"Where the time goes\")" },
+);
+
 export const StatsResponse = Type.Object(
   {
     request_id: Type.String(),
+    eventLoop: EventLoop,
     models: Type.Record(Type.String(), ModelStats, { description: 'Counters since start, by model id' }),
   },
   { $id: 'StatsResponse' },
