@@ -2,8 +2,9 @@
 // answers file, then checks against it, printing the table (sessions per size, states, in-process
 // and HTTP load against the service it starts, the batching in effect, a scan backlog drained) and
 // the verdict, which here is "no GPU provider active" (exit 1), and writes its JSON. A sweep over a
-// tiny grid prints its rows, the best and the knee; a parent killed after its first row leaves that
-// row in its JSON and no child running; a budget too small skips configurations with a line. The
+// tiny grid prints each row and rewrites its JSON while it goes on, then the best and the knee; a
+// killed parent leaves no child running; a budget too small ends the configuration running at the
+// limit (its row stays) and skips the others with a line. The
 // verdict's rules, the knob retries, the sweep's order and its best and knee choice, and the
 // streaming of rows are checked on made-up reports.
 import assert from 'node:assert/strict';
@@ -73,54 +74,56 @@ test('gpu-check on CPU: answers written, then compared; the table (batching, sca
   assert.equal((await catcomfort(['gpu-check', '--photos', photos, '--batch', '4'])).code, 2, '--batch without --sweep');
 });
 
-test('gpu-check --sweep on CPU: a row per configuration, the best again with the scan drain, the best and knee lines', async () => {
+test('gpu-check --sweep on CPU: each row printed and in the JSON as it ends; the best again with the scan drain; the best and knee lines', async () => {
   const { dir, photos, data } = workspace();
   const json = path.join(dir, 'sweep.json');
-  const swept = await catcomfort(['gpu-check', '--photos', photos, '--seconds', '1', '--sweep', '--batch', '1,2', '--in-flight', '1', '--pool', '1', '--scans', '8', '--json', json], data);
-  assert.equal(swept.code, 1, swept.stdout);
-  const names = [...swept.stdout.matchAll(/^\| ([^|]+?) \| cpu \|/gm)].map((m) => m[1]);
-  assert.deepEqual(names.slice(0, 3), ['as configured', 'batch 2 x in-flight 1 x pool 1', 'batch 1 x in-flight 1 x pool 1'], 'the most images in flight first');
-  assert.match(names[3]!, /^.+, again with scans$/);
-  assert.equal(names.length, 4);
-  assert.equal(swept.stdout.match(/^\| configuration \|/gm)?.length, 1, 'one header');
-  assert.match(swept.stdout, /^# best: [\d.]+ req\/s in-process at 256 clients, p99 \d+ ms \(.+\)\nexport CATCOMFORT_BATCH_MAX_SIZE=\d+ CATCOMFORT_BATCH_IN_FLIGHT=\d+ CATCOMFORT_POOL_THREADS=\d+$/m);
-  assert.match(swept.stdout, /^# knee \(fewest images in flight within 5 % of the best\): .+\nexport CATCOMFORT_BATCH_MAX_SIZE=\d+ /m);
-  assert.match(swept.stdout, /^CUDA graphs: not swept/m);
-  const report = JSON.parse(readFileSync(json, 'utf8'));
-  assert.equal(report.finished, true);
-  assert.equal(report.reports.length, 4);
-  assert.deepEqual(report.reports[1].batching, { maxBatchSize: 2, maxInFlight: 1, poolThreads: 1 });
-  assert.deepEqual(report.reports[1].env, { CATCOMFORT_BATCH_MAX_SIZE: '2', CATCOMFORT_BATCH_IN_FLIGHT: '1', CATCOMFORT_POOL_THREADS: '1' });
-  assert.deepEqual(report.reports[1].sessions, [], 'a sweep child skips the per-shape sessions');
-  assert.equal(report.reports[1].photos, null, 'and the photos');
-  assert.deepEqual(report.reports[1].http, [], 'and HTTP');
-  assert.equal(report.reports[0].scans, null, 'only the best drains scans');
-  assert.equal(report.reports[3].scans.completed, 8);
-  assert.ok(report.reports[3].load.length === 4, 'the best measured again beside its drain');
-});
-
-test('gpu-check killed after its first row: the row and the JSON stay, and no child is left running', async () => {
-  const { dir, photos, data } = workspace();
-  const json = path.join(dir, 'cut.json');
-  const parent = spawn(bin, ['gpu-check', '--photos', photos, '--seconds', '1', '--sweep', '--batch', '1,2', '--in-flight', '1', '--pool', '1', '--json', json], {
+  const parent = spawn(bin, ['gpu-check', '--photos', photos, '--seconds', '1', '--sweep', '--batch', '2', '--in-flight', '1', '--pool', '1', '--scans', '8', '--json', json], {
     env: { ...process.env, ...data },
-    stdio: ['ignore', 'pipe', 'ignore'],
+    stdio: ['ignore', 'pipe', 'inherit'],
   });
   let stdout = '';
   parent.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  const exited = new Promise((resolve) => parent.once('exit', resolve));
+  const exited = new Promise<number | null>((resolve) => parent.once('exit', resolve));
   await waitFor('the first row', () => /^\| as configured \| cpu \|.*\|$/m.test(stdout), { timeoutMs: 180_000 });
   assert.equal(parent.exitCode, null, 'printed while the sweep goes on');
   const early = JSON.parse(readFileSync(json, 'utf8'));
   assert.equal(early.finished, false);
-  assert.deepEqual(early.reports.map((r: ChildReport) => r.name), ['as configured']);
+  assert.deepEqual(early.reports.map((r: ChildReport) => r.name), ['as configured'], 'the JSON holds the finished row before the run ends');
   assert.equal(early.reports[0].load.length, 4);
+
+  assert.equal(await exited, 1, stdout);
+  const names = [...stdout.matchAll(/^\| ([^|]+?) \| cpu \|/gm)].map((m) => m[1]);
+  assert.equal(names.length, 3, stdout);
+  assert.deepEqual(names.slice(0, 2), ['as configured', 'batch 2 x in-flight 1 x pool 1']);
+  assert.match(names[2]!, /^.+, again with scans$/);
+  assert.equal(stdout.match(/^\| configuration \|/gm)?.length, 1, 'one header');
+  assert.match(stdout, /^# best: [\d.]+ req\/s in-process at 256 clients, p99 \d+ ms \(.+\)\nexport CATCOMFORT_BATCH_MAX_SIZE=\d+ CATCOMFORT_BATCH_IN_FLIGHT=\d+ CATCOMFORT_POOL_THREADS=\d+$/m);
+  assert.match(stdout, /^# knee \(fewest images in flight within 5 % of the best\): .+\nexport CATCOMFORT_BATCH_MAX_SIZE=\d+ /m);
+  assert.match(stdout, /^CUDA graphs: not swept/m);
+  const report = JSON.parse(readFileSync(json, 'utf8'));
+  assert.equal(report.finished, true);
+  assert.equal(report.reports.length, 3);
+  const [configured, point, again] = report.reports;
+  assert.deepEqual(point.batching, { maxBatchSize: 2, maxInFlight: 1, poolThreads: 1 });
+  assert.deepEqual(point.env, { CATCOMFORT_BATCH_MAX_SIZE: '2', CATCOMFORT_BATCH_IN_FLIGHT: '1', CATCOMFORT_POOL_THREADS: '1' });
+  assert.deepEqual([point.sessions, point.photos, point.http], [[], null, []], 'a sweep child skips the per-shape sessions, the photos and HTTP');
+  assert.equal(configured.sessions.length, 8, 'the first configuration measures the sessions');
+  assert.equal(configured.scans, null, 'only the best drains scans');
+  assert.equal(again.scans.completed, 8);
+  assert.equal(again.load.length, 4, 'the best measured again beside its drain');
+  assert.equal(report.best, report.reports.find((r: ChildReport) => `${r.name}, again with scans` === again.name).name);
+});
+
+test('gpu-check killed: the child of the configuration running sees its parent gone and ends, leaving nothing running', async () => {
+  const { photos, data } = workspace();
+  const parent = spawn(bin, ['gpu-check', '--photos', photos, '--seconds', '1', '--sweep', '--batch', '2', '--in-flight', '1', '--pool', '1'], { env: { ...process.env, ...data }, stdio: 'ignore' });
+  const exited = new Promise((resolve) => parent.once('exit', resolve));
+  const children = () => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((line) => line.includes('--child') && line.includes(photos));
+  await waitFor('the first child', () => children().length > 0, { timeoutMs: 60_000 });
   parent.kill('SIGKILL');
   await exited;
-  // The next configuration's child sees its parent's pipe close and ends its process group.
-  const children = () => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((line) => line.includes('--child') && line.includes(photos));
-  await waitFor('no gpu-check child left', () => children().length === 0, { timeoutMs: 30_000 });
-  assert.deepEqual(JSON.parse(readFileSync(json, 'utf8')).reports, early.reports);
+  // Well before the child would end by itself (its sessions step alone takes longer here).
+  await waitFor('no gpu-check child left', () => children().length === 0, { timeoutMs: 10_000 });
 });
 
 test('gpu-check --budget too small: the configuration running is ended at the limit, the others are skipped with a line', async () => {
