@@ -145,9 +145,9 @@ export async function gpuCheckCommand(argv: string[]): Promise<number> {
     }
     const chosen = best(rows.all);
     if (chosen) {
+      const kneeRow = knee(rows.all, chosen)!;
       const again = `${chosen.name}, again with scans`;
       if (scans > 0 && fits(again, drainSteps, 0, drainGuessMs())) await run(again, chosen.env, drainSteps);
-      const kneeRow = knee(rows.all, chosen)!;
       out(`\n${settingLines('best', chosen)}${settingLines('knee (fewest images in flight within 5 % of the best)', kneeRow)}`);
       Object.assign(finals, { best: chosen.name, bestBatching: chosen.batching, knee: kneeRow.name, kneeBatching: kneeRow.batching });
     } else out('\nbest: none (no configuration measured at the top level without a failed request)\n');

@@ -13,7 +13,7 @@ export interface HttpLevel extends LoopResult {
   clients: number;
 }
 
-export interface Service {
+interface Service {
   port: number;
   key: string;
   child: ChildProcess;
