@@ -1,6 +1,7 @@
 // The service as users meet it, for `catcomfort gpu-check`: started as a child process on a free
 // port of 127.0.0.1 (its own probe, load and warm-up), timed until /readyz answers 200, loaded
-// by closed-loop keep-alive clients posting /v2/predict, then stopped with SIGTERM.
+// by closed-loop keep-alive clients posting /v2/predict, then stopped with SIGTERM. The scan
+// backlog drain (gpu-check/scan-drain.ts) starts and stops it the same way.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
@@ -36,7 +37,7 @@ function request(port: number, method: string, route: string, agent: http.Agent,
 }
 
 /** Starts the service with `env` on top of this process's environment; resolves once it is ready. */
-async function start(env: Record<string, string>, timeoutMs: number): Promise<Service> {
+export async function startService(env: Record<string, string>, timeoutMs: number): Promise<Service> {
   const key = randomBytes(16).toString('hex');
   const spawned = performance.now();
   const child = spawn(process.execPath, [main], {
@@ -69,7 +70,7 @@ async function start(env: Record<string, string>, timeoutMs: number): Promise<Se
   return { port, key, child, readyMs: performance.now() - spawned };
 }
 
-async function stop(service: Service): Promise<void> {
+export async function stopService(service: Service): Promise<void> {
   if (service.child.exitCode !== null) return;
   const exited = new Promise((resolve) => service.child.once('exit', resolve));
   service.child.kill('SIGTERM');
@@ -84,7 +85,7 @@ export async function httpLoad(
   seconds: number,
   timeoutMs: number,
 ): Promise<{ readyMs: number; levels: HttpLevel[] }> {
-  const service = await start(env, timeoutMs);
+  const service = await startService(env, timeoutMs);
   const bodies = images.map((image) => JSON.stringify({ image: image.toString('base64') }));
   const headers = { 'api-key': service.key, 'content-type': 'application/json' };
   const out: HttpLevel[] = [];
@@ -96,7 +97,7 @@ export async function httpLoad(
       out.push({ clients, ...loop });
     }
   } finally {
-    await stop(service);
+    await stopService(service);
   }
   return { readyMs: service.readyMs, levels: out };
 }

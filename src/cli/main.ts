@@ -7,7 +7,7 @@ import { commandList, dispatch, UsageError, type Subcommand } from './args';
 const COMMANDS: Record<string, Subcommand> = {
   predict: { args: 'FILE...', summary: 'Analyse local image files through the service pipeline; one JSON line per file', load: async () => (await import('./predict.js')).predictCommand },
   'validate-pack': { args: 'DIR', summary: 'Check a model pack: manifest, sha256 of its files, one test inference', load: async () => (await import('./validate-pack.js')).validatePackCommand },
-  'gpu-check': { args: '--photos DIR [--answers FILE]', summary: 'Check the GPU path: sessions per size, answers, load, GPU use; a table and a verdict', load: async () => (await import('./gpu-check.js')).gpuCheckCommand },
+  'gpu-check': { args: '--photos DIR [--answers FILE]', summary: 'Check the GPU path: sessions per size, answers, load, GPU use, a scan backlog; a table and a verdict; --sweep tunes the batching', load: async () => (await import('./gpu-check.js')).gpuCheckCommand },
   'train-head': { args: '--data DIR|CSV --out PACK_DIR', summary: 'Train the comfort head on labelled photos; writes a model pack', load: async () => (await import('./train-head.js')).trainHead },
   keys: { args: '<command>', summary: 'Issue, list and revoke v1/v2 API keys', load: async () => (await import('./keys.js')).keysCommand },
   credentials: { args: '<command>', summary: 'Issue, list and revoke scan credentials; their webhook URLs and signing secrets', load: async () => (await import('./credentials.js')).credentialsCommand },
