@@ -6,13 +6,13 @@
 // goes to stderr; the result is one JSON document on stdout.
 import { readFileSync } from 'node:fs';
 import { sampleGpu, type GpuUtilisation } from '../src/ops/gpu-sampler';
-import type { Stage } from '../src/pipeline/stage-times';
+import { scrapeStages, windowFigures, type WindowFigures } from '../src/cli/stage-scrape';
 import { percentile } from './common';
 import { grpcSender } from './grpc-client';
 import { autocannonWindow, type HttpRequest } from './load-autocannon';
 import { closedLoopWindow, type WindowResult } from './load-window';
 import { oipBinaryRequest, predictBody, protocolOf } from './protocols';
-import { loopFigures, scrapeStages, stageMeansMs } from './stage-scrape';
+
 
 export interface LoadWorkerConfig {
   /** The target; its protocol follows from it (bench/protocols.ts protocolOf). */
@@ -50,10 +50,9 @@ export interface LoadLevel {
   timeouts: number;
   /** nvidia-smi's samples during the measured window; null without an NVIDIA GPU. */
   gpu: GpuUtilisation | null;
-  /** Our service over HTTP: mean ms of each stage in the measured window (bench/stage-scrape.ts); null for peers and gRPC. */
-  stagesMs?: Partial<Record<Stage, number>> | null;
-  /** Our service over HTTP: the event loop's utilisation and main-thread CPU per request in the window; null for peers and gRPC. */
-  eventLoop?: { utilization: number; mainThreadUsPerRequest: number | null } | null;
+  /** Our service over HTTP: each stage's mean ms, the event loop's busy share and main-thread us per request in the window (src/cli/stage-scrape.ts); null for peers and gRPC. */
+  stagesMs?: WindowFigures['stagesMs'];
+  eventLoop?: WindowFigures['eventLoop'];
 }
 
 /** The measured window at a concurrency for the config's target: autocannon for HTTP, the closed loop for gRPC. */
@@ -86,8 +85,7 @@ async function main(): Promise<void> {
     const sampler = sampleGpu(config.gpuDevice);
     const w = await measure(connections, config.durationS, offset);
     const gpu = await sampler.stop();
-    const stagesAfter = origin ? await scrapeStages(origin, config.apiKey) : null;
-    const stagesMs = stageMeansMs(stagesBefore, stagesAfter);
+    const figures = windowFigures(stagesBefore, origin ? await scrapeStages(origin, config.apiKey) : null, w.durationS, w.responses);
     offset += 7;
     const latencies = w.latencies.sort((a, b) => a - b);
     const level: LoadLevel = {
@@ -106,8 +104,7 @@ async function main(): Promise<void> {
       errors: w.errors,
       timeouts: w.timeouts,
       gpu,
-      stagesMs,
-      eventLoop: loopFigures(stagesBefore, stagesAfter, w.durationS, w.responses),
+      ...figures,
     };
     levels.push(level);
     process.stderr.write(

@@ -71,12 +71,15 @@ test('an answer without an analysis has only total: a 401, a 422 and a health ch
   assert.deepEqual(Object.keys(serverTiming(health.headers)), ['total']);
 });
 
-test('/v2/stats: the batching in effect (CPU rule) and every stage summarised; /metrics: every stage', async () => {
+test('/v2/stats: the batching in effect (CPU rule), every stage summarised, the event loop; /metrics: every stage, the loop, and a scrape of named metrics', async () => {
   const before = (await request(`${server.url}/v2/stats`)).body.models['bc-v1'];
   assert.equal((await postJson(`${server.url}/v2/predict`, { image: cat })).status, 200);
   const stats = (await request(`${server.url}/v2/stats`)).body.models['bc-v1'];
   assert.deepEqual(stats.batching, { maxBatchSize: 4, maxQueueDelayUs: 500, maxQueue: 64, maxInFlight: 2, poolThreads: stats.batching.poolThreads, chosenBy: 'cpu rule' });
   assert.ok(stats.batching.poolThreads >= 1);
+  const loop = (await request(`${server.url}/v2/stats`)).body.eventLoop;
+  assert.equal(loop.windowS, 10);
+  assert.ok(loop.busySeconds > 0 && loop.mainThreadCpuSeconds > 0 && loop.requests >= 3, JSON.stringify(loop));
   for (const stage of ['read', 'queue', 'decode', 'detect', 'crop', 'classify', 'loop', 'convert']) {
     const s = stats.stages[stage];
     assert.equal(s.count, (before.stages[stage]?.count ?? 0) + 1, stage);
@@ -86,6 +89,14 @@ test('/v2/stats: the batching in effect (CPU rule) and every stage summarised; /
   for (const stage of ['read', 'queue', 'decode', 'detect', 'crop', 'classify', 'loop', 'convert']) {
     assert.ok(total(metrics, 'catcomfort_stage_duration_seconds_count', { model: 'bc-v1', stage }) >= 1, stage);
   }
+  assert.ok(total(metrics, 'catcomfort_event_loop_busy_seconds_total') > 0);
+  assert.ok(total(metrics, 'catcomfort_main_thread_cpu_seconds_total') > 0);
+  // Only the metrics named: a cheap scrape for the bench and gpu-check (unknown names left out).
+  const named = await request(`${server.url}/metrics?name=catcomfort_event_loop_busy_seconds_total&name=catcomfort_stage_duration_seconds&name=nope`);
+  assert.deepEqual([...new Set(parseMetrics(named.text).map((s) => s.name.replace(/_(bucket|sum|count)$/, '')))].sort(), [
+    'catcomfort_event_loop_busy_seconds_total',
+    'catcomfort_stage_duration_seconds',
+  ]);
 });
 
 test('stage arithmetic on injected times: one image adds up exactly; several take each stage\'s longest', () => {

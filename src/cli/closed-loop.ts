@@ -8,7 +8,7 @@ export interface LoopResult {
 }
 
 /** Runs the loop; `send(n)` makes request number n and resolves to whether it succeeded (a throw fails it). */
-export async function closedLoop(clients: number, seconds: number, send: (n: number) => Promise<boolean>): Promise<LoopResult> {
+export async function closedLoop(clients: number, seconds: number, send: (n: number) => Promise<boolean>): Promise<LoopResult & { requests: number; seconds: number }> {
   const latencies: number[] = [];
   let failed = 0;
   let next = 0;
@@ -26,5 +26,5 @@ export async function closedLoop(clients: number, seconds: number, send: (n: num
   const elapsed = (performance.now() - started) / 1000;
   latencies.sort((a, b) => a - b);
   const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * q))] ?? NaN;
-  return { reqPerS: latencies.length / elapsed, p50Ms: at(0.5), p99Ms: at(0.99), failed };
+  return { requests: latencies.length + failed, seconds: elapsed, reqPerS: latencies.length / elapsed, p50Ms: at(0.5), p99Ms: at(0.99), failed };
 }

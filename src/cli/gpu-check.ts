@@ -17,7 +17,7 @@ import { parse, UsageError } from './args';
 import { Budget } from './gpu-check/budget';
 import { child, photoFiles } from './gpu-check/child';
 import { problems, STEPS, topLevel, type ChildReport, type Step } from './gpu-check/report';
-import { Rows } from './gpu-check/rows';
+import { Rows, stageTable } from './gpu-check/rows';
 import { endWithParent, runChild } from './gpu-check/spawn';
 import { best, defaultGrid, knee, NOT_SWEPT, pointEnv, pointName, settingLines, sweepOrder } from './gpu-check/sweep';
 
@@ -158,6 +158,8 @@ export async function gpuCheckCommand(argv: string[]): Promise<number> {
       if (fits(name, ['sessions', 'photos', 'load', 'http'])) await run(name, env, ['sessions', 'photos', 'load', 'http']);
     }
   }
+  const stages = stageTable(rows.all);
+  if (stages) out(`\nWhere the time goes (mean ms per request and stage at each level):\n\n${stages}`);
   const healthy = problems(configured).length === 0;
   out(`\nverdict: ${healthy ? 'healthy' : `NOT healthy as configured: ${problems(configured).join('; ')}`}\n`);
   rows.write({ finished: true, healthy, ...finals });

@@ -7,9 +7,10 @@ import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import path from 'node:path';
 import { closedLoop, type LoopResult } from './closed-loop';
+import { scrapeStages, windowFigures, type WindowFigures } from './stage-scrape';
 
-/** One load level; `failed` counts answers other than 200 and requests that failed. */
-export interface HttpLevel extends LoopResult {
+/** One load level; `failed` counts answers other than 200 and requests that failed; the service's stages and loop from /metrics. */
+export interface HttpLevel extends LoopResult, Partial<WindowFigures> {
   clients: number;
 }
 
@@ -92,9 +93,11 @@ export async function httpLoad(
   try {
     for (const clients of levels) {
       const agent = new http.Agent({ keepAlive: true, maxSockets: clients });
+      const origin = `http://127.0.0.1:${service.port}`;
+      const before = await scrapeStages(origin, service.key);
       const loop = await closedLoop(clients, seconds, async (n) => (await request(service.port, 'POST', '/v2/predict', agent, headers, bodies[n % bodies.length])) === 200);
       agent.destroy();
-      out.push({ clients, ...loop });
+      out.push({ clients, ...loop, ...windowFigures(before, await scrapeStages(origin, service.key), loop.seconds, loop.requests) });
     }
   } finally {
     await stopService(service);

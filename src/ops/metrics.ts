@@ -185,9 +185,12 @@ export class ServiceMetrics {
     collectDefaultMetrics({ register: this.registry });
   }
 
-  /** The text exposition format (version 0.0.4). */
-  async scrape(): Promise<{ contentType: string; body: string }> {
-    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  /** The text exposition format (version 0.0.4): every metric, or only those `names` (unknown ones left out). */
+  async scrape(names: string[] = []): Promise<{ contentType: string; body: string }> {
+    if (names.length === 0) return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+    const known = names.filter((name) => this.registry.getSingleMetric(name) !== undefined);
+    const texts = await Promise.all(known.map((name) => this.registry.getSingleMetricAsString(name)));
+    return { contentType: this.registry.contentType, body: texts.map((t) => `${t}\n`).join('') };
   }
 }
 

@@ -1,5 +1,6 @@
 // GET /healthz (the process is alive), GET /readyz (every pack warmed up, not draining) and
-// GET /metrics (Prometheus text format; behind the API key, open, or off per CATCOMFORT_METRICS).
+// GET /metrics (Prometheus text format; behind the API key, open, or off per CATCOMFORT_METRICS;
+// `?name=N&name=M` serves only those metrics, a cheap scrape for the benchmarks).
 // None of them needs a key except /metrics in `key` mode; all answer before readiness.
 import type { KeyRing } from '../http/auth';
 import type { Exchange } from '../http/exchange';
@@ -15,9 +16,9 @@ function json(ex: Exchange, status: number, body: unknown, headers: Record<strin
   ex.send(status, { 'Content-Type': 'application/json', ...NO_STORE, ...headers }, JSON.stringify(body));
 }
 
-/** Answers a scrape with the metrics text, or 500 when collecting fails. */
-export function sendMetrics(send: (status: number, headers: Record<string, string>, body: string) => void): void {
-  metrics.scrape().then(
+/** Answers a scrape with the metrics text (only `names` when given), or 500 when collecting fails. */
+export function sendMetrics(send: (status: number, headers: Record<string, string>, body: string) => void, names: string[] = []): void {
+  metrics.scrape(names).then(
     ({ contentType, body }) => send(200, { 'Content-Type': contentType, ...NO_STORE }, body),
     (error: unknown) => {
       log.error('metrics scrape failed', { error: (error as Error)?.stack ?? String(error) });
@@ -37,6 +38,6 @@ export function registerOps(router: Router, ctx: { readiness: Readiness; keys: K
   if (ctx.access === 'off') return;
   router.add('GET', '/metrics', (ex) => {
     if (ctx.access === 'key' && !ctx.keys.check(ex.header('api-key'))) return json(ex, 401, { detail: 'Invalid or missing API key' });
-    sendMetrics((status, headers, body) => ex.send(status, headers, body));
+    sendMetrics((status, headers, body) => ex.send(status, headers, body), new URLSearchParams(ex.query).getAll('name'));
   });
 }

@@ -19,10 +19,13 @@ export interface StageSummary {
 class Window {
   private readonly values = new Float64Array(WINDOW);
   count = 0;
+  /** Of every observation since start. */
+  sumMs = 0;
 
   add(ms: number): void {
     this.values[this.count % WINDOW] = ms;
     this.count++;
+    this.sumMs += ms;
   }
 
   summary(): StageSummary {
@@ -58,5 +61,12 @@ export function stageSummaries(model: string): Partial<Record<Stage, StageSummar
     const w = byStage?.get(stage);
     if (w) out[stage] = w.summary();
   }
+  return out;
+}
+
+/** `model`'s cumulative stage sums (seconds, as the histogram's) and counts since start. */
+export function stageTotals(model: string): Partial<Record<Stage, { sum: number; count: number }>> {
+  const out: Partial<Record<Stage, { sum: number; count: number }>> = {};
+  for (const [stage, w] of windows.get(model) ?? []) out[stage] = { sum: w.sumMs / 1000, count: w.count };
   return out;
 }

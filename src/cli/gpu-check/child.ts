@@ -25,6 +25,7 @@ import { loadModels, registryOptions, warmUpAll } from '../../packs/runtime';
 import { median } from '../../packs/session-sizes';
 import { closedLoop } from '../closed-loop';
 import { httpLoad } from '../http-load';
+import { ownTotals, windowFigures } from '../stage-scrape';
 import { CLIENTS, type ChildReport, type PhotoFigures, type SessionFigures, type Step } from './report';
 import { drainBacklog } from './scan-drain';
 
@@ -128,11 +129,12 @@ export async function child(o: ChildOptions): Promise<ChildReport> {
     await timed(report, 'load', async () => {
       for (const clients of CLIENTS) {
         const sampler = sampleGpu(config.deviceId);
+        const before = ownTotals(model.id);
         const loop = await closedLoop(clients, o.seconds, async (n) => {
           await model.analyze({ data: images[n % images.length]!, encoding: 'bytes' });
           return true;
         });
-        report.load.push({ clients, ...loop, gpu: await sampler.stop() });
+        report.load.push({ clients, ...loop, ...windowFigures(before, ownTotals(model.id), loop.seconds, loop.requests), gpu: await sampler.stop() });
       }
     });
   }

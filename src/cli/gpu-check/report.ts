@@ -5,6 +5,7 @@
 import type { GpuUtilisation } from '../../ops/gpu-sampler';
 import type { LoopResult } from '../closed-loop';
 import type { HttpLevel } from '../http-load';
+import type { WindowFigures } from '../stage-scrape';
 
 /** The steps of a child, in the order it runs them (see child.ts). */
 export const STEPS = ['sessions', 'photos', 'load', 'http', 'scans'] as const;
@@ -37,7 +38,8 @@ export interface PhotoFigures {
   compared: number;
 }
 
-export interface LoadFigures extends LoopResult {
+/** An in-process level, with the stages and the main thread's load in its window (stage-scrape.ts). */
+export interface LoadFigures extends LoopResult, Partial<WindowFigures> {
   clients: number;
   gpu: GpuUtilisation | null;
 }

@@ -1,10 +1,13 @@
 // The service's stage times and main-thread load over one measured window (README "Where the time
 // goes"): its catcomfort_stage_duration_seconds sums and counts, event loop busy seconds and
 // main-thread CPU seconds scraped from /metrics before and after, so each figure is that window's
-// alone. Peers have no such metrics: null.
-import { STAGES, type Stage } from '../src/pipeline/stage-times';
+// alone (the bench's levels and gpu-check's HTTP levels). Peers have no such metrics: null. In
+// the process itself, stageWindow reads the same figures without a scrape.
+import { eventLoopBusySeconds, mainThreadCpuSeconds } from '../ops/event-loop';
+import { stageTotals } from '../ops/stage-summary';
+import { STAGES, type Stage } from '../pipeline/stage-times';
 
-type Totals = Partial<Record<Stage, { sum: number; count: number }>> & { loopBusyS?: number; mainCpuS?: number; requests?: number };
+export type Totals = Partial<Record<Stage, { sum: number; count: number }>> & { loopBusyS?: number; mainCpuS?: number; requests?: number };
 
 const LINE = /^catcomfort_stage_duration_seconds_(sum|count)\{([^}]*)\}\s+(\S+)$/;
 
@@ -12,7 +15,8 @@ const LINE = /^catcomfort_stage_duration_seconds_(sum|count)\{([^}]*)\}\s+(\S+)$
 export async function scrapeStages(origin: string, apiKey: string): Promise<Totals | null> {
   let text: string;
   try {
-    const response = await fetch(`${origin}/metrics`, { headers: { 'api-key': apiKey } });
+    const names = ['catcomfort_stage_duration_seconds', 'catcomfort_event_loop_busy_seconds_total', 'catcomfort_main_thread_cpu_seconds_total'];
+    const response = await fetch(`${origin}/metrics?${names.map((n) => `name=${n}`).join('&')}`, { headers: { 'api-key': apiKey } });
     if (!response.ok) return null;
     text = await response.text();
   } catch {
@@ -55,4 +59,20 @@ export function stageMeansMs(before: Totals | null, after: Totals | null): Parti
     if (a && a.count > b.count) out[stage] = Number((((a.sum - b.sum) / (a.count - b.count)) * 1000).toFixed(3));
   }
   return out;
+}
+
+/** What a measured window saw: each stage's mean ms, the loop's busy share and main-thread us per request. */
+export interface WindowFigures {
+  stagesMs: Partial<Record<Stage, number>> | null;
+  eventLoop: { utilization: number; mainThreadUsPerRequest: number | null } | null;
+}
+
+/** This process's own totals for `model` now (in-process load, no scrape). */
+export function ownTotals(model: string): Totals {
+  return { ...stageTotals(model), loopBusyS: eventLoopBusySeconds(), mainCpuS: mainThreadCpuSeconds() ?? undefined };
+}
+
+/** The window between two readings of totals, `seconds` long with `requests` answered. */
+export function windowFigures(before: Totals | null, after: Totals | null, seconds: number, requests: number): WindowFigures {
+  return { stagesMs: stageMeansMs(before, after), eventLoop: loopFigures(before, after, seconds, requests) };
 }
