@@ -147,16 +147,23 @@ test("the issue's reproduction: 20 calls cancelled 8 ms in and 20 with a 1 ms de
   await logged(seen.after); // the client's last call, made after the others ended: their lines are written by then
   const ids = Object.keys(seen.calls);
   assert.equal(ids.length, 40);
-  const status = Object.fromEntries(ids.map((id) => [id, JSON.parse(requestLine(id) ?? '{}').status]));
-  t.diagnostic(`logged: ${JSON.stringify(Object.values(status).reduce<Record<string, number>>((n, s) => ({ ...n, [s]: (n[s] ?? 0) + 1 }), {}))}`);
-  assert.deepEqual(status, seen.calls);
   const count = (prefix: string, code: string) => ids.filter((id) => id.startsWith(prefix) && seen.calls[id] === code).length;
-  assert.equal(count('cancel-', 'DEADLINE_EXCEEDED') + count('deadline-', 'CANCELLED'), 0);
   assert.equal(count('deadline-', 'DEADLINE_EXCEEDED'), 20);
   assert.ok(count('cancel-', 'CANCELLED') > 0, 'some cancels came before their answer');
+  // A 1 ms deadline may pass before the client has sent anything (rarely): the service never hears of that call.
+  const lines: Record<string, string> = {};
+  for (const id of ids) {
+    const line = requestLine(id);
+    if (line) lines[id] = JSON.parse(line).status;
+  }
+  const unsent = ids.filter((id) => !(id in lines));
+  assert.ok(unsent.every((id) => id.startsWith('deadline-')), `no line for ${unsent.join(', ')}`);
+  assert.deepEqual(lines, Object.fromEntries(Object.keys(lines).map((id) => [id, seen.calls[id]])));
+  const statuses = Object.values(lines);
+  t.diagnostic(`logged: ${['CANCELLED', 'DEADLINE_EXCEEDED', 'OK'].map((c) => `${statuses.filter((s) => s === c).length} ${c}`).join(', ')}; never reached the service: ${unsent.length}`);
   const now = await calls();
-  for (const code of new Set(['OK', 'CANCELLED', 'DEADLINE_EXCEEDED', ...Object.values(seen.calls)])) {
+  for (const code of new Set(['OK', 'CANCELLED', 'DEADLINE_EXCEEDED', ...statuses])) {
     const extra = code === 'OK' ? 2 : 0; // the client's first and last calls
-    assert.equal(now(code) - before(code), Object.values(seen.calls).filter((c) => c === code).length + extra, code);
+    assert.equal(now(code) - before(code), statuses.filter((c) => c === code).length + extra, code);
   }
 });
