@@ -8,6 +8,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { joinBytesElements, splitBytesElements } from '../src/oip/bytes-elements';
 import { PROTO_FILE } from '../src/oip/grpc/server';
+import { grpcListeningPort } from './helpers/grpc';
 import { postJson, request } from './helpers/http';
 import { parseMetrics, total } from './helpers/metrics';
 import { photo } from './helpers/paths';
@@ -24,15 +25,6 @@ let server: TestServer;
 let grpcPort: number;
 let result: any;
 let expected: any[];
-
-function grpcListeningPort(output: string): number {
-  for (const line of output.split('\n')) {
-    if (!line.startsWith('{')) continue;
-    const entry = JSON.parse(line) as { msg?: string; port?: number };
-    if (entry.msg === 'grpc listening' && entry.port) return entry.port;
-  }
-  throw new Error(`no "grpc listening" line:\n${output}`);
-}
 
 before(async () => {
   server = await startServer({ CATCOMFORT_GRPC_PORT: '0', CATCOMFORT_MAX_BODY_BYTES: String(MAX_BODY) });

@@ -93,14 +93,14 @@ export interface GrpcCallRecord {
   /** The service's method, e.g. ModelInfer. */
   method: string;
   client: string;
-  model: string | undefined;
-  modelVersion: string | undefined;
-  /** The gRPC status code's name (OK, INVALID_ARGUMENT, ...; CANCELLED when the client left). */
+  model?: string;
+  modelVersion?: string;
+  /** The name of the status the client experienced (OK, INVALID_ARGUMENT, ...; CANCELLED when it left first, DEADLINE_EXCEEDED once its deadline had passed). */
   code: string;
   startedAt: number;
-  /** Bytes of the request's images; null when its message was refused unread. */
+  /** Bytes of the request's images; null when its message was not read (refused, or the client left first). */
   bytesIn: number | null;
-  images: number | undefined;
+  images?: number;
 }
 
 export function recordGrpcCall(r: GrpcCallRecord): void {

@@ -26,11 +26,11 @@ export class ServiceMetrics {
   private sources: MetricSources = {};
   private processMetrics = false;
 
-  readonly requests = this.counter('catcomfort_http_requests_total', 'HTTP requests answered (status "client_closed": the client left first), by interface, route pattern, model and status', ['interface', 'route', 'model', 'status']);
+  readonly requests = this.counter('catcomfort_http_requests_total', `HTTP requests, once each (status "client_closed": the client's connection was reset before the answer was written), by interface, route pattern, model and status`, ['interface', 'route', 'model', 'status']);
 
-  readonly grpcCalls = this.counter('catcomfort_grpc_calls_total', 'gRPC calls (Open Inference Protocol) answered, by method, model and status code name (CANCELLED: the client left first)', ['method', 'model', 'code']);
+  readonly grpcCalls = this.counter('catcomfort_grpc_calls_total', 'gRPC calls (Open Inference Protocol), once each, by method, model and the name of the status the client experienced (CANCELLED: it reset the call first, at any stage; DEADLINE_EXCEEDED: its deadline had passed)', ['method', 'model', 'code']);
 
-  readonly grpcCallDuration = this.histogram('catcomfort_grpc_call_duration_seconds', 'gRPC call latency, from the call to its answer', ['method'], LATENCY_BUCKETS);
+  readonly grpcCallDuration = this.histogram('catcomfort_grpc_call_duration_seconds', "gRPC call latency, from the call to its status or its client's leaving", ['method'], LATENCY_BUCKETS);
 
   readonly requestDuration = this.histogram('catcomfort_http_request_duration_seconds', 'End-to-end request latency, from the request head to the last byte of the answer handed to the HTTP front', ['interface', 'route'], LATENCY_BUCKETS);
 
@@ -38,9 +38,9 @@ export class ServiceMetrics {
 
   readonly batchSize = this.histogram('catcomfort_batch_size', 'Images per micro-batch handed to the native pipeline', ['model'], [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64]);
 
-  readonly rejections = this.counter('catcomfort_queue_rejections_total', 'Images refused by a model queue (answered 429): queue_full, or deadline (cannot be served in time)', ['model', 'reason']);
+  readonly rejections = this.counter('catcomfort_queue_rejections_total', 'Images refused by a model queue: queue_full, or deadline (cannot be served in time). HTTP answers 429; gRPC UNAVAILABLE, or DEADLINE_EXCEEDED for a client deadline sooner than the request timeout; a scan tries again', ['model', 'reason']);
 
-  readonly verifierVetoes = this.counter('catcomfort_verifier_vetoes_total', 'Images whose detected candidates the verifier all vetoed as look-alikes (answered low_confidence)', ['model']);
+  readonly verifierVetoes = this.counter('catcomfort_verifier_vetoes_total', 'Images whose detected candidates the verifier all vetoed as look-alikes (detection low_confidence)', ['model']);
 
   readonly scanStoreUp = this.gauge('catcomfort_scan_store_up', '1 while the scan store answers, 0 from a call that found it unreachable or unable to write until one that succeeds', []);
 
@@ -86,7 +86,7 @@ export class ServiceMetrics {
     const metrics = this;
     new Gauge({
       name: 'catcomfort_http_requests_in_flight',
-      help: 'Requests received and not yet answered',
+      help: 'HTTP requests the service has received and not yet answered (not gRPC calls)',
       registers: [this.registry],
       collect() {
         if (metrics.sources.requestsInFlight) this.set(metrics.sources.requestsInFlight());
@@ -94,7 +94,7 @@ export class ServiceMetrics {
     });
     new Gauge({
       name: 'catcomfort_queue_depth',
-      help: 'Requests waiting in a model micro-batch queue',
+      help: 'Images waiting in a model micro-batch queue, from every interface',
       labelNames: ['model'] as const,
       registers: [this.registry],
       collect() {

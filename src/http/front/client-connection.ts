@@ -389,6 +389,9 @@ export class ClientConnection {
   }
 
   private onClientClose(): void {
+    // A request the service has not seen yet (waiting for a connection to it, or its chunked body
+    // still arriving) is the front's to report; one the service has is reported by the service.
+    if (this.state === In.Queued || this.state === In.Chunked) this.reportGone(this.request!);
     this.state = In.Closing;
     if (this.lingerTimer) clearTimeout(this.lingerTimer);
     this.held.length = 0;
@@ -433,6 +436,20 @@ export class ClientConnection {
       startedAt: head ? this.startedAt : performance.now(),
       bytesIn: head?.contentLength ?? 0,
       bytesOut: Buffer.byteLength(answer.body),
+    });
+  }
+
+  /** Reports a request whose client left before it was answered (access log, metrics). */
+  private reportGone(head: RequestHead): void {
+    this.settings.onAnswer?.({
+      method: head.method,
+      path: head.path,
+      requestId: head.requestId,
+      client: this.clientAddress,
+      status: 'client_closed',
+      startedAt: this.startedAt,
+      bytesIn: head.chunked ? this.chunkBytes : head.contentLength,
+      bytesOut: 0,
     });
   }
 

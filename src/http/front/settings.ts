@@ -1,5 +1,6 @@
 // What the HTTP front is set up with (FrontSettings) and what it reports of each answer it gives
-// itself (FrontAnswer): shared by the front and its client connections.
+// itself and of each request it held whose client left (FrontAnswer): shared by the front and its
+// client connections.
 import type { ErrorRenderer } from '../errors';
 import type { TrustedProxies } from './client-address';
 
@@ -19,18 +20,19 @@ export interface FrontSettings {
   allowedMethods(path: string): string[];
   /** How the interface a path belongs to writes errors. */
   rendererFor(path: string): ErrorRenderer;
-  /** Hears every answer the front gives itself (refusals, 429 and 503), for the access log and metrics. */
+  /** Hears every answer the front gives itself (refusals, 429 and 503), and every request it held whose client left, for the access log and metrics. */
   onAnswer?(record: FrontAnswer): void;
 }
 
-/** One answer of the front's own. */
+/** One answer of the front's own, or a request it held whose client left. */
 export interface FrontAnswer {
   /** Empty when the request line could not be read. */
   method: string;
   path: string;
   requestId: string | undefined;
   client: string;
-  status: number;
+  /** client_closed: the client left while the front held the request (not yet passed to the service). */
+  status: number | 'client_closed';
   /** When the head arrived whole (performance.now()), or when the refusal was decided. */
   startedAt: number;
   bytesIn: number;

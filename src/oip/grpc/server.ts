@@ -1,22 +1,21 @@
 // The Open Inference Protocol's gRPC service (proto/inference.proto) on its own port
 // (CATCOMFORT_GRPC_PORT): the same keys (`api-key` metadata), body limit, deadlines, error table,
 // request log and drain as HTTP. ServerLive and ServerReady need no key; every other call does,
-// and before readiness or while draining gets UNAVAILABLE.
+// and before readiness or while draining gets UNAVAILABLE. Each call's log line is written by the
+// callLog interceptor (call-log.ts); the handlers note what they learn on the call's record.
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { toApiError } from '../../http/error-mapping';
 import { ApiError } from '../../http/errors';
-import { requestIdFrom } from '../../http/request-id';
-import { recordGrpcCall } from '../../ops/access-log';
 import type { Readiness } from '../../ops/readiness';
 import { DeadlineError } from '../../pipeline/batcher';
 import type { Service } from '../../service';
 import { infer } from '../infer';
 import { modelMetadata, modelReady, serverMetadata } from '../metadata';
+import { callLog, callRecord, type CallNotes } from './call-log';
 import { toInferCall, toInferResponse, type ModelInferRequest } from './messages';
-import { libraryRefusals } from './refusals';
-import { DEADLINE_EXCEEDED_CODE, GRPC_STATUS, statusName } from './status';
+import { DEADLINE_EXCEEDED_CODE, GRPC_STATUS } from './status';
 
 /** The protocol's definition, shipped beside dist/ (and in the offline bundle). */
 export const PROTO_FILE = path.join(__dirname, '../../../../proto/inference.proto');
@@ -41,7 +40,7 @@ interface CallContext {
   deadline: number;
   /** The client set a deadline sooner than the request timeout. */
   clientDeadline: boolean;
-  notes: { model?: string; modelVersion?: string; images?: number };
+  notes: CallNotes;
 }
 
 export async function startGrpc(service: Service, readiness: Readiness, options: GrpcServerOptions): Promise<RunningGrpc> {
@@ -50,13 +49,14 @@ export async function startGrpc(service: Service, readiness: Readiness, options:
   const server = new grpc.Server({
     'grpc.max_receive_message_length': service.config.maxBodyBytes,
     'grpc.max_send_message_length': -1,
-    interceptors: [libraryRefusals],
+    interceptors: [callLog],
   });
 
-  const handler = (method: string, open: boolean, work: (request: any, ctx: CallContext) => Promise<unknown> | unknown): Unary => {
+  const handler = (open: boolean, work: (request: any, ctx: CallContext) => Promise<unknown> | unknown): Unary => {
     return (call, callback) => {
       const startedAt = performance.now();
-      const requestId = requestIdFrom(metadataValue(call.metadata, 'x-request-id'));
+      const { requestId, notes } = callRecord(call.metadata);
+      notes.bytesIn = messageBytes(call.request);
       const controller = new AbortController();
       call.on('cancelled', () => controller.abort());
       const clientMs = deadlineMs(call.getDeadline());
@@ -66,20 +66,8 @@ export async function startGrpc(service: Service, readiness: Readiness, options:
         signal: controller.signal,
         deadline: startedAt + Math.min(clientMs, timeoutMs),
         clientDeadline: clientMs < timeoutMs,
-        notes: {},
+        notes,
       };
-      const finish = (code: grpc.status) =>
-        recordGrpcCall({
-          requestId,
-          method,
-          client: call.getPeer(),
-          model: ctx.notes.model,
-          modelVersion: ctx.notes.modelVersion,
-          code: statusName(code),
-          startedAt,
-          bytesIn: messageBytes(call.request),
-          images: ctx.notes.images,
-        });
       const trailer = new grpc.Metadata();
       trailer.set('x-request-id', requestId);
       Promise.resolve()
@@ -89,15 +77,11 @@ export async function startGrpc(service: Service, readiness: Readiness, options:
           return work(call.request, ctx);
         })
         .then(
-          (response) => {
-            finish(grpc.status.OK);
-            callback(null, response, trailer);
-          },
+          (response) => callback(null, response, trailer),
           (error: unknown) => {
-            if (controller.signal.aborted) return finish(grpc.status.CANCELLED);
+            if (controller.signal.aborted) return; // the call has ended: the client left, or grpc-js sent DEADLINE_EXCEEDED
             const failure = grpcFailure(error, ctx, requestId);
             for (const [key, value] of Object.entries(failure.metadata)) trailer.set(key, value);
-            finish(failure.code);
             callback({ code: failure.code, details: failure.details, metadata: trailer });
           },
         );
@@ -105,18 +89,18 @@ export async function startGrpc(service: Service, readiness: Readiness, options:
   };
 
   server.addService(proto.inference.GRPCInferenceService.service, {
-    ServerLive: handler('ServerLive', true, () => ({ live: true })),
-    ServerReady: handler('ServerReady', true, () => ({ ready: readiness.ready })),
-    ServerMetadata: handler('ServerMetadata', false, () => serverMetadata(service.version)),
-    ModelReady: handler('ModelReady', false, (request: { name: string; version: string }, ctx) => {
+    ServerLive: handler(true, () => ({ live: true })),
+    ServerReady: handler(true, () => ({ ready: readiness.ready })),
+    ServerMetadata: handler(false, () => serverMetadata(service.version)),
+    ModelReady: handler(false, (request: { name: string; version: string }, ctx) => {
       ctx.notes.model = request.name;
       return { ready: modelReady(service.registry, readiness.ready, request.name, request.version) };
     }),
-    ModelMetadata: handler('ModelMetadata', false, (request: { name: string; version: string }, ctx) => {
+    ModelMetadata: handler(false, (request: { name: string; version: string }, ctx) => {
       ctx.notes.model = request.name;
       return modelMetadata(service.registry, request.name, request.version);
     }),
-    ModelInfer: handler('ModelInfer', false, async (request: ModelInferRequest, ctx) => {
+    ModelInfer: handler(false, async (request: ModelInferRequest, ctx) => {
       ctx.notes.model = request.model_name;
       const call = toInferCall(request);
       ctx.notes.images = call.inputs[0]?.items?.length;
