@@ -1,7 +1,7 @@
 // Turns a native item result into the outcome every interface reports (v2, v1, scans): the
 // detection state (decided once, natively, from the pack's cutoffs), the cat, and the discomfort
 // probability; failures become ImageError (client's fault) or PipelineError.
-import type { Base64Reason, DetectionState, ItemErrorCode, ItemResult } from '../native/addon';
+import type { Base64Reason, CatCandidate, DetectionState, ItemErrorCode, ItemResult, Verification } from '../native/addon';
 
 export type { DetectionState };
 
@@ -14,6 +14,12 @@ export interface Analysis {
   /** Probability of discomfort; non-null only when detected. */
   score: number | null;
   timings: { decodeMs: number; detectMs: number; classifyMs: number };
+  /**
+   * What the pipeline reported beyond the answer, for explained answers (v2 `explain=true`): the
+   * candidate it reported (the chosen cat, else its best one, even below the cutoffs) and the
+   * verifier's reading of that candidate.
+   */
+  evidence: { candidate: CatCandidate | null; verification: Verification | null };
 }
 
 /** The one comfort rule of every interface: discomfort when the score is above the threshold. */
@@ -41,7 +47,8 @@ export function imageErrorMessage(code: ImageErrorCode, maxPixels: number): stri
 
 /**
  * Pack `id` is not loaded (never was, or was unloaded while the request was read); with `version`,
- * that version is not loaded, or is loaded in a role that never answers (`role`: standby, shadow, previous).
+ * that version is not loaded, or is loaded in a role that does not answer this request (`role`:
+ * standby, previous, or shadow where only the serving version and a canary answer).
  */
 export class PackNotLoadedError extends Error {
   constructor(
@@ -80,5 +87,6 @@ export function toAnalysis(result: ItemResult, maxPixels: number): Analysis {
     cat: cat && detection !== 'not_detected' ? { box: cat.box, confidence: cat.confidence } : null,
     score: detection === 'detected' ? result.score : null,
     timings: result.timings,
+    evidence: { candidate: cat, verification: result.verification ?? null },
   };
 }
