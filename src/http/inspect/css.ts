@@ -13,7 +13,7 @@ form, #controls { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: 
 #drop input { display: none; }
 #notice:empty { display: none; }
 #notice, .error { color: #a00000; font-weight: 600; }
-#photos { list-style: none; padding: 0; display: grid; grid-template-columns: repeat(auto-fill, minmax(340px, 1fr)); gap: 1rem; }
+#photos { list-style: none; padding: 0; display: grid; grid-template-columns: repeat(auto-fill, minmax(506px, 1fr)); gap: 1rem; }
 .card { background: #fff; border: 1px solid #ddd; border-radius: 8px; padding: .75rem; }
 .card h2 { font-size: 1rem; margin: 0 0 .5rem; overflow-wrap: anywhere; }
 .card canvas { display: block; max-width: none; background: #eee; }

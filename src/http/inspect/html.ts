@@ -24,7 +24,7 @@ export const INSPECT_HTML = `<!doctype html>
 <select id="target"></select>
 <label for="threshold">Threshold</label>
 <input id="threshold" type="range" min="0" max="1" step="0.01" value="0.3" disabled>
-<output id="threshold-value" for="threshold">model default</output>
+<output id="threshold-value" for="threshold">–</output>
 <label><input id="default-threshold" type="checkbox" checked> model default</label>
 <label><input id="reasons" type="checkbox"> show the reasons</label>
 </section>

@@ -50,7 +50,7 @@ function showThreshold(): void {
   threshold.disabled = useDefault.checked;
   const fallback = choices[targetSelect.selectedIndex]?.defaultThreshold;
   if (useDefault.checked && typeof fallback === 'number') threshold.value = String(fallback);
-  thresholdValue.textContent = useDefault.checked ? `model default${typeof fallback === 'number' ? ` (${fallback})` : ''}` : Number(threshold.value).toFixed(2);
+  thresholdValue.textContent = useDefault.checked ? (typeof fallback === 'number' ? fallback.toFixed(2) : '–') : Number(threshold.value).toFixed(2);
 }
 
 $<HTMLFormElement>('key-form').addEventListener('submit', (event) => {
