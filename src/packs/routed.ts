@@ -31,7 +31,7 @@ export function pickVersion(registry: ModelRegistry, id: string, version?: strin
   if (!pack) throw new PackNotLoadedError(id);
   if (version === undefined) return pack.pick(Math.random());
   const pick = shadowAnswers ? pack.pickNamed(version, Math.random()) : pack.pickVersion(version, Math.random());
-  if (!pick) throw new PackNotLoadedError(id, version, pack.find(version)?.role);
+  if (!pick) throw new PackNotLoadedError(id, version, pack.find(version)?.role, shadowAnswers);
   return pick;
 }
 

@@ -55,6 +55,8 @@ export class PackNotLoadedError extends Error {
     readonly id: string,
     readonly version?: string,
     readonly role?: string,
+    /** The request could name a shadow version (v2 `pack_version`). */
+    readonly shadowAnswers = false,
   ) {
     super(`pack ${id}${version ? `@${version}` : ''} is not ${role ? `answering (${role})` : 'loaded'}`);
   }
