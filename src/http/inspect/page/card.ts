@@ -32,7 +32,9 @@ export class PhotoCard {
   private readonly reasons = document.createElement('div');
   private readonly retry = Object.assign(document.createElement('button'), { type: 'button', textContent: 'Ask again', hidden: true });
   private preview: ImageBitmap | null = null;
-  private image: Promise<string>;
+  private readonly image: Promise<string>;
+  /** Asks so far; an answer to an older ask than the latest is dropped. */
+  private asks = 0;
   private answer: Answer | null = null;
 
   constructor(
@@ -53,11 +55,13 @@ export class PhotoCard {
   }
 
   async ask(key: string, target: Target): Promise<void> {
+    const ask = ++this.asks;
     this.retry.hidden = true;
     this.element.dataset.state = 'asking';
     this.status.className = '';
     this.status.textContent = 'asking…';
     const result = await predict(key, await this.image, this.file.size, target);
+    if (ask !== this.asks) return;
     if (!result.ok) {
       this.answer = null;
       this.facts.replaceChildren();
