@@ -31,6 +31,7 @@ import { OIP_DOCUMENT } from './oip/openapi';
 import { OIP_HEALTH_PATHS, registerOip, registerOipHealth } from './oip/rest';
 import { startGrpc } from './oip/grpc/server';
 import { errorResponse } from './http/errors';
+import { registerInspect } from './http/inspect/routes';
 import { renderV1Error } from './v1/errors';
 
 export function serviceVersion(): string {
@@ -200,6 +201,7 @@ async function startInterfaces(
   const service: Service = { config, keys: ctx.keys, registry, version: ctx.version, docsAssets: loadDocsAssets(), providers };
   registerV2(ctx.router, service, [OIP_DOCUMENT]);
   registerV1(ctx.router, service);
+  registerInspect(ctx.router);
   registerOip(ctx.router, service, ctx.readiness);
   const grpc = config.grpcPort === null ? null : await startGrpc(service, ctx.readiness, { host: config.host, port: config.grpcPort });
   if (grpc) log.info('grpc listening', { host: config.host, port: grpc.port });

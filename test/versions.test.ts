@@ -57,3 +57,19 @@ test('a request addressed to a version: the serving one keeps its shadow, a cana
   assert.equal(pack.pickVersion('2.0.0', 0), undefined);
   assert.equal(pack.pickVersion('9.9.9', 0), undefined);
 });
+
+test('a version named by v2 pack_version: serving (its shadow drawn as usual), canary, or the shadow answering alone; standby and previous none', () => {
+  const pack = new PackVersions(model('1.0.0'));
+  const next = model('2.0.0');
+  pack.add(next, 'shadow', 1);
+  assert.deepEqual(pack.pickNamed('1.0.0', 0), { model: pack.current, role: 'serving', shadow: next });
+  assert.deepEqual(pack.pickNamed('2.0.0', 0), { model: next, role: 'shadow', shadow: null });
+  assert.equal(pack.pickVersion('2.0.0', 0), undefined);
+  pack.route('2.0.0', 'canary', 0.1);
+  assert.deepEqual(pack.pickNamed('2.0.0', 0.99), { model: next, role: 'canary', shadow: null });
+  pack.route('2.0.0', 'standby', 0);
+  assert.equal(pack.pickNamed('2.0.0', 0), undefined);
+  pack.promote('2.0.0');
+  assert.equal(pack.pickNamed('1.0.0', 0), undefined);
+  assert.equal(pack.pickNamed('9.9.9', 0), undefined);
+});

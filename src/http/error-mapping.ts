@@ -17,7 +17,7 @@ function packNotLoaded(error: PackNotLoadedError): ApiError {
   if (error.version === undefined) return new ApiError('model_not_found', `Model '${error.id}' not found.`, { model_id: error.id });
   const details = { model_id: error.id, version: error.version, ...(error.role ? { role: error.role } : {}) };
   const message = error.role
-    ? `Version '${error.version}' of model '${error.id}' is loaded as ${error.role}; only the serving version and a canary answer requests.`
+    ? `Version '${error.version}' of model '${error.id}' is loaded as ${error.role}; only the serving version and a canary${error.shadowAnswers ? ' (and, named by pack_version, a shadow)' : ''} answer requests.`
     : `Version '${error.version}' of model '${error.id}' not found.`;
   return new ApiError('model_not_found', message, details);
 }

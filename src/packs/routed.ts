@@ -21,13 +21,16 @@ export async function analyzeRouted(registry: ModelRegistry, id: string, item: A
   return analyzePicked(pickVersion(registry, id), item, options, threshold);
 }
 
-/** The version of pack `id` that answers a request: drawn as pick() does, or the one named (serving or canary). */
-export function pickVersion(registry: ModelRegistry, id: string, version?: string): Pick {
+/**
+ * The version of pack `id` that answers a request: drawn as pick() does, or the one named (serving
+ * or canary; with `shadowAnswers`, the shadow too).
+ */
+export function pickVersion(registry: ModelRegistry, id: string, version?: string, shadowAnswers = false): Pick {
   const pack = registry.versions(id);
   if (!pack) throw new PackNotLoadedError(id);
   if (version === undefined) return pack.pick(Math.random());
-  const pick = pack.pickVersion(version, Math.random());
-  if (!pick) throw new PackNotLoadedError(id, version, pack.find(version)?.role);
+  const pick = shadowAnswers ? pack.pickNamed(version, Math.random()) : pack.pickVersion(version, Math.random());
+  if (!pick) throw new PackNotLoadedError(id, version, pack.find(version)?.role, shadowAnswers);
   return pick;
 }
 

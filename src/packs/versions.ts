@@ -20,7 +20,8 @@ export interface LoadedVersion {
 /** A request's versions: the one that answers (in its role), and a shadow to run beside it. */
 export interface Pick {
   model: Model;
-  role: 'serving' | 'canary';
+  /** 'shadow' only when a request names the shadow version itself (pickNamed). */
+  role: 'serving' | 'canary' | 'shadow';
   shadow: Model | null;
 }
 
@@ -64,6 +65,13 @@ export class PackVersions {
     if (this.serving.model.manifest.version === version) return this.servingPick(random);
     if (this.other?.role === 'canary' && this.other.model.manifest.version === version) return { model: this.other.model, role: 'canary', shadow: null };
     return undefined;
+  }
+
+  /** As pickVersion, and the shadow answers by itself when named (v2 `pack_version`, for an operator comparing versions). */
+  pickNamed(version: string, random: number): Pick | undefined {
+    const other = this.other;
+    if (other?.role === 'shadow' && other.model.manifest.version === version) return { model: other.model, role: 'shadow', shadow: null };
+    return this.pickVersion(version, random);
   }
 
   private servingPick(random: number): Pick {

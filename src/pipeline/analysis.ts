@@ -1,7 +1,7 @@
 // Turns a native item result into the outcome every interface reports (v2, v1, scans): the
 // detection state (decided once, natively, from the pack's cutoffs), the cat, and the discomfort
 // probability; failures become ImageError (client's fault) or PipelineError.
-import type { Base64Reason, DetectionState, ItemErrorCode, ItemResult } from '../native/addon';
+import type { Base64Reason, CatCandidate, DetectionState, ItemErrorCode, ItemResult, Verification } from '../native/addon';
 import { analysisTimes, type AnalysisTimes } from './stage-times';
 
 export type { DetectionState };
@@ -16,6 +16,12 @@ export interface Analysis {
   score: number | null;
   /** Where its time went (stage-times.ts). */
   timings: AnalysisTimes;
+  /**
+   * What the pipeline reported beyond the answer, for explained answers (v2 `explain=true`): the
+   * candidate it reported (the chosen cat, else its best one, even below the cutoffs) and the
+   * verifier's reading of that candidate.
+   */
+  evidence: { candidate: CatCandidate | null; verification: Verification | null };
 }
 
 /** The one comfort rule of every interface: discomfort when the score is above the threshold. */
@@ -43,13 +49,16 @@ export function imageErrorMessage(code: ImageErrorCode, maxPixels: number): stri
 
 /**
  * Pack `id` is not loaded (never was, or was unloaded while the request was read); with `version`,
- * that version is not loaded, or is loaded in a role that never answers (`role`: standby, shadow, previous).
+ * that version is not loaded, or is loaded in a role that does not answer this request (`role`:
+ * standby, previous, or shadow where only the serving version and a canary answer).
  */
 export class PackNotLoadedError extends Error {
   constructor(
     readonly id: string,
     readonly version?: string,
     readonly role?: string,
+    /** The request could name a shadow version (v2 `pack_version`). */
+    readonly shadowAnswers = false,
   ) {
     super(`pack ${id}${version ? `@${version}` : ''} is not ${role ? `answering (${role})` : 'loaded'}`);
   }
@@ -83,5 +92,6 @@ export function toAnalysis(result: ItemResult, maxPixels: number, timings?: Anal
     cat: cat && detection !== 'not_detected' ? { box: cat.box, confidence: cat.confidence } : null,
     score: detection === 'detected' ? result.score : null,
     timings: timings ?? analysisTimes(result.timings, 0, 0, result.timings.analyzeMs),
+    evidence: { candidate: cat, verification: result.verification ?? null },
   };
 }

@@ -6,6 +6,7 @@ import { swaggerPage } from '../http/docs/pages';
 import { exampleImageBase64 } from '../http/docs/example-image';
 import { ApiError } from '../http/errors';
 import type { Exchange } from '../http/exchange';
+import { queryParam } from '../http/query';
 import { requestIdFrom } from '../http/request-id';
 import { sendError } from '../http/respond';
 import type { Router } from '../http/router';
@@ -24,22 +25,6 @@ const VIDEO_ON_IMAGE_ENDPOINT = 'Video input is not supported on this endpoint; 
 
 function json(ex: Exchange, status: number, body: unknown, headers: Record<string, string> = {}): void {
   ex.send(status, { 'Content-Type': 'application/json', ...headers }, JSON.stringify(body));
-}
-
-function queryParam(query: string, name: string): string | null {
-  if (query === '') return null;
-  for (const part of query.split('&')) {
-    const eq = part.indexOf('=');
-    const key = eq < 0 ? part : part.slice(0, eq);
-    if (key === name) {
-      try {
-        return decodeURIComponent((eq < 0 ? '' : part.slice(eq + 1)).replace(/\+/g, ' '));
-      } catch {
-        return null;
-      }
-    }
-  }
-  return null;
 }
 
 /** 422 body; echoed inputs too deep to serialise are replaced by null rather than failing. */

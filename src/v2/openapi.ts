@@ -5,6 +5,7 @@ import { MAX_BODY_BYTES } from '../config/settings';
 import { COMMON_ERRORS, errorResponses, payloadTooLarge, type ErrorDoc, type V2ErrorKind } from '../http/docs/openapi-errors';
 import { API_KEY_SCHEME, EXAMPLE_REQUEST_ID, jsonContent, openApiDocument } from '../http/docs/openapi-util';
 import { errorTable } from '../http/errors';
+import { PredictExplanation } from './explain-schema';
 import { ErrorResponse, ModelList, PredictRequest, PredictResponse, StatsResponse } from './schemas';
 
 /** An error v2 can answer; scan-only kinds do not type-check here. */
@@ -68,6 +69,30 @@ function predictExamples(version: string) {
         image: { width: 160, height: 106 },
       },
     },
+    explained: {
+      summary: 'The same cat with `explain=true`: the usual keys, then `explanation`',
+      value: {
+        request_id: EXAMPLE_REQUEST_ID,
+        model: { id: 'bc-v1', version, pack_version: '1.3.0' },
+        detection: 'detected',
+        prediction: { label: 'discomfort', score: 0.319968, threshold: 0.3 },
+        cat: { bounding_box: { x_min: 1, y_min: 0, x_max: 158, y_max: 106 }, detection_confidence: 0.943509 },
+        image: { width: 160, height: 106 },
+        explanation: {
+          candidates: [
+            {
+              bounding_box: { x_min: 1, y_min: 0, x_max: 158, y_max: 106 },
+              detection_confidence: 0.943509,
+              raw_score: 0.884209,
+              outcome: 'chosen',
+              verifier: { lookalike_mass: 0.153815, cat_mass: 0.839745, dog_mass: 0.000008, passed: true },
+            },
+          ],
+          cutoffs: { detected: 0.69, low_confidence: 0.5 },
+          verifier: { checked: 1, max_candidates: 3, max_lookalike_mass: 0.7 },
+        },
+      },
+    },
     not_detected: {
       summary: 'No cat in the photo',
       value: {
@@ -82,6 +107,35 @@ function predictExamples(version: string) {
   };
 }
 
+/** Opt-ins of the predict operations: without them the answer is exactly the PredictResponse it was. */
+const optInParameters = [
+  {
+    name: 'explain',
+    in: 'query',
+    required: false,
+    description:
+      '`true`: the answer also carries `explanation` (PredictExplanation): the candidate the pipeline reported with its detector scores, the verifier\'s reading and the outcome, and the pack\'s cutoffs. Used by the inspection page (`/inspect`)',
+    schema: { type: 'boolean', default: false },
+  },
+  {
+    name: 'pack_version',
+    in: 'query',
+    required: false,
+    description:
+      'A loaded version of the model to answer (`GET /v2/models` lists them): the serving one, the canary, or the shadow (which then answers by itself). Omitted: the serving version, or the canary for its share. A version loaded as standby or previous gets 404 `model_not_found`',
+    schema: { type: 'string', minLength: 1 },
+    example: '1.3.0',
+  },
+];
+
+/** PredictResponse, and `explanation` when asked for (the PredictResponse schema itself is unchanged). */
+const explainedSchema = {
+  allOf: [
+    { $ref: '#/components/schemas/PredictResponse' },
+    { type: 'object', properties: { explanation: { $ref: '#/components/schemas/PredictExplanation' } } },
+  ],
+};
+
 function predictOperation(operationId: string, summary: string, withModel: boolean, exampleImage: string, version: string): Record<string, unknown> {
   return {
     operationId,
@@ -93,6 +147,7 @@ function predictOperation(operationId: string, summary: string, withModel: boole
         ? [{ name: 'model_id', in: 'path', required: true, description: 'Model identifier, e.g. `bc-v1`', schema: { type: 'string' }, example: 'bc-v1' }]
         : []),
       requestIdHeader,
+      ...optInParameters,
     ],
     requestBody: {
       required: true,
@@ -102,7 +157,11 @@ function predictOperation(operationId: string, summary: string, withModel: boole
       }),
     },
     responses: {
-      '200': { description: 'Analysis result', headers: responseHeaders, content: jsonContent('PredictResponse', predictExamples(version)) },
+      '200': {
+        description: 'Analysis result; with `explain=true` it also carries `explanation`',
+        headers: responseHeaders,
+        content: { 'application/json': { schema: explainedSchema, examples: predictExamples(version) } },
+      },
       ...errorResponses(withModel ? [...predictErrors, modelNotFound] : predictErrors),
     },
   };
@@ -256,6 +315,7 @@ export function buildV2OpenApi(serviceVersion: string, paths: Record<string, unk
     schemas: {
       PredictRequest,
       PredictResponse,
+      PredictExplanation,
       ErrorResponse,
       ModelList,
       StatsResponse,

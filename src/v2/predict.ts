@@ -1,8 +1,11 @@
 // POST /v2/predict and POST /v2/models/{model_id}/predict (spec 2.1, 2.2, 4.1).
 import type { AnalyzeOptions, Model } from '../packs/model';
 import type { ModelRegistry } from '../packs/registry';
-import { analyzeRouted } from '../packs/routed';
+import { analyzePicked, pickVersion } from '../packs/routed';
 import { isDiscomfort, type Analysis } from '../pipeline/analysis';
+import { explain } from './explain';
+import type { PredictExplanation } from './explain-schema';
+import { NO_OPT_IN, type PredictOptions } from './predict-options';
 import type { PredictResponse } from './schemas';
 import { validatePredictRequest } from './validate';
 
@@ -10,7 +13,13 @@ export interface PredictContext {
   serviceVersion: string;
 }
 
-/** Predicts with the version of pack `modelId` that answers this request (a canary takes its share). */
+/** A v2 answer, with `explanation` when the request opted in. */
+export type ExplainedPredictResponse = PredictResponse & { explanation?: PredictExplanation };
+
+/**
+ * Predicts with the version of pack `modelId` that answers this request (a canary takes its share),
+ * or the one `opts.packVersion` names; `opts.explain` adds the explanation after the usual keys.
+ */
 export async function predict(
   ctx: PredictContext,
   registry: ModelRegistry,
@@ -18,10 +27,13 @@ export async function predict(
   body: Record<string, unknown>,
   requestId: string,
   options: AnalyzeOptions,
-): Promise<PredictResponse> {
+  opts: PredictOptions = NO_OPT_IN,
+): Promise<ExplainedPredictResponse> {
   const request = validatePredictRequest(body);
-  const { analysis, model } = await analyzeRouted(registry, modelId, { data: request.image, encoding: 'base64-strict' }, options, request.threshold ?? null);
-  return toPredictResponse(ctx, model, analysis, request.threshold ?? model.manifest.defaultThreshold, requestId);
+  const pick = pickVersion(registry, modelId, opts.packVersion, true);
+  const { analysis, model } = await analyzePicked(pick, { data: request.image, encoding: 'base64-strict' }, options, request.threshold ?? null);
+  const response = toPredictResponse(ctx, model, analysis, request.threshold ?? model.manifest.defaultThreshold, requestId);
+  return opts.explain ? { ...response, explanation: explain(model, analysis) } : response;
 }
 
 export function toPredictResponse(

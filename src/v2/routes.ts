@@ -14,6 +14,7 @@ import { sendError, sendJson } from '../http/respond';
 import { modelSummary } from './model-summary';
 import { buildV2OpenApi, v2Operations, type DocumentAddition } from './openapi';
 import { predict } from './predict';
+import { predictOptions } from './predict-options';
 import { PackNotLoadedError } from '../pipeline/analysis';
 import { cpuFeatures } from '../native/cpu-features';
 import { eventLoopFigures } from '../ops/event-loop';
@@ -54,11 +55,12 @@ function predictRoute(service: Service, modelFrom: (ex: Exchange) => string) {
       ex,
       requestId,
       body.then(async (raw) => {
+        const opts = predictOptions(ex.query);
         const response = await predict({ serviceVersion: service.version }, service.registry, modelId, parseJsonObject(raw), requestId, {
           deadline,
           signal: ex.signal(),
           timing: ex.timing,
-        });
+        }, opts);
         ex.notes.detection = response.detection;
         ex.notes.modelVersion = response.model.pack_version;
         return { status: 200, body: response };

@@ -42,7 +42,7 @@ const Prediction = Type.Object(
   { $id: 'Prediction' },
 );
 
-const BoundingBox = Type.Object(
+export const BoundingBox = Type.Object(
   { x_min: Type.Integer(), y_min: Type.Integer(), x_max: Type.Integer(), y_max: Type.Integer() },
   { $id: 'BoundingBox', description: 'Pixel coordinates in the original (EXIF-rotated) image' },
 );

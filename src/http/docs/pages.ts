@@ -44,6 +44,9 @@ function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
+/** Every docs page links to the inspection page (src/http/inspect/), where a photo's answer is drawn on it. */
+const INSPECT_LINK = '<p><a href="/inspect">Inspection page: drop photos and see what the service sees</a></p>';
+
 /**
  * Swagger UI page. `requestInterceptor` is inline JS for Swagger UI's option of that name,
  * used by the v1 docs to forward the page's own api-key to the key-protected spec.
@@ -53,7 +56,7 @@ export function swaggerPage(title: string, specUrl: string, assetBase: string, r
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title>
 <link rel="stylesheet" href="${assetBase}/swagger-ui.css"></head>
-<body><div id="swagger-ui"></div>
+<body>${INSPECT_LINK}<div id="swagger-ui"></div>
 <script src="${assetBase}/swagger-ui-bundle.js"></script>
 <script>
 window.ui = SwaggerUIBundle({ url: ${JSON.stringify(specUrl)}, dom_id: '#swagger-ui', deepLinking: true,
@@ -65,6 +68,6 @@ export function redocPage(title: string, specUrl: string, assetBase: string): st
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"></head>
-<body><redoc spec-url="${escapeHtml(specUrl)}"></redoc>
+<body>${INSPECT_LINK}<redoc spec-url="${escapeHtml(specUrl)}"></redoc>
 <script src="${assetBase}/redoc.standalone.js"></script></body></html>`;
 }
