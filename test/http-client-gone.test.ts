@@ -59,7 +59,8 @@ async function logged(id: string): Promise<Record<string, any>> {
 test('a client reset while its request waits in the front, and one reset while its images are analysed: client_closed, each counted once', async () => {
   const start = await scrape();
   const closed = (samples: Sample[], route: string) => total(samples, 'catcomfort_http_requests_total', { route, status: 'client_closed' });
-  const started = (samples: Sample[]) => total(samples, 'catcomfort_stage_duration_seconds_count', { model: 'bc-v1', stage: 'queue_wait' });
+  // A micro-batch is counted when it is dispatched to the pipeline.
+  const started = (samples: Sample[]) => total(samples, 'catcomfort_batch_size_count', { model: 'bc-v1' });
 
   const images = 24;
   const analysed = post('/v2/models/bc-v1/infer', 'http-gone-analysing', { inputs: [{ name: 'image', datatype: 'BYTES', shape: [images], data: Array(images).fill(slow) }] });
