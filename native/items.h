@@ -21,6 +21,7 @@ struct ItemInput {
   std::string owned;
   const uint8_t* data = nullptr;
   size_t length = 0;
+  bool explain = false;  // also report every candidate (ItemResult.proposals)
 
   const uint8_t* bytes() const { return fromString ? reinterpret_cast<const uint8_t*>(owned.data()) : data; }
   size_t size() const { return fromString ? owned.size() : length; }
@@ -63,6 +64,16 @@ struct Verification {
   int checked = 0;  // candidates the verifier looked at for this item
 };
 
+// What became of a candidate the detector proposed (the best view's boxes after NMS).
+enum class ProposalOutcome { Chosen, BelowLowConfidence, BelowDetected, Vetoed, NotChosen };
+
+// One candidate the detector proposed, with the verifier's reading of its crop when it read it.
+struct Proposal {
+  CatCandidate cat;
+  std::optional<Verification> reading;
+  ProposalOutcome outcome = ProposalOutcome::BelowLowConfidence;
+};
+
 struct ItemResult {
   bool ok = false;
   DetectionState detection = DetectionState::NotDetected;
@@ -73,6 +84,7 @@ struct ItemResult {
   std::optional<double> score;
   std::optional<Verification> verification;  // with a verifier, for `detected` and vetoed items
   std::vector<float> output;  // the row of ClassifierSpec.embeddingOutput, for classified items
+  std::vector<Proposal> proposals;  // ItemInput.explain only: every candidate, best first
   // Stage wall times of the analysis (micro-batch) this item was in, shared by its items: decode
   // and preprocessing (everything but the three below), detector Runs, crops (resize and tensor
   // fill of the classifier inputs, verifier readout), crop-network Runs, and the whole analysis.

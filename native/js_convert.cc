@@ -271,6 +271,8 @@ ItemInput ItemFromJs(const Napi::Value& value, napi_ref* ref) {
   in.encoding = Choose(o.Get("encoding"), "encoding",
                        {Named<ItemEncoding>{"base64-strict", ItemEncoding::Base64Strict}, {"base64-lenient", ItemEncoding::Base64Lenient},
                         {"bytes", ItemEncoding::Bytes}});
+  const Napi::Value explain = o.Get("explain");
+  in.explain = explain.IsBoolean() && explain.As<Napi::Boolean>().Value();
 
   Napi::Value data = o.Get("data");
   if (data.IsString()) {
@@ -358,6 +360,53 @@ Napi::Object SessionBatchesToJs(Napi::Env env, const SessionBatchCounts& counts)
   return o;
 }
 
+namespace {
+
+Napi::Object CandidateToJs(Napi::Env env, const CatCandidate& c) {
+  Napi::Object cat = Napi::Object::New(env);
+  Napi::Array box = Napi::Array::New(env, 4);
+  for (uint32_t k = 0; k < 4; ++k) box.Set(k, c.box[k]);
+  cat.Set("box", box);
+  cat.Set("confidence", c.confidence);
+  cat.Set("rawScore", c.rawScore);
+  return cat;
+}
+
+Napi::Object VerificationToJs(Napi::Env env, const Verification& r) {
+  Napi::Object v = Napi::Object::New(env);
+  v.Set("lookalikeMass", r.lookalikeMass);
+  v.Set("catMass", r.catMass);
+  v.Set("dogMass", r.dogMass);
+  v.Set("passed", r.passed);
+  v.Set("checked", r.checked);
+  return v;
+}
+
+const char* OutcomeName(ProposalOutcome outcome) {
+  switch (outcome) {
+    case ProposalOutcome::Chosen: return "chosen";
+    case ProposalOutcome::BelowLowConfidence: return "below_low_confidence_cutoff";
+    case ProposalOutcome::BelowDetected: return "below_detected_cutoff";
+    case ProposalOutcome::Vetoed: return "vetoed_lookalike";
+    case ProposalOutcome::NotChosen: return "another_chosen";
+  }
+  return "another_chosen";
+}
+
+Napi::Array ProposalsToJs(Napi::Env env, const std::vector<Proposal>& proposals) {
+  Napi::Array out = Napi::Array::New(env, proposals.size());
+  for (size_t i = 0; i < proposals.size(); ++i) {
+    const Proposal& p = proposals[i];
+    Napi::Object o = CandidateToJs(env, p.cat);
+    o.Set("verification", p.reading ? Napi::Value(VerificationToJs(env, *p.reading)) : env.Null());
+    o.Set("outcome", OutcomeName(p.outcome));
+    out.Set(static_cast<uint32_t>(i), o);
+  }
+  return out;
+}
+
+}  // namespace
+
 Napi::Array ResultsToJs(Napi::Env env, const std::vector<ItemResult>& results) {
   Napi::Array out = Napi::Array::New(env, results.size());
   for (size_t i = 0; i < results.size(); ++i) {
@@ -373,32 +422,15 @@ Napi::Array ResultsToJs(Napi::Env env, const std::vector<ItemResult>& results) {
       o.Set("width", r.width);
       o.Set("height", r.height);
       o.Set("detection", r.detection == DetectionState::Detected ? "detected" : r.detection == DetectionState::LowConfidence ? "low_confidence" : "not_detected");
-      if (r.cat) {
-        Napi::Object cat = Napi::Object::New(env);
-        Napi::Array box = Napi::Array::New(env, 4);
-        for (uint32_t k = 0; k < 4; ++k) box.Set(k, r.cat->box[k]);
-        cat.Set("box", box);
-        cat.Set("confidence", r.cat->confidence);
-        cat.Set("rawScore", r.cat->rawScore);
-        o.Set("cat", cat);
-      } else {
-        o.Set("cat", env.Null());
-      }
+      o.Set("cat", r.cat ? Napi::Value(CandidateToJs(env, *r.cat)) : env.Null());
       o.Set("score", r.score ? Napi::Value(Napi::Number::New(env, *r.score)) : env.Null());
-      if (r.verification) {
-        Napi::Object v = Napi::Object::New(env);
-        v.Set("lookalikeMass", r.verification->lookalikeMass);
-        v.Set("catMass", r.verification->catMass);
-        v.Set("dogMass", r.verification->dogMass);
-        v.Set("passed", r.verification->passed);
-        v.Set("checked", r.verification->checked);
-        o.Set("verification", v);
-      }
+      if (r.verification) o.Set("verification", VerificationToJs(env, *r.verification));
       if (!r.output.empty()) {
         Napi::Float32Array output = Napi::Float32Array::New(env, r.output.size());
         std::copy(r.output.begin(), r.output.end(), output.Data());
         o.Set("output", output);
       }
+      if (!r.proposals.empty()) o.Set("proposals", ProposalsToJs(env, r.proposals));
       Napi::Object timings = Napi::Object::New(env);
       timings.Set("decodeMs", r.decodeMs);
       timings.Set("detectMs", r.detectMs);

@@ -273,6 +273,9 @@ struct ItemState {
   size_t bestJob = 0;    // the (item, view) job of bestBox
   // `detected` candidates in the order the verifier checks them: [0] is result.cat.
   std::vector<CatCandidate> candidates;
+  // ItemInput.explain: each of `candidates`' index in result.proposals.
+  bool explain = false;
+  std::vector<size_t> proposalOf;
 };
 
 // Shrink-on-load (JPEG only; native/decode.h). A phone photo has far more pixels than the models
@@ -502,7 +505,10 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
 
 // Decodes every item and prepares its detector content, item-parallel; failures stay per item.
 void Pipeline::PrepareItems(const std::vector<ItemInput>& items, AnalyzeState& a, ThreadPool& pool) const {
-  ParallelFor(pool, items.size(), [&](size_t i) { PrepareItem(spec_, items[i], a.states[i]); });
+  ParallelFor(pool, items.size(), [&](size_t i) {
+    PrepareItem(spec_, items[i], a.states[i]);
+    a.states[i].explain = items[i].explain;
+  });
 }
 
 // One detector pass over every (item, view) of the items still ok, chunked by the session batch.
@@ -580,7 +586,8 @@ void Pipeline::CombineViews(AnalyzeState& a) const {
 }
 
 // Best cat per item, in source pixels, and its detection state; with a verifier, the best view's
-// next `detected` candidates too (a cat beside a dog). Frees the detector content.
+// next `detected` candidates too (a cat beside a dog). Frees the detector content. An item that
+// asked for an explanation gets every candidate of the best view as a proposal.
 void Pipeline::PickCandidates(AnalyzeState& a) const {
   const DetectorSpec& det = spec_.detector;
   for (size_t i = 0; i < a.states.size(); ++i) {
@@ -590,15 +597,22 @@ void Pipeline::PickCandidates(AnalyzeState& a) const {
     if (!s.result.ok || s.bestScore < 0) continue;
     const CatCandidate cat = ToCandidate(det, s.image, s.bestBox, s.bestScore);
     s.result.cat = cat;
+    const std::vector<Detection>& kept = a.jobKept[s.bestJob];
+    for (size_t k = 0; k < kept.size(); ++k) {
+      const CatCandidate next = k == 0 ? cat : ToCandidate(det, s.image, kept[k], kept[k].score);
+      // The verifier checks `detected` candidates only when the best one is detected.
+      const bool checked = next.confidence >= spec_.detectedCutoff && cat.confidence >= spec_.detectedCutoff;
+      if (checked) s.candidates.push_back(next);
+      if (!s.explain) continue;
+      const ProposalOutcome outcome = checked                                       ? ProposalOutcome::NotChosen
+                                      : next.confidence >= spec_.lowConfidenceCutoff ? ProposalOutcome::BelowDetected
+                                                                                    : ProposalOutcome::BelowLowConfidence;
+      if (checked) s.proposalOf.push_back(s.result.proposals.size());
+      s.result.proposals.push_back(Proposal{next, std::nullopt, outcome});
+    }
     if (cat.confidence >= spec_.detectedCutoff) {
       s.result.detection = DetectionState::Detected;
       a.confident.push_back(i);
-      s.candidates.push_back(cat);
-      const std::vector<Detection>& kept = a.jobKept[s.bestJob];
-      for (size_t k = 1; k < kept.size(); ++k) {
-        const CatCandidate next = ToCandidate(det, s.image, kept[k], kept[k].score);
-        if (next.confidence >= spec_.detectedCutoff) s.candidates.push_back(next);
-      }
     } else if (cat.confidence >= spec_.lowConfidenceCutoff) {
       s.result.detection = DetectionState::LowConfidence;
     }
@@ -704,6 +718,12 @@ void Pipeline::ChooseCats(AnalyzeState& a) const {
       }
       r.verification = a.readings[chosen == end ? first : chosen];
       r.verification->checked = static_cast<int>(end - first);
+    }
+    for (size_t k = first; k < end && s.explain; ++k) {  // what the verifier read of each proposal
+      Proposal& p = r.proposals[s.proposalOf[a.crops[k].second]];
+      if (verifier.enabled) p.reading = a.readings[k];
+      const bool vetoed = verifier.enabled && !a.readings[k].passed;
+      p.outcome = k == chosen ? ProposalOutcome::Chosen : vetoed ? ProposalOutcome::Vetoed : ProposalOutcome::NotChosen;
     }
     if (chosen == end) {
       r.detection = DetectionState::LowConfidence;

@@ -13,6 +13,7 @@ import { PredictResponse } from '../src/v2/schemas';
 
 const CAT = '000_skimage_chelsea.png';
 const DOG = '070_darknet_dog.jpg';
+const TWO_CATS = '041_ggoni_cats_couch.jpg';
 const manifest = JSON.parse(readFileSync(`${repoRoot}/models/bc-v1/manifest.json`, 'utf8'));
 
 let server: TestServer;
@@ -63,6 +64,22 @@ describe('explain=true', () => {
     assert.ok(candidate.detection_confidence < manifest.cutoffs.lowConfidence);
     assert.equal(candidate.verifier, null);
     assert.equal(body.explanation.verifier.checked, 0);
+  });
+
+  test('two cats on a couch: every candidate the detector proposed, best first, each with its outcome and the verifier\'s reading', async () => {
+    const { body } = await ask(TWO_CATS, '?explain=true');
+    assert.equal(body.detection, 'detected');
+    const candidates = body.explanation.candidates;
+    assert.ok(candidates.length >= 2 && candidates.length <= manifest.verifier.maxCandidates, JSON.stringify(candidates));
+    const confidences = candidates.map((c: any) => c.detection_confidence);
+    assert.deepEqual(confidences, [...confidences].sort((a: number, b: number) => b - a), 'best first');
+    assert.deepEqual(candidates.filter((c: any) => c.outcome === 'chosen').map((c: any) => c.bounding_box), [body.cat.bounding_box]);
+    const second = candidates[1];
+    assert.equal(second.outcome, 'another_chosen', 'the second cat passed the verifier; the first was chosen');
+    assert.equal(second.verifier.passed, true);
+    const read = candidates.filter((c: any) => c.verifier !== null);
+    assert.equal(body.explanation.verifier.checked, read.length, 'the verifier read those with a reading');
+    for (const c of candidates.filter((c: any) => c.verifier === null)) assert.ok(c.detection_confidence < manifest.cutoffs.detected, 'unread ones are below the detected cutoff');
   });
 
   test('explain other than true or false is a 422 on field explain', async () => {

@@ -173,10 +173,12 @@ describe('the inspection page', { skip }, () => {
     await assertBoxDrawn(phone, answer.cat.bounding_box, answer.image, GREEN);
   });
 
-  test('the reasons: the dog\'s rejected candidate drawn in another colour, with why it was not reported', async () => {
+  test('the reasons: the dog\'s rejected candidates listed and drawn in another colour, with why each was not reported', async () => {
     await page.check('#reasons');
-    const row = cardOf(DOG).locator('table.candidates tr[data-outcome="below_low_confidence_cutoff"]');
+    const rows = cardOf(DOG).locator('table.candidates tr[data-outcome="below_low_confidence_cutoff"]');
+    const row = rows.first();
     await row.waitFor();
+    assert.equal(await rows.count(), answerFor(DOG).explanation.candidates.length, 'every candidate the detector proposed');
     assert.match(await row.innerText(), /not reported: confidence 0\.\d+ is below the low-confidence cutoff 0\.5/);
     const box = answerFor(DOG).explanation.candidates[0].bounding_box;
     const size = await shown(DOG);

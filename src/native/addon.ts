@@ -14,6 +14,8 @@ export type ItemEncoding =
 export interface AnalyzeItem {
   data: string | Buffer;
   encoding: ItemEncoding;
+  /** Also report every candidate the detector proposed (ItemSuccess.proposals); default false. */
+  explain?: boolean;
 }
 
 /**
@@ -70,6 +72,8 @@ export interface ItemSuccess {
    * the reported candidate's crop, and how many candidates it checked.
    */
   verification?: Verification;
+  /** AnalyzeItem.explain only: every candidate of the best view after NMS, best first; absent when none. */
+  proposals?: Proposal[];
   /** The row of ClassifierSpec.embeddingOutput, only when `score` is set. */
   output?: Float32Array;
   /**
@@ -80,6 +84,15 @@ export interface ItemSuccess {
 }
 
 export type ItemResult = ItemSuccess | ItemFailure;
+
+/** What became of a proposal; the pipeline decides it (native/pipeline.cc PickCandidates, ChooseCats). */
+export type ProposalOutcome = 'chosen' | 'below_low_confidence_cutoff' | 'below_detected_cutoff' | 'vetoed_lookalike' | 'another_chosen';
+
+/** A candidate the detector proposed, with the verifier's reading of its crop where it read one. */
+export interface Proposal extends CatCandidate {
+  verification: Verification | null;
+  outcome: ProposalOutcome;
+}
 
 export interface PreprocessSpec {
   width: number;

@@ -1,7 +1,7 @@
 // Turns a native item result into the outcome every interface reports (v2, v1, scans): the
 // detection state (decided once, natively, from the pack's cutoffs), the cat, and the discomfort
 // probability; failures become ImageError (client's fault) or PipelineError.
-import type { Base64Reason, CatCandidate, DetectionState, ItemErrorCode, ItemResult, Verification } from '../native/addon';
+import type { Base64Reason, CatCandidate, DetectionState, ItemErrorCode, ItemResult, Proposal, Verification } from '../native/addon';
 import { analysisTimes, type AnalysisTimes } from './stage-times';
 
 export type { DetectionState };
@@ -18,10 +18,11 @@ export interface Analysis {
   timings: AnalysisTimes;
   /**
    * What the pipeline reported beyond the answer, for explained answers (v2 `explain=true`): the
-   * candidate it reported (the chosen cat, else its best one, even below the cutoffs) and the
-   * verifier's reading of that candidate.
+   * candidate it reported (the chosen cat, else its best one, even below the cutoffs), the
+   * verifier's reading of that candidate, and every candidate the detector proposed (an item
+   * submitted with `explain` only; else empty).
    */
-  evidence: { candidate: CatCandidate | null; verification: Verification | null };
+  evidence: { candidate: CatCandidate | null; verification: Verification | null; proposals: Proposal[] };
 }
 
 /** The one comfort rule of every interface: discomfort when the score is above the threshold. */
@@ -92,6 +93,6 @@ export function toAnalysis(result: ItemResult, maxPixels: number, timings?: Anal
     cat: cat && detection !== 'not_detected' ? { box: cat.box, confidence: cat.confidence } : null,
     score: detection === 'detected' ? result.score : null,
     timings: timings ?? analysisTimes(result.timings, 0, 0, result.timings.analyzeMs),
-    evidence: { candidate: cat, verification: result.verification ?? null },
+    evidence: { candidate: cat, verification: result.verification ?? null, proposals: result.proposals ?? [] },
   };
 }

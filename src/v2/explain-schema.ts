@@ -16,10 +16,10 @@ const VerifierReading = Type.Object(
 );
 
 export const CandidateOutcome = Type.Union(
-  [Type.Literal('chosen'), Type.Literal('below_detected_cutoff'), Type.Literal('below_low_confidence_cutoff'), Type.Literal('vetoed_lookalike')],
+  [Type.Literal('chosen'), Type.Literal('below_detected_cutoff'), Type.Literal('below_low_confidence_cutoff'), Type.Literal('vetoed_lookalike'), Type.Literal('another_chosen')],
   {
     description:
-      '`chosen`: the answer\'s cat, classified; `below_detected_cutoff`: the answer\'s `low_confidence` candidate; `below_low_confidence_cutoff`: too weak to report (`not_detected`); `vetoed_lookalike`: the verifier saw a look-alike (the answer is `low_confidence`)',
+      '`chosen`: the answer\'s cat, classified; `below_detected_cutoff`: under the detected cutoff (the answer\'s `low_confidence` candidate when it is the best); `below_low_confidence_cutoff`: too weak to report; `vetoed_lookalike`: the verifier saw a look-alike; `another_chosen`: it passed the verifier, but an earlier one, or one looking more like a cat than a dog, was chosen',
   },
 );
 
@@ -35,7 +35,7 @@ export const PredictExplanation = Type.Object(
   {
     candidates: Type.Array(ExplainedCandidate, {
       description:
-        'The candidates the pipeline reports, best first: the chosen cat, or else its best candidate even below the cutoffs; empty when the detector scored nothing above its floor. Other candidates the verifier checked are counted in `verifier.checked`',
+        "Every candidate the detector proposed (the best view's boxes after NMS, at most the verifier's `max_candidates`), best first, with what became of each; empty when the detector scored nothing above its floor",
     }),
     cutoffs: Type.Object(
       {

@@ -31,7 +31,8 @@ export async function predict(
 ): Promise<ExplainedPredictResponse> {
   const request = validatePredictRequest(body);
   const pick = pickVersion(registry, modelId, opts.packVersion, true);
-  const { analysis, model } = await analyzePicked(pick, { data: request.image, encoding: 'base64-strict' }, options, request.threshold ?? null);
+  const item = { data: request.image, encoding: 'base64-strict' as const, ...(opts.explain ? { explain: true } : {}) };
+  const { analysis, model } = await analyzePicked(pick, item, options, request.threshold ?? null);
   const response = toPredictResponse(ctx, model, analysis, request.threshold ?? model.manifest.defaultThreshold, requestId);
   return opts.explain ? { ...response, explanation: explain(model, analysis) } : response;
 }

@@ -15,7 +15,7 @@ export interface Reading {
   passed: boolean;
 }
 
-export type Outcome = 'chosen' | 'below_detected_cutoff' | 'below_low_confidence_cutoff' | 'vetoed_lookalike';
+export type Outcome = 'chosen' | 'below_detected_cutoff' | 'below_low_confidence_cutoff' | 'vetoed_lookalike' | 'another_chosen';
 
 export interface Candidate {
   bounding_box: Box;

@@ -17,6 +17,8 @@ function why(c: Candidate, answer: Answer): string {
       return `not reported: confidence ${fixed(c.detection_confidence)} is below the low-confidence cutoff ${cutoffs.low_confidence}`;
     case 'vetoed_lookalike':
       return `vetoed: look-alike mass ${fixed(c.verifier?.lookalike_mass ?? 0)} is above ${verifier?.max_lookalike_mass ?? '?'}`;
+    case 'another_chosen':
+      return 'passed the verifier, but another candidate was chosen (an earlier one, or one more like a cat than a dog)';
   }
 }
 
@@ -50,7 +52,7 @@ export function renderReasons(into: HTMLElement, answer: Answer, timings: StageT
   const notes: string[] = [];
   if (answer.explanation.candidates.length === 0) notes.push('The detector scored no candidate above its floor.');
   const v = answer.explanation.verifier;
-  if (v && v.checked > 1) notes.push(`The verifier read ${v.checked} candidates (at most ${v.max_candidates}); the answer reports the one shown.`);
+  if (v) notes.push(`The verifier read ${v.checked} of them (at most ${v.max_candidates}).`);
   if (timings.length > 0) notes.push(`Server timing: ${timings.map((t) => `${t.description ?? t.name} ${t.ms === null ? '' : `${fixed(t.ms, 1)} ms`}`.trim()).join(', ')}`);
   into.append(table, ...notes.map((n) => Object.assign(document.createElement('p'), { textContent: n })));
 }
