@@ -1,6 +1,12 @@
 // A JSON object request body (v2 and scans): a missing, malformed or non-object body is a 422 on
 // `body`, in pydantic's wording.
-import { validationError } from './errors';
+import { validationError, type ApiError } from './errors';
+import { splitImage } from './json-image';
+
+/** The 422 of a body that is not JSON. */
+export function jsonDecodeError(): ApiError {
+  return validationError([{ field: 'body', message: 'JSON decode error' }]);
+}
 
 /** Parses a JSON object body; a missing, malformed or non-object body is a 422 on `body`. */
 export function parseJsonObject(body: Buffer): Record<string, unknown> {
@@ -9,7 +15,7 @@ export function parseJsonObject(body: Buffer): Record<string, unknown> {
   try {
     value = JSON.parse(body.toString('utf8'));
   } catch {
-    throw validationError([{ field: 'body', message: 'JSON decode error' }]);
+    throw jsonDecodeError();
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw validationError([
@@ -17,4 +23,9 @@ export function parseJsonObject(body: Buffer): Record<string, unknown> {
     ]);
   }
   return value as Record<string, unknown>;
+}
+
+/** parseJsonObject, with the member `key` as a Buffer view of the body's bytes when it is a plain string (json-image.ts). */
+export function parseJsonObjectWithImage(body: Buffer, key: string): Record<string, unknown> {
+  return splitImage(body, key) ?? parseJsonObject(body);
 }

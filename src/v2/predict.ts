@@ -2,7 +2,9 @@
 import type { AnalyzeOptions, Model } from '../packs/model';
 import type { ModelRegistry } from '../packs/registry';
 import { analyzePicked, pickVersion } from '../packs/routed';
-import { isDiscomfort, type Analysis } from '../pipeline/analysis';
+import { jsonDecodeError } from '../http/json-body';
+import { hasControlByte, PLACEHOLDER } from '../http/json-image';
+import { ImageError, isDiscomfort, type Analysis } from '../pipeline/analysis';
 import { explain } from './explain';
 import type { PredictExplanation } from './explain-schema';
 import { NO_OPT_IN, type PredictOptions } from './predict-options';
@@ -24,15 +26,21 @@ export async function predict(
   ctx: PredictContext,
   registry: ModelRegistry,
   modelId: string,
+  /** The parsed body; its `image` may be a Buffer of the base64 bytes, read without parsing them (json-image.ts). */
   body: Record<string, unknown>,
   requestId: string,
   options: AnalyzeOptions,
   opts: PredictOptions = NO_OPT_IN,
 ): Promise<ExplainedPredictResponse> {
-  const request = validatePredictRequest(body);
+  const bytes = Buffer.isBuffer(body.image) ? body.image : null;
+  const request = validatePredictRequest(bytes ? { ...body, image: PLACEHOLDER } : body);
   const pick = pickVersion(registry, modelId, opts.packVersion, true);
-  const item = { data: request.image, encoding: 'base64-strict' as const, ...(opts.explain ? { explain: true } : {}) };
-  const { analysis, model } = await analyzePicked(pick, item, options, request.threshold ?? null);
+  const item = { data: bytes ?? request.image, encoding: 'base64-strict' as const, ...(opts.explain ? { explain: true } : {}) };
+  const { analysis, model } = await analyzePicked(pick, item, options, request.threshold ?? null).catch((error: unknown) => {
+    // JSON forbids raw control characters in a string: the body parsed whole said so first.
+    if (bytes && error instanceof ImageError && error.code === 'invalid_base64' && hasControlByte(bytes)) throw jsonDecodeError();
+    throw error;
+  });
   const response = toPredictResponse(ctx, model, analysis, request.threshold ?? model.manifest.defaultThreshold, requestId);
   return opts.explain ? { ...response, explanation: explain(model, analysis) } : response;
 }

@@ -9,7 +9,7 @@ import type { Router } from '../http/router';
 import type { Service } from '../service';
 import { ApiError } from '../http/errors';
 import { errorResponse } from '../http/errors';
-import { parseJsonObject } from '../http/json-body';
+import { parseJsonObjectWithImage } from '../http/json-body';
 import { sendError, sendJson } from '../http/respond';
 import { modelSummary } from './model-summary';
 import { buildV2OpenApi, v2Operations, type DocumentAddition } from './openapi';
@@ -56,7 +56,7 @@ function predictRoute(service: Service, modelFrom: (ex: Exchange) => string) {
       requestId,
       body.then(async (raw) => {
         const opts = predictOptions(ex.query);
-        const response = await predict({ serviceVersion: service.version }, service.registry, modelId, parseJsonObject(raw), requestId, {
+        const response = await predict({ serviceVersion: service.version }, service.registry, modelId, parseJsonObjectWithImage(raw, 'image'), requestId, {
           deadline,
           signal: ex.signal(),
           timing: ex.timing,
