@@ -57,27 +57,23 @@ const modelNotFound: V2ErrorDoc = {
 };
 
 function predictExamples(version: string) {
+  const detected = {
+    request_id: EXAMPLE_REQUEST_ID,
+    model: { id: 'bc-v1', version, pack_version: '1.3.0' },
+    detection: 'detected',
+    prediction: { label: 'discomfort', score: 0.319968, threshold: 0.3 },
+    cat: { bounding_box: { x_min: 1, y_min: 0, x_max: 158, y_max: 106 }, detection_confidence: 0.943509 },
+    image: { width: 160, height: 106 },
+  };
   return {
     detected: {
       summary: 'A cat was found and classified (the example photo with bc-v1)',
-      value: {
-      request_id: EXAMPLE_REQUEST_ID,
-        model: { id: 'bc-v1', version, pack_version: '1.3.0' },
-        detection: 'detected',
-        prediction: { label: 'discomfort', score: 0.319968, threshold: 0.3 },
-        cat: { bounding_box: { x_min: 1, y_min: 0, x_max: 158, y_max: 106 }, detection_confidence: 0.943509 },
-        image: { width: 160, height: 106 },
-      },
+      value: detected,
     },
     explained: {
       summary: 'The same cat with `explain=true`: the usual keys, then `explanation`',
       value: {
-        request_id: EXAMPLE_REQUEST_ID,
-        model: { id: 'bc-v1', version, pack_version: '1.3.0' },
-        detection: 'detected',
-        prediction: { label: 'discomfort', score: 0.319968, threshold: 0.3 },
-        cat: { bounding_box: { x_min: 1, y_min: 0, x_max: 158, y_max: 106 }, detection_confidence: 0.943509 },
-        image: { width: 160, height: 106 },
+        ...detected,
         explanation: {
           candidates: [
             {
