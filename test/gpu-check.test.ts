@@ -97,6 +97,8 @@ test('gpu-check --sweep on CPU: each row printed and in the JSON as it ends; the
   assert.deepEqual(names.slice(0, 2), ['as configured', 'batch 2 x in-flight 1 x pool 1']);
   assert.match(names[2]!, /^.+, again with scans$/);
   assert.equal(stdout.match(/^\| configuration \|/gm)?.length, 1, 'one header');
+  assert.match(stdout, /^Where the time goes[^\n]*\n\n\| stages of \| load \| clients \| read \| queue \| decode \| detect \| crop \| classify \| loop \| convert \|/m, 'the stage table after the rows');
+  assert.match(stdout, /^\| as configured \| in-process \| 1 \| – \| \d+\.\d\d \|/m, 'in-process levels have no read stage');
   assert.match(stdout, /^# best: [\d.]+ req\/s in-process at 256 clients, p99 \d+ ms \(.+\)\nexport CATCOMFORT_BATCH_MAX_SIZE=\d+ CATCOMFORT_BATCH_IN_FLIGHT=\d+ CATCOMFORT_POOL_THREADS=\d+$/m);
   assert.match(stdout, /^# knee \(fewest images in flight within 5 % of the best\): .+\nexport CATCOMFORT_BATCH_MAX_SIZE=\d+ /m);
   assert.match(stdout, /^CUDA graphs: not swept/m);

@@ -69,7 +69,7 @@ export class Rows {
  */
 export function stageTable(reports: readonly ChildReport[]): string {
   const lines = [
-    `| configuration | load | clients | ${STAGES.join(' | ')} | event loop busy | main thread us/request |`,
+    `| stages of | load | clients | ${STAGES.join(' | ')} | event loop busy | main thread us/request |`,
     `|---|---|---:|${STAGES.map(() => '---:').join('|')}|---:|---:|`,
   ];
   const line = (name: string, load: string, clients: number, f: Partial<WindowFigures>) => {
