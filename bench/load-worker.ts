@@ -26,6 +26,8 @@ export interface LoadWorkerConfig {
   timeoutS: number;
   /** The GPU nvidia-smi samples during each measured window. */
   gpuDevice: number;
+  /** LoadOptions.metricsOrigin. */
+  metricsOrigin?: string;
 }
 
 export interface LoadLevel {
@@ -50,7 +52,7 @@ export interface LoadLevel {
   timeouts: number;
   /** nvidia-smi's samples during the measured window; null without an NVIDIA GPU. */
   gpu: GpuUtilisation | null;
-  /** Our service over HTTP: each stage's mean ms, the event loop's busy share and main-thread us per request in the window (src/cli/stage-scrape.ts); null for peers and gRPC. */
+  /** Our service: each stage's mean ms, the event loop's busy share and main-thread us per request in the window (src/cli/stage-scrape.ts); null for peers. */
   stagesMs?: WindowFigures['stagesMs'];
   eventLoop?: WindowFigures['eventLoop'];
 }
@@ -80,7 +82,7 @@ async function main(): Promise<void> {
       await measure(connections, config.warmupS, offset);
     }
     process.stderr.write(`    c=${connections}: measuring ${config.durationS}s\n`);
-    const origin = protocolOf(config.url) === 'grpc' ? null : new URL(config.url).origin;
+    const origin = config.metricsOrigin ?? (protocolOf(config.url) === 'grpc' ? null : new URL(config.url).origin);
     const stagesBefore = origin ? await scrapeStages(origin, config.apiKey) : null;
     const sampler = sampleGpu(config.gpuDevice);
     const w = await measure(connections, config.durationS, offset);

@@ -21,6 +21,8 @@ export interface LoadOptions {
   timeoutS?: number;
   /** Photos rotated across requests; default every fixture photo. */
   photoPaths?: string[];
+  /** Where the service's /metrics is, for the stage figures (default: the url's origin over HTTP; none for gRPC). */
+  metricsOrigin?: string;
 }
 
 function assertLoopback(url: string): void {
@@ -42,6 +44,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadLevel[]> {
     warmupS: options.warmupS,
     timeoutS: options.timeoutS ?? 120,
     gpuDevice: loadConfig().deviceId,
+    ...(options.metricsOrigin ? { metricsOrigin: options.metricsOrigin } : {}),
   };
   const configFile = path.join(tmpDir, `load-${process.pid}-${Date.now()}.json`);
   writeFileSync(configFile, JSON.stringify(config));

@@ -278,7 +278,8 @@ async function protocolRun(server: Started, run: ServerRun, protocol: OipProtoco
     log(`${label}: ${url}; one request per photo`);
     result.answers = await protocolAnswers(protocol, url, photos);
     log(`${label}: load at concurrency ${o.concurrency.join(', ')}`);
-    result.levels = await runLoad({ url, apiKey: API_KEY, concurrency: o.concurrency, durationS: o.durationS, warmupS: o.warmupS });
+    const metricsOrigin = new URL(server.url).origin;
+    result.levels = await runLoad({ url, apiKey: API_KEY, concurrency: o.concurrency, durationS: o.durationS, warmupS: o.warmupS, metricsOrigin });
   } catch (error) {
     result.error = (error as Error).message.split('\n').slice(0, 3).join(' ');
     log(`${label} failed: ${(error as Error).message}`);
