@@ -10,6 +10,7 @@ import { microMarkdown, type MicroResult } from './micro';
 import type { Answer, LoadProtocol, OipProtocol } from './protocols';
 import type { GpuUtilisation } from '../src/ops/gpu-sampler';
 import { STAGES } from '../src/pipeline/stage-times';
+import { LOOP_COLUMNS, loopCells } from '../src/cli/stage-scrape';
 
 const SERVER_LABELS: Record<ServerName, string> = {
   us: 'us (uWS + native addon)',
@@ -188,18 +189,17 @@ function stageTables(report: Report): string[] {
     '### Where the time goes (our service)',
     '',
     'Mean milliseconds per request in each stage during the measured window, from `catcomfort_stage_duration_seconds` scraped before and after it; the native stages are the wall times of the micro-batch each image ran in. ' +
-      'Event loop: its busy share in the window, and main-thread CPU microseconds per request (`catcomfort_event_loop_busy_seconds_total`, `catcomfort_main_thread_cpu_seconds_total`; the scrapes themselves included).',
+      'Event loop: its busy share in the window, main-thread CPU microseconds per request, and the garbage collector\'s share of that CPU (`catcomfort_event_loop_busy_seconds_total`, `catcomfort_main_thread_cpu_seconds_total`, `catcomfort_gc_seconds_total`; the scrapes themselves included).',
     '',
-    `| requests | concurrency | ${STAGES.join(' | ')} | p50 ms | event loop busy | main thread us/request |`,
-    `|---|---:|${STAGES.map(() => '---:').join('|')}|---:|---:|---:|`,
+    `| requests | concurrency | ${STAGES.join(' | ')} | p50 ms | ${LOOP_COLUMNS.join(' | ')} |`,
+    `|---|---:|${STAGES.map(() => '---:').join('|')}|---:|${LOOP_COLUMNS.map(() => '---:').join('|')}|`,
   ];
   for (const r of rows) {
     for (const l of r.levels) {
       if (!l.stagesMs) continue;
-      const loop = l.eventLoop;
       lines.push(
         `| ${r.label} | ${l.concurrency} | ${STAGES.map((s) => (l.stagesMs![s] === undefined ? '–' : l.stagesMs![s]!.toFixed(2))).join(' | ')} | ${fmt(l.p50Ms)} | ` +
-          `${loop ? `${Math.round(loop.utilization * 100)} %` : '–'} | ${loop?.mainThreadUsPerRequest ?? '–'} |`,
+          `${loopCells(l.eventLoop).join(' | ')} |`,
       );
     }
   }

@@ -6,6 +6,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { analysisTimes, RequestTiming, serverTimingHeader } from '../src/pipeline/stage-times';
+import { gcShareOf } from '../src/ops/event-loop';
+import { loopCells, loopFigures } from '../src/cli/stage-scrape';
 import { postJson, request } from './helpers/http';
 import { parseMetrics, total } from './helpers/metrics';
 import { photo } from './helpers/paths';
@@ -80,6 +82,8 @@ test('/v2/stats: the batching in effect (CPU rule), every stage summarised, the 
   const loop = (await request(`${server.url}/v2/stats`)).body.eventLoop;
   assert.equal(loop.windowS, 10);
   assert.ok(loop.busySeconds > 0 && loop.mainThreadCpuSeconds > 0 && loop.requests >= 3, JSON.stringify(loop));
+  // Loading and warming the packs allocates enough for the collector to have run on the main thread.
+  assert.ok(loop.gcSeconds > 0 && loop.gcSeconds < loop.mainThreadCpuSeconds, JSON.stringify(loop));
   for (const stage of ['read', 'queue', 'decode', 'detect', 'crop', 'classify', 'loop', 'convert']) {
     const s = stats.stages[stage];
     assert.equal(s.count, (before.stages[stage]?.count ?? 0) + 1, stage);
@@ -91,12 +95,26 @@ test('/v2/stats: the batching in effect (CPU rule), every stage summarised, the 
   }
   assert.ok(total(metrics, 'catcomfort_event_loop_busy_seconds_total') > 0);
   assert.ok(total(metrics, 'catcomfort_main_thread_cpu_seconds_total') > 0);
+  assert.ok(total(metrics, 'catcomfort_gc_seconds_total') > 0);
   // Only the metrics named: a cheap scrape for the bench and gpu-check (unknown names left out).
   const named = await request(`${server.url}/metrics?name=catcomfort_event_loop_busy_seconds_total&name=catcomfort_stage_duration_seconds&name=nope`);
   assert.deepEqual([...new Set(parseMetrics(named.text).map((s) => s.name.replace(/_(bucket|sum|count)$/, '')))].sort(), [
     'catcomfort_event_loop_busy_seconds_total',
     'catcomfort_stage_duration_seconds',
   ]);
+});
+
+test('the collector\'s share of a window: GC seconds over main-thread CPU seconds, capped at 1, null without CPU time', () => {
+  assert.equal(gcShareOf(0.25, 1), 0.25);
+  assert.equal(gcShareOf(0.123456, 1), 0.1235);
+  assert.equal(gcShareOf(2, 1), 1);
+  assert.equal(gcShareOf(0.1, 0), null);
+  assert.equal(gcShareOf(0.1, null), null);
+  const before = { loopBusyS: 1, mainCpuS: 2, gcS: 0.5 };
+  const after = { loopBusyS: 1.5, mainCpuS: 3, gcS: 0.8 };
+  assert.deepEqual(loopFigures(before, after, 10, 500), { utilization: 0.05, mainThreadUsPerRequest: 2000, gcShare: 0.3 });
+  assert.deepEqual(loopCells({ utilization: 0.05, mainThreadUsPerRequest: 2000, gcShare: 0.3 }), ['5 %', '2000', '30 %']);
+  assert.deepEqual(loopCells(null), ['–', '–', '–']);
 });
 
 test('stage arithmetic on injected times: one image adds up exactly; several take each stage\'s longest', () => {

@@ -1,13 +1,13 @@
 // The service's stage times and main-thread load over one measured window (README "Where the time
 // goes"): its catcomfort_stage_duration_seconds sums and counts, event loop busy seconds and
-// main-thread CPU seconds scraped from /metrics before and after, so each figure is that window's
+// main-thread CPU and GC seconds scraped from /metrics before and after, so each figure is that window's
 // alone (the bench's levels and gpu-check's HTTP levels). Peers have no such metrics: null. In
 // the process itself, stageWindow reads the same figures without a scrape.
-import { eventLoopBusySeconds, mainThreadCpuSeconds } from '../ops/event-loop';
+import { eventLoopBusySeconds, gcSeconds, gcShareOf, mainThreadCpuSeconds } from '../ops/event-loop';
 import { stageTotals } from '../ops/stage-summary';
 import { STAGES, type Stage } from '../pipeline/stage-times';
 
-export type Totals = Partial<Record<Stage, { sum: number; count: number }>> & { loopBusyS?: number; mainCpuS?: number; requests?: number };
+export type Totals = Partial<Record<Stage, { sum: number; count: number }>> & { loopBusyS?: number; mainCpuS?: number; gcS?: number; requests?: number };
 
 const LINE = /^catcomfort_stage_duration_seconds_(sum|count)\{([^}]*)\}\s+(\S+)$/;
 
@@ -15,7 +15,7 @@ const LINE = /^catcomfort_stage_duration_seconds_(sum|count)\{([^}]*)\}\s+(\S+)$
 export async function scrapeStages(origin: string, apiKey: string): Promise<Totals | null> {
   let text: string;
   try {
-    const names = ['catcomfort_stage_duration_seconds', 'catcomfort_event_loop_busy_seconds_total', 'catcomfort_main_thread_cpu_seconds_total'];
+    const names = ['catcomfort_stage_duration_seconds', 'catcomfort_event_loop_busy_seconds_total', 'catcomfort_main_thread_cpu_seconds_total', 'catcomfort_gc_seconds_total'];
     const response = await fetch(`${origin}/metrics?${names.map((n) => `name=${n}`).join('&')}`, { headers: { 'api-key': apiKey } });
     if (!response.ok) return null;
     text = await response.text();
@@ -29,6 +29,7 @@ export async function scrapeStages(origin: string, apiKey: string): Promise<Tota
   };
   totals.loopBusyS = single('catcomfort_event_loop_busy_seconds_total');
   totals.mainCpuS = single('catcomfort_main_thread_cpu_seconds_total');
+  totals.gcS = single('catcomfort_gc_seconds_total');
   for (const line of text.split('\n')) {
     const match = LINE.exec(line);
     const stage = match && /stage="([a-z]+)"/.exec(match[2]!)?.[1];
@@ -39,14 +40,30 @@ export async function scrapeStages(origin: string, apiKey: string): Promise<Tota
   return totals.loopBusyS !== undefined ? totals : null;
 }
 
-/** The event loop's utilisation and main-thread CPU microseconds per request over a window of `seconds` with `requests` answered. */
-export function loopFigures(before: Totals | null, after: Totals | null, seconds: number, requests: number): { utilization: number; mainThreadUsPerRequest: number | null } | null {
+/** The main thread over one window: the loop's busy share, CPU microseconds per request, the collector's share of that CPU. */
+export interface LoopFigures {
+  utilization: number;
+  mainThreadUsPerRequest: number | null;
+  gcShare: number | null;
+}
+
+/** The event loop's figures over a window of `seconds` with `requests` answered. */
+export function loopFigures(before: Totals | null, after: Totals | null, seconds: number, requests: number): LoopFigures | null {
   if (before?.loopBusyS === undefined || after?.loopBusyS === undefined) return null;
   const cpu = before.mainCpuS !== undefined && after.mainCpuS !== undefined ? after.mainCpuS - before.mainCpuS : null;
   return {
     utilization: Number(((after.loopBusyS - before.loopBusyS) / seconds).toFixed(3)),
     mainThreadUsPerRequest: cpu !== null && requests > 0 ? Math.round((cpu * 1e6) / requests) : null,
+    gcShare: before.gcS !== undefined && after.gcS !== undefined ? gcShareOf(after.gcS - before.gcS, cpu) : null,
   };
+}
+
+/** The loop columns of a stage table: busy share, main-thread us per request, GC share ('–' where unknown). */
+export const LOOP_COLUMNS = ['event loop busy', 'main thread us/request', 'GC share'] as const;
+
+export function loopCells(loop: LoopFigures | null | undefined): string[] {
+  const percent = (share: number | null | undefined) => (share === null || share === undefined ? '–' : `${Math.round(share * 100)} %`);
+  return [percent(loop?.utilization), loop?.mainThreadUsPerRequest?.toString() ?? '–', percent(loop?.gcShare)];
 }
 
 /** Mean milliseconds per stage between two scrapes; null when either is missing. */
@@ -64,12 +81,12 @@ export function stageMeansMs(before: Totals | null, after: Totals | null): Parti
 /** What a measured window saw: each stage's mean ms, the loop's busy share and main-thread us per request. */
 export interface WindowFigures {
   stagesMs: Partial<Record<Stage, number>> | null;
-  eventLoop: { utilization: number; mainThreadUsPerRequest: number | null } | null;
+  eventLoop: LoopFigures | null;
 }
 
 /** This process's own totals for `model` now (in-process load, no scrape). */
 export function ownTotals(model: string): Totals {
-  return { ...stageTotals(model), loopBusyS: eventLoopBusySeconds(), mainCpuS: mainThreadCpuSeconds() ?? undefined };
+  return { ...stageTotals(model), loopBusyS: eventLoopBusySeconds(), mainCpuS: mainThreadCpuSeconds() ?? undefined, gcS: gcSeconds() };
 }
 
 /** The window between two readings of totals, `seconds` long with `requests` answered. */

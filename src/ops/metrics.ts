@@ -2,7 +2,7 @@
 // registry stays empty). Names and labels are documented in README.md ("Health, metrics and logs")
 // and queried by ops/grafana/catcomfort-dashboard.json.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { eventLoopBusySeconds, eventLoopFigures, mainThreadCpuSeconds } from './event-loop';
+import { eventLoopBusySeconds, eventLoopFigures, gcSeconds, mainThreadCpuSeconds } from './event-loop';
 
 /** Where scrape-time gauges read their values; each is set once the service has it. */
 export interface MetricSources {
@@ -129,6 +129,24 @@ export class ServiceMetrics {
         const seconds = mainThreadCpuSeconds();
         this.reset();
         if (seconds !== null) this.inc(seconds);
+      },
+    });
+    new Counter({
+      name: 'catcomfort_gc_seconds_total',
+      help: "Seconds the garbage collector held the main thread (its gc performance entries); over catcomfort_main_thread_cpu_seconds_total, the collector's share",
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(gcSeconds());
+      },
+    });
+    new Gauge({
+      name: 'catcomfort_gc_share',
+      help: "The garbage collector's pauses as a share of the main thread's CPU time over the last 10 s window (0..1)",
+      registers: [this.registry],
+      collect() {
+        const { gcShare } = eventLoopFigures();
+        if (gcShare !== null) this.set(gcShare);
       },
     });
     new Gauge({

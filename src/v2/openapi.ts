@@ -177,7 +177,7 @@ function getOperation(operationId: string, summary: string, description: string,
 
 const statsExample = {
   request_id: EXAMPLE_REQUEST_ID,
-  eventLoop: { utilization: 0.213, mainThreadUsPerRequest: 812, windowS: 10, busySeconds: 41.2, mainThreadCpuSeconds: 44.9, requests: 5210 },
+  eventLoop: { utilization: 0.213, mainThreadUsPerRequest: 812, gcShare: 0.31, windowS: 10, busySeconds: 41.2, mainThreadCpuSeconds: 44.9, gcSeconds: 13.9, requests: 5210 },
   models: {
     'bc-v1': {
       submitted: 4,

@@ -295,9 +295,11 @@ const EventLoop = Type.Object(
   {
     utilization: Type.Union([Type.Number(), Type.Null()], { description: 'Busy share of the event loop over the last window (0..1); null before the first window ends' }),
     mainThreadUsPerRequest: Type.Union([Type.Integer(), Type.Null()], { description: 'Main-thread CPU microseconds per request answered (HTTP and gRPC) in the last window; null without requests' }),
+    gcShare: Type.Union([Type.Number(), Type.Null()], { description: "The garbage collector's pauses as a share of the main thread's CPU time in the last window (0..1); null before the first window ends" }),
     windowS: Type.Number({ description: 'The window, seconds' }),
     busySeconds: Type.Number({ description: 'Event loop busy seconds since start' }),
     mainThreadCpuSeconds: Type.Union([Type.Number(), Type.Null()], { description: 'Main-thread CPU seconds since start (null where /proc does not say)' }),
+    gcSeconds: Type.Number({ description: 'Seconds the garbage collector held the main thread since start' }),
     requests: Type.Integer({ description: 'Requests answered since start (HTTP and gRPC)' }),
   },
   { description: "The main thread's load (README \"Where the time goes\")" },

@@ -6,7 +6,7 @@
 import { renameSync, writeFileSync } from 'node:fs';
 import type { GpuUtilisation } from '../../ops/gpu-sampler';
 import { STAGES } from '../../pipeline/stage-times';
-import type { WindowFigures } from '../stage-scrape';
+import { LOOP_COLUMNS, loopCells, type WindowFigures } from '../stage-scrape';
 import { CLIENTS, problems, scanRatio, type ChildReport } from './report';
 
 const cell = (n: number | undefined, digits = 0) => (n === undefined || Number.isNaN(n) ? '–' : n.toFixed(digits));
@@ -64,20 +64,17 @@ export class Rows {
 
 /**
  * Where the time went at each load level of each configuration (README "Where the time goes"):
- * each stage's mean ms (in-process has no read or convert), the event loop's busy share and the
- * main thread's CPU microseconds per request; every level is also in the --json file.
+ * each stage's mean ms (in-process has no read or convert), the event loop's busy share, the
+ * main thread's CPU microseconds per request and the collector's share of it; every level is also in the --json file.
  */
 export function stageTable(reports: readonly ChildReport[]): string {
   const lines = [
-    `| stages of | load | clients | ${STAGES.join(' | ')} | event loop busy | main thread us/request |`,
-    `|---|---|---:|${STAGES.map(() => '---:').join('|')}|---:|---:|`,
+    `| stages of | load | clients | ${[...STAGES, ...LOOP_COLUMNS].join(' | ')} |`,
+    `|---|---|---:|${[...STAGES, ...LOOP_COLUMNS].map(() => '---:').join('|')}|`,
   ];
   const line = (name: string, load: string, clients: number, f: Partial<WindowFigures>) => {
     if (!f.stagesMs) return;
-    const loop = f.eventLoop;
-    lines.push(
-      `| ${name} | ${load} | ${clients} | ${STAGES.map((s) => cell(f.stagesMs![s], 2)).join(' | ')} | ${loop ? `${Math.round(loop.utilization * 100)} %` : '–'} | ${cell(loop?.mainThreadUsPerRequest ?? undefined)} |`,
-    );
+    lines.push(`| ${name} | ${load} | ${clients} | ${[...STAGES.map((s) => cell(f.stagesMs![s], 2)), ...loopCells(f.eventLoop)].join(' | ')} |`);
   };
   for (const r of reports) {
     for (const l of r.load) line(r.name, 'in-process', l.clients, l);
