@@ -8,6 +8,8 @@
 // own pool with no N-API calls; results come back through a per-call thread-safe function and
 // are converted on the JS thread. C++ exceptions become JS errors (code 'native_error') in one
 // place: NativeError(), reached from the Sync/Async boundaries and from Deliver().
+#include <cerrno>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -15,6 +17,9 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <napi.h>
 
@@ -391,6 +396,15 @@ static void EnvGone(void*) {
   if (last) ShutdownRuntime();
 }
 
+// dupFd(fd): a second descriptor of the same open socket (close-on-exec), so the HTTP front's
+// threads each own one and closing one leaves the others open; throws with errno's text.
+static Napi::Value JsDupFd(const Napi::CallbackInfo& info) {
+  const int fd = info[0].As<Napi::Number>().Int32Value();
+  const int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (copy < 0) throw Napi::Error::New(info.Env(), std::string("dup of descriptor failed: ") + std::strerror(errno));
+  return Napi::Number::New(info.Env(), copy);
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   {
     std::lock_guard<std::mutex> lock(g_envMutex);
@@ -412,6 +426,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("runModel", Napi::Function::New(env, JsRunModel, "runModel"));
   exports.Set("preprocessImage", Napi::Function::New(env, JsPreprocessImage, "preprocessImage"));
   exports.Set("decodeDetections", Napi::Function::New(env, JsDecodeDetections, "decodeDetections"));
+  exports.Set("dupFd", Napi::Function::New(env, JsDupFd, "dupFd"));
   return exports;
 }
 

@@ -33,6 +33,8 @@ import { startGrpc } from './oip/grpc/server';
 import { errorResponse } from './http/errors';
 import { registerInspect } from './http/inspect/routes';
 import { renderV1Error } from './v1/errors';
+import { nameOfRenderer } from './error-renderers';
+import { loadAddon } from './native/addon';
 
 export function serviceVersion(): string {
   const pkg = JSON.parse(readFileSync(path.join(__dirname, '../../package.json'), 'utf8')) as { version: string };
@@ -84,6 +86,7 @@ export async function startService(config: Config): Promise<RunningService> {
     alwaysOpen: (p) => (OPS_PATHS.has(p) || OIP_HEALTH_PATHS.has(p)) && router.match('GET', p).kind === 'found',
     onRequestEnd: recordRequest,
     onFrontAnswer: recordFrontAnswer,
+    frontThreads: { count: config.front.httpThreads, entry: path.join(__dirname, 'front-thread-main.js'), dupFd: (fd) => loadAddon().dupFd(fd), nameOfRenderer },
   });
   const port = await server.listen(config.host, config.port);
   metrics.setSources({ requestsInFlight: () => server.requestsInFlight, upstream: () => server.upstream });

@@ -96,6 +96,8 @@ export interface FrontConfig {
   upstreamQueue: number;
   /** Peers (addresses, CIDRs) whose Forwarded / X-Forwarded-For name the client. */
   trustedProxies: string[];
+  /** Threads of the front: 1 = the main thread, 2 or more = worker threads. */
+  httpThreads: number;
 }
 
 export interface VideoConfig {
@@ -179,6 +181,7 @@ export function loadConfig(env: Env = process.env): Config {
       upstreamConnections: read(SETTINGS.upstreamConnections),
       upstreamQueue: read(SETTINGS.upstreamQueue),
       trustedProxies: read(SETTINGS.trustedProxies),
+      httpThreads: read(SETTINGS.httpThreads),
     },
     batching: {
       maxBatchSize: read(SETTINGS.batchMaxSize),

@@ -14,6 +14,11 @@ const PROVIDERS: readonly ProviderName[] = ['tensorrt', 'cuda', 'cpu'];
 /** The largest request body by default (8 MiB); the OpenAPI documents take it from here. */
 export const MAX_BODY_BYTES = 8 * 1024 * 1024;
 
+/** The front's threads by default: the main thread below 8 cores, else one thread per 4 cores (at most 8). */
+export function defaultHttpThreads(cores: number): number {
+  return cores < 8 ? 1 : Math.min(8, Math.floor(cores / 4));
+}
+
 /** Comma-separated keys of 16-256 printable ASCII characters. */
 function keys(name: string, doc: string): Setting<string[]> {
   return list(name, doc, 'unset', (key) => (/^[\x21-\x7e]{16,256}$/.test(key) ? null : 'each key must be 16-256 printable ASCII characters without spaces'));
@@ -72,6 +77,7 @@ export const SETTINGS = {
   maxPixels: int('CATCOMFORT_MAX_PIXELS', 40_000_000, 1, 1_000_000_000, 'Largest image (width x height), checked from the header before decoding'),
   upstreamConnections: int('CATCOMFORT_UPSTREAM_CONNECTIONS', POOL_DEFAULTS.connections, 1, 4096, 'Connections from the HTTP front to the server behind it, shared by all clients; a request holds one from its head to the end of its answer (see "HTTP front")'),
   upstreamQueue: int('CATCOMFORT_UPSTREAM_QUEUE', POOL_DEFAULTS.queue, 0, 1_000_000, 'Requests waiting for such a connection; past it, or after `CATCOMFORT_REQUEST_TIMEOUT_MS` of waiting, the front answers 429 with `Retry-After: 1`'),
+  httpThreads: int('CATCOMFORT_HTTP_THREADS', () => defaultHttpThreads(os.availableParallelism()), 1, 64, 'Threads of the HTTP front (see "HTTP front"). `1`: the front runs on the main thread; `2` or more: on that many worker threads, each accepting on the public port and relaying to uWS with its share of `CATCOMFORT_UPSTREAM_CONNECTIONS` and `CATCOMFORT_UPSTREAM_QUEUE`, so the main thread keeps only uWS, the interfaces and batching', '`1` below 8 cores, else one per 4 cores (at most 8)'),
   trustedProxies: list('CATCOMFORT_TRUSTED_PROXIES', 'Comma-separated addresses and CIDRs (`127.0.0.1,10.0.0.0/8,fd00::/8`) of reverse proxies whose `Forwarded` / `X-Forwarded-For` name the client (see "Behind a reverse proxy")', 'empty', trustedProxyEntryError),
   batchMaxSize: optionalInt('CATCOMFORT_BATCH_MAX_SIZE', 1, 64, 'Micro-batch size limit (per-model override: manifest `batching.maxBatchSize`). Auto: `4` on CPU; with a GPU provider `16`, then at warm-up the largest session size that paid (at least `4`; see "How batching is chosen")', 'auto'),
   batchMaxDelayUs: int('CATCOMFORT_BATCH_MAX_DELAY_US', 500, 0, 10_000_000, 'Longest wait of the oldest queued request before its batch closes (override: `batching.maxQueueDelayUs`)'),

@@ -27,25 +27,69 @@ export type Match =
   | { kind: 'method_not_allowed'; allow: string[] }
   | { kind: 'not_found' };
 
+/**
+ * What the HTTP front needs of a router on another thread: the routes' methods and which renderer,
+ * by name, writes errors where; handlers and documents stay behind.
+ */
+export interface RouterOutline {
+  fallback: string;
+  prefixes: Array<{ prefix: string; renderer: string }>;
+  patterns: Array<{ pattern: string; renderer: string }>;
+  routes: Array<{ pattern: string; methods: string[] }>;
+}
+
+const noHandler: Handler = () => undefined;
+
 export class Router {
   private readonly routes: Route[] = [];
   private readonly renderers: Array<{ prefix: string; render: ErrorRenderer }> = [];
-  private readonly routeRenderers: Array<{ segments: string[]; render: ErrorRenderer }> = [];
+  private readonly routeRenderers: Array<{ pattern: string; segments: string[]; render: ErrorRenderer }> = [];
+
+  private readonly listeners: Array<() => void> = [];
 
   /** `fallback` renders errors for paths under no mounted prefix. */
   constructor(private readonly fallback: ErrorRenderer) {}
+
+  /** Hears every change of routes or renderers (routes are added as packs load, after the port opens). */
+  onChange(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  private changed(): this {
+    for (const listener of this.listeners) listener();
+    return this;
+  }
 
   /** Errors for `prefix` and the paths below it are rendered by `render`. */
   mount(prefix: string, render: ErrorRenderer): this {
     this.renderers.push({ prefix, render });
     this.renderers.sort((a, b) => b.prefix.length - a.prefix.length);
-    return this;
+    return this.changed();
   }
 
   /** Errors for the paths `pattern` matches (`:name` matches any segment) are rendered by `render`, before any prefix's renderer. */
   mountRoute(pattern: string, render: ErrorRenderer): this {
-    this.routeRenderers.push({ segments: pattern.split('/').filter((s) => s !== ''), render });
-    return this;
+    this.routeRenderers.push({ pattern, segments: pattern.split('/').filter((s) => s !== ''), render });
+    return this.changed();
+  }
+
+  /** This router's outline, naming each renderer by `nameOf` (which throws for one it does not know). */
+  outline(nameOf: (render: ErrorRenderer) => string): RouterOutline {
+    return {
+      fallback: nameOf(this.fallback),
+      prefixes: this.renderers.map((r) => ({ prefix: r.prefix, renderer: nameOf(r.render) })),
+      patterns: this.routeRenderers.map((r) => ({ pattern: r.pattern, renderer: nameOf(r.render) })),
+      routes: this.routes.map((r) => ({ pattern: r.pattern, methods: [...r.methods.keys()] })),
+    };
+  }
+
+  /** A router of the same routes and renderers (its handlers do nothing): for allowedMethods and rendererFor on a front thread. */
+  static fromOutline(outline: RouterOutline, rendererNamed: (name: string) => ErrorRenderer): Router {
+    const router = new Router(rendererNamed(outline.fallback));
+    for (const { prefix, renderer } of outline.prefixes) router.mount(prefix, rendererNamed(renderer));
+    for (const { pattern, renderer } of outline.patterns) router.mountRoute(pattern, rendererNamed(renderer));
+    for (const { pattern, methods } of outline.routes) for (const method of methods) router.add(method, pattern, noHandler);
+    return router;
   }
 
   rendererFor(path: string): ErrorRenderer {
@@ -66,7 +110,7 @@ export class Router {
     }
     route.methods.set(method.toUpperCase(), handler);
     if (doc) route.docs.set(method.toLowerCase(), doc);
-    return this;
+    return this.changed();
   }
 
   /** The OpenAPI `paths` of one document: its routes' operations, `:name` written as `{name}`. */

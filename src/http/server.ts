@@ -6,13 +6,14 @@ import path from 'node:path';
 import { Exchange } from './exchange';
 import { TrustedProxies } from './front/client-address';
 import { HttpFront } from './front/front';
+import { FrontThreads } from './front/front-threads';
 import type { FrontAnswer } from './front/settings';
 import { POOL_DEFAULTS } from './front/upstream-pool';
 import { requestIdFrom } from './request-id';
 import { Router } from './router';
 import { createSocketDir, SOCKET_NAME } from './socket-dir';
 import { uws, type ListenSocket, type TemplatedApp } from './uws';
-import { ApiError, errorAnswer, methodNotAllowedAnswer, notFoundAnswer, type Answer } from './errors';
+import { ApiError, errorAnswer, methodNotAllowedAnswer, notFoundAnswer, type Answer, type ErrorRenderer } from './errors';
 import { log } from '../log';
 
 function reply(ex: Exchange, answer: Answer, closeAfter = false): void {
@@ -75,11 +76,21 @@ export interface HttpServerOptions {
   onRequestEnd?: (ex: Exchange) => void;
   /** Hears every answer the front gives itself. */
   onFrontAnswer?: (record: FrontAnswerRecord) => void;
+  /** With a count of 2 or more, the front runs on that many worker threads instead of the main thread (front/front-threads.ts). */
+  frontThreads?: FrontThreadsChoice;
+}
+
+/** The front's threads, and what starting them takes from the floors above (the addon's dupFd, the renderers' names). */
+export interface FrontThreadsChoice {
+  count: number;
+  entry: string;
+  dupFd(fd: number): number;
+  nameOfRenderer(render: ErrorRenderer): string;
 }
 
 export class HttpServer {
   private listenSocket: ListenSocket | null = null;
-  private front: HttpFront | null = null;
+  private front: HttpFront | FrontThreads | null = null;
   private socketDir: string | null = null;
   private readonly removeSocketDir = () => this.releaseSocketDir();
   private closing = false;
@@ -152,18 +163,51 @@ export class HttpServer {
         }, socketPath);
       });
       const onFrontAnswer = this.options.onFrontAnswer;
-      this.front = new HttpFront({
+      const onAnswer = onFrontAnswer && ((a: FrontAnswer) => onFrontAnswer({ ...a, route: this.routeOf(a.method, a.path) }));
+      const limits = {
         upstreamPath: socketPath,
         upstreamConnections: this.options.upstreamConnections ?? POOL_DEFAULTS.connections,
         upstreamQueue: this.options.upstreamQueue ?? POOL_DEFAULTS.queue,
         upstreamWaitMs: this.options.upstreamWaitMs ?? POOL_DEFAULTS.waitMs,
-        trustedProxies: new TrustedProxies(this.options.trustedProxies ?? []),
-        onAnswer: onFrontAnswer && ((a) => onFrontAnswer({ ...a, route: this.routeOf(a.method, a.path) })),
         maxBodyBytes: this.options.maxBodyBytes,
         idleTimeoutMs: this.options.idleTimeoutMs ?? 10_000,
-        allowedMethods: (p) => this.router.allowedMethods(p),
-        rendererFor: (p) => this.router.rendererFor(p),
-      });
+      };
+      const threads = this.options.frontThreads;
+      if (threads && threads.count >= 2) {
+        // Each thread keeps its share of the pool's limits, so the sums stay the settings.
+        const share = (n: number) => Math.max(1, Math.ceil(n / threads.count));
+        this.front = new FrontThreads({
+          count: threads.count,
+          entry: threads.entry,
+          dupFd: threads.dupFd,
+          onAnswer,
+          data: {
+            ...limits,
+            upstreamConnections: share(limits.upstreamConnections),
+            upstreamQueue: share(limits.upstreamQueue),
+            trustedProxies: [...(this.options.trustedProxies ?? [])],
+            router: this.router.outline(threads.nameOfRenderer),
+          },
+        });
+        const front = this.front;
+        let pending = false;
+        this.router.onChange(() => {
+          if (pending) return;
+          pending = true;
+          queueMicrotask(() => {
+            pending = false;
+            front.setRouter(this.router.outline(threads.nameOfRenderer));
+          });
+        });
+      } else {
+        this.front = new HttpFront({
+          ...limits,
+          trustedProxies: new TrustedProxies(this.options.trustedProxies ?? []),
+          onAnswer,
+          allowedMethods: (p) => this.router.allowedMethods(p),
+          rendererFor: (p) => this.router.rendererFor(p),
+        });
+      }
       return await this.front.listen(host, port);
     } catch (error) {
       this.close();

@@ -286,6 +286,8 @@ export interface NativeAddon {
    * scoreFloor, in canvas (model input) pixels, in the decoder's order, before NMS.
    */
   decodeDetections(detector: Pick<DetectorSpec, 'preprocess' | 'output' | 'scoreFloor'>, outputs: FloatTensor[]): Promise<DecodedDetection[]>;
+  /** A second descriptor (close-on-exec) of the same open file or socket: the HTTP front's threads each own one of the listening socket. */
+  dupFd(fd: number): number;
 }
 
 export type SessionStage = 'detector' | 'classifier';

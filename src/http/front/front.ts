@@ -57,6 +57,18 @@ export class HttpFront {
     });
   }
 
+  /** Accepts on a socket already listening (one of the front threads' descriptors, front-threads.ts). */
+  listenOn(fd: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen({ fd, backlog: LISTEN_BACKLOG }, () => {
+        this.server.off('error', reject);
+        this.server.on('error', (error) => log.error('http front: server error', { error: String(error) }));
+        resolve();
+      });
+    });
+  }
+
   /** The pool of connections to uWS: open, idle, and requests waiting for one. */
   get upstream(): PoolCounts {
     return this.pool.counts;

@@ -1,0 +1,49 @@
+// A thread of the HTTP front (http/front/front-threads.ts starts it): an HttpFront accepting on its
+// own descriptor of the public port and relaying to uWS's private socket, with a router rebuilt
+// from the main thread's outline (sent again whenever the routes change) for its own answers. It reports those answers and its pool's
+// counts to the main thread, stops accepting on `close`, and drains on `drain`.
+import { performance } from 'node:perf_hooks';
+import { parentPort, workerData } from 'node:worker_threads';
+import { rendererNamed } from './error-renderers';
+import { TrustedProxies } from './http/front/client-address';
+import { HttpFront } from './http/front/front';
+import type { FromFrontThread, FrontThreadData, ToFrontThread } from './http/front/front-threads';
+import type { PoolCounts } from './http/front/upstream-pool';
+import { Router } from './http/router';
+
+/** How often the pool's counts are reported when they changed. */
+const COUNTS_MS = 250;
+
+const data = workerData as FrontThreadData;
+const port = parentPort!;
+const send = (message: FromFrontThread) => port.postMessage(message);
+let router = Router.fromOutline(data.router, rendererNamed);
+
+const front = new HttpFront({
+  upstreamPath: data.upstreamPath,
+  upstreamConnections: data.upstreamConnections,
+  upstreamQueue: data.upstreamQueue,
+  upstreamWaitMs: data.upstreamWaitMs,
+  trustedProxies: new TrustedProxies(data.trustedProxies),
+  maxBodyBytes: data.maxBodyBytes,
+  idleTimeoutMs: data.idleTimeoutMs,
+  allowedMethods: (path) => router.allowedMethods(path),
+  rendererFor: (path) => router.rendererFor(path),
+  onAnswer: (answer) => send({ type: 'answer', answer: { ...answer, startedAt: performance.timeOrigin + answer.startedAt } }),
+});
+
+let reported = '';
+const reportCounts = (counts: PoolCounts) => {
+  const text = JSON.stringify(counts);
+  if (text !== reported) send({ type: 'counts', counts });
+  reported = text;
+};
+setInterval(() => reportCounts(front.upstream), COUNTS_MS).unref();
+
+port.on('message', (message: ToFrontThread) => {
+  if (message.type === 'close') front.close();
+  else if (message.type === 'drain') void front.drain(message.timeoutMs).then(() => send({ type: 'drained' }));
+  else if (message.type === 'router') router = Router.fromOutline(message.router, rendererNamed);
+});
+
+void front.listenOn(data.fd).then(() => send({ type: 'listening' }));

@@ -1,0 +1,164 @@
+// The HTTP front on worker threads (CATCOMFORT_HTTP_THREADS >= 2): the main thread opens the public
+// port as the one-thread front does (exclusive, so a second instance fails with ListenError), gives
+// each thread its own descriptor of that listening socket (dupFd) and closes its own, so only the
+// threads accept. Each thread runs an HttpFront (front-thread-main.ts) relaying to uWS's private
+// socket with its share of the upstream pool's limits; the main thread then does no front work. The
+// threads report their own answers (for the access log) and pool counts; a thread that ends
+// unexpectedly is started again on a fresh descriptor.
+import { closeSync } from 'node:fs';
+import net, { type AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { Worker } from 'node:worker_threads';
+import type { RouterOutline } from '../router';
+import type { FrontAnswer } from './settings';
+import type { PoolCounts } from './upstream-pool';
+import { ListenError } from '../listen-error';
+import { log } from '../../log';
+
+/** What a front thread is started with (structured-cloned to it). */
+export interface FrontThreadData {
+  fd: number;
+  upstreamPath: string;
+  upstreamConnections: number;
+  upstreamQueue: number;
+  upstreamWaitMs: number;
+  trustedProxies: string[];
+  maxBodyBytes: number;
+  idleTimeoutMs: number;
+  router: RouterOutline;
+}
+
+/** Messages from a front thread; `answer.startedAt` is on the epoch clock (performance.timeOrigin + now). */
+export type FromFrontThread =
+  | { type: 'listening' }
+  | { type: 'answer'; answer: FrontAnswer }
+  | { type: 'counts'; counts: PoolCounts }
+  | { type: 'drained' };
+
+export type ToFrontThread = { type: 'close' } | { type: 'drain'; timeoutMs: number } | { type: 'router'; router: RouterOutline };
+
+export interface FrontThreadsOptions {
+  count: number;
+  /** The thread's script (front-thread-main.js), and its settings but the descriptor. */
+  entry: string;
+  data: Omit<FrontThreadData, 'fd'>;
+  dupFd(fd: number): number;
+  onAnswer?(answer: FrontAnswer): void;
+}
+
+const LISTEN_BACKLOG = 4096;
+
+interface Thread {
+  worker: Worker;
+  counts: PoolCounts;
+  listening: boolean;
+  drained: boolean;
+}
+
+export class FrontThreads {
+  private readonly threads = new Set<Thread>();
+  private spare: number | null = null;
+  private closing = false;
+  private drainWaiters: Array<() => void> = [];
+
+  constructor(private readonly options: FrontThreadsOptions) {}
+
+  /** Opens host:port (0 = any free port), starts the threads on it and resolves with the port; rejects with ListenError. */
+  async listen(host: string, port: number): Promise<number> {
+    const server = net.createServer();
+    const bound = await new Promise<number>((resolve, reject) => {
+      server.once('error', (error: NodeJS.ErrnoException) => reject(ListenError.from(host, port, error)));
+      server.listen({ host, port, exclusive: true, backlog: LISTEN_BACKLOG }, () => {
+        // Synchronously, before the loop could accept: the threads' descriptors, then ours closed.
+        const bound = (server.address() as AddressInfo).port;
+        this.spare = this.options.dupFd((server as unknown as { _handle: { fd: number } })._handle.fd);
+        server.close();
+        resolve(bound);
+      });
+    });
+    try {
+      await Promise.all(Array.from({ length: this.options.count }, () => this.start()));
+    } catch (error) {
+      this.close();
+      await this.terminate();
+      throw error;
+    }
+    return bound;
+  }
+
+  private start(): Promise<void> {
+    const thread: Thread = { worker: new Worker(this.options.entry, { workerData: { ...this.options.data, fd: this.options.dupFd(this.spare!) } }), counts: { open: 0, idle: 0, waiting: 0 }, listening: false, drained: false };
+    this.threads.add(thread);
+    thread.worker.unref();
+    return new Promise((resolve, reject) => {
+      thread.worker.on('message', (message: FromFrontThread) => {
+        if (message.type === 'listening') {
+          thread.listening = true;
+          resolve();
+        }
+        else if (message.type === 'counts') thread.counts = message.counts;
+        else if (message.type === 'answer') this.options.onAnswer?.({ ...message.answer, startedAt: message.answer.startedAt - performance.timeOrigin });
+        else if (message.type === 'drained') this.markDrained(thread);
+      });
+      thread.worker.once('error', (error) => {
+        log.error('http front thread failed', { error: error.stack ?? String(error) });
+        reject(error);
+      });
+      thread.worker.once('exit', (code) => {
+        this.threads.delete(thread);
+        this.markDrained(thread);
+        if (this.closing || this.spare === null || !thread.listening) return;
+        log.error('http front thread ended; starting another', { code });
+        this.start().catch(() => undefined);
+      });
+    });
+  }
+
+  private markDrained(thread: Thread): void {
+    thread.drained = true;
+    if ([...this.threads].every((t) => t.drained)) for (const resolve of this.drainWaiters.splice(0)) resolve();
+  }
+
+  private post(message: ToFrontThread): void {
+    for (const thread of this.threads) thread.worker.postMessage(message);
+  }
+
+  /** The routes changed: every thread (and every thread started later) gets the new outline. */
+  setRouter(router: RouterOutline): void {
+    this.options.data.router = router;
+    this.post({ type: 'router', router });
+  }
+
+  /** The threads' connections to uWS, summed from their latest reports. */
+  get upstream(): PoolCounts {
+    const sum = { open: 0, idle: 0, waiting: 0 };
+    for (const { counts } of this.threads) for (const key of ['open', 'idle', 'waiting'] as const) sum[key] += counts[key];
+    return sum;
+  }
+
+  /** Stops accepting connections (every thread closes its descriptor); open connections go on. */
+  close(): void {
+    if (this.closing) return;
+    this.closing = true;
+    this.post({ type: 'close' });
+    if (this.spare !== null) closeSync(this.spare);
+    this.spare = null;
+  }
+
+  /** Shutdown, after close(): each thread drains as HttpFront.drain does; then the threads end. Bounded by `timeoutMs`. */
+  async drain(timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const drained = new Promise<void>((resolve) => {
+      this.drainWaiters.push(resolve);
+      timer = setTimeout(resolve, timeoutMs);
+    });
+    this.post({ type: 'drain', timeoutMs });
+    if (this.threads.size > 0) await drained;
+    clearTimeout(timer);
+    await this.terminate();
+  }
+
+  private async terminate(): Promise<void> {
+    await Promise.all([...this.threads].map((t) => t.worker.terminate()));
+  }
+}

@@ -1,0 +1,94 @@
+// The HTTP front on worker threads (CATCOMFORT_HTTP_THREADS=2) answers exactly as the front on the
+// main thread does: the same raw requests (HTTP/1.1 and 1.0, keep-alive, the front's own refusals,
+// unknown methods on routes added after the port opened) get the same bytes back from both, but
+// for request ids, dates and timings; the threads report their answers to the access log and
+// their pool to /metrics; shutdown waits for a request in progress; the port stays exclusive.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import { after, before, test } from 'node:test';
+import { parseMetrics, total } from './helpers/metrics';
+import { photo } from './helpers/paths';
+import { atLeast, responses, talk } from './helpers/raw-http';
+import { startServer, TEST_KEY, type TestServer } from './helpers/server';
+import { waitFor } from './helpers/wait';
+
+const K = `api-key: ${TEST_KEY}\r\n`;
+const cat = readFileSync(photo('007_oxford_Siamese_151.jpg')).toString('base64');
+const body = JSON.stringify({ image: cat });
+
+let one: TestServer;
+let two: TestServer;
+before(async () => {
+  [one, two] = await Promise.all([startServer({ CATCOMFORT_HTTP_THREADS: '1' }), startServer({ CATCOMFORT_HTTP_THREADS: '2' })]);
+});
+after(() => Promise.all([one?.stop(), two?.stop()]));
+
+/** What differs between two runs of the same request: ids, dates, timings. */
+function normalized(text: string): string {
+  return text
+    .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, 'ID')
+    .replace(/^Date: .*$/gim, 'Date: D')
+    .replace(/^Server-Timing: .*$/gim, 'Server-Timing: T')
+    .replace(/"(latency_ms|score|confidence)":[0-9.e-]+/g, '"$1":N');
+}
+
+const CASES: Array<{ name: string; pieces: string[]; closes?: boolean }> = [
+  { name: 'GET /healthz', pieces: ['GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'] },
+  { name: 'HTTP/1.0 without Host', pieces: ['GET /healthz HTTP/1.0\r\n\r\n'], closes: true },
+  { name: 'predict', pieces: [`POST /v2/predict HTTP/1.1\r\nHost: x\r\n${K}Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`] },
+  { name: 'two Content-Length', pieces: ['POST /v2/predict HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}'], closes: true },
+  { name: 'unknown method on a pack route', pieces: ['BREW /v2/models/bc-v1/infer HTTP/1.1\r\nHost: x\r\n\r\n'] },
+  { name: 'DELETE on a pack route', pieces: ['DELETE /v2/models/bc-v1/infer HTTP/1.1\r\nHost: x\r\n\r\n'] },
+  { name: 'HTTP/2.0', pieces: ['GET / HTTP/2.0\r\nHost: x\r\n\r\n'], closes: true },
+];
+
+test('the same raw requests get the same answers from the front on two threads as on the main thread', async () => {
+  for (const c of CASES) {
+    const ask = (port: number) => talk(port, c.pieces, c.closes ? () => false : atLeast(1));
+    const [a, b] = [await ask(one.port), await ask(two.port)];
+    assert.ok(a.text.length > 0, c.name);
+    assert.equal(normalized(b.text), normalized(a.text), c.name);
+    assert.equal(b.closed, a.closed, c.name);
+  }
+});
+
+test('keep-alive connections from many clients at once are all answered', async () => {
+  const asks = Array.from({ length: 8 }, () =>
+    talk(two.port, [`GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n`, `GET /v2/health/ready HTTP/1.1\r\nHost: x\r\n\r\n`], atLeast(2)),
+  );
+  for (const reply of await Promise.all(asks)) assert.deepEqual(responses(reply.text).map((r) => r.status), [200, 200], reply.text.slice(0, 300));
+});
+
+test("the threads' own answers reach the access log with their route; their pool's connections reach /metrics", async () => {
+  await talk(two.port, ['POST /v2/predict HTTP/1.1\r\nHost: x\r\nX-Request-ID: thread-refusal-1\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}'], atLeast(1));
+  const line = await waitFor('the access log line', () => two.output().split('\n').find((l) => l.includes('"request_id":"thread-refusal-1"')));
+  const record = JSON.parse(line);
+  assert.deepEqual([record.status, record.route, record.answered_by, record.client], [400, '/v2/predict', 'front', '127.0.0.1']);
+  const open = await waitFor('a reported open connection to uWS', async () => {
+    const metrics = parseMetrics(await (await fetch(`${two.url}/metrics`, { headers: { 'api-key': TEST_KEY } })).text());
+    const n = total(metrics, 'catcomfort_front_upstream', { state: 'open' });
+    return n > 0 ? n : null;
+  });
+  assert.ok(open >= 1);
+});
+
+test('a second instance on the same port fails to start; SIGTERM waits for a request in progress', async () => {
+  const second = await startServer({ CATCOMFORT_HTTP_THREADS: '2', CATCOMFORT_PORT: String(two.port) }, { waitReady: false }).catch((error: Error) => error);
+  assert.ok(second instanceof Error, 'the second instance started');
+  // The head goes first: uWS holds the request while the body is still to come.
+  const socket = net.connect(two.port, '127.0.0.1');
+  let text = '';
+  socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
+  socket.write(`POST /v2/predict HTTP/1.1\r\nHost: x\r\n${K}Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 100)}`);
+  await waitFor('the request in progress', async () => {
+    const metrics = parseMetrics(await (await fetch(`${two.url}/metrics`, { headers: { 'api-key': TEST_KEY } })).text());
+    return total(metrics, 'catcomfort_http_requests_in_flight') >= 2;
+  });
+  const stopped = two.stop();
+  await waitFor('shutting down', () => two.output().includes('"msg":"shutting down"'));
+  socket.end(body.slice(100));
+  await stopped;
+  assert.match(text, /^HTTP\/1\.1 200 /);
+  assert.equal(two.child.exitCode, 0, two.output().slice(-2000));
+});
