@@ -188,8 +188,6 @@ NativeConfig ConfigFromJs(const Napi::Value& value) {
   }
   c.poolThreads = Int(o, "poolThreads", 1);
   c.intraOpThreads = Int(o, "intraOpThreads", 1);
-  if (!o.Get("lowLoadThreads").IsUndefined()) c.lowLoadThreads = Int(o, "lowLoadThreads", 1);
-  if (!o.Get("lowLoadInFlight").IsUndefined()) c.lowLoadInFlight = Int(o, "lowLoadInFlight", 1);
   return c;
 }
 
@@ -261,6 +259,11 @@ PipelineSpec PipelineSpecFromJs(const Napi::Value& value) {
   s.maxPixels = maxPixels >= 1.8e19 ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(maxPixels);
   s.maxSessionBatch = Int(o, "maxSessionBatch", 1);
   s.jpegShrinkOnLoad = Bool(o, "jpegShrinkOnLoad");
+  if (!o.Get("lowLoad").IsUndefined()) {
+    Napi::Object lowLoad = AsObject(o.Get("lowLoad"), "lowLoad");
+    s.lowLoad.threads = Int(lowLoad, "threads", 1);
+    s.lowLoad.maxInFlight = Int(lowLoad, "maxInFlight", 1);
+  }
   return s;
 }
 
