@@ -1,6 +1,7 @@
 // The steps of an analysis (Pipeline::Analyze) and the per-image decisions between them: decoding
-// and shrink-on-load, the detector views, the best cat and its state, the classifier's crop, the
-// verifier's choice and the stage times. The sessions the steps run on are native/session.h's.
+// and shrink-on-load, the views' combined score, the best cat and its state, the verifier's choice
+// and the stage times. The sessions the steps run on are native/session.h's; the views' and the
+// crops' pixels native/geometry.h's.
 #include "pipeline.h"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "base64.h"
 #include "clock.h"
 #include "decode.h"
+#include "geometry.h"
 #include "preprocess.h"
 
 namespace catcomfort {
@@ -35,9 +37,7 @@ struct ItemState {
   // The image file when it came as base64 and was decoded shrunk: kept for a finer decode for
   // the classifier (raw bytes stay readable in the item itself).
   std::vector<uint8_t> file;
-  ResizedImage plain;  // detector content at the plain scale
-  ResizedImage half;   // ... and at half of it
-  Placement placements[4];
+  ViewContent views;  // the detector's content, until the candidates are picked
   float bestScore = -1;  // the views' scores combined (spec.viewCombine); < 0: no cat
   float minScore = 2;    // lowest top score over the views (a view without a candidate: -1)
   Detection bestBox;     // in decoded pixels: the top box of the best-scoring view
@@ -71,29 +71,6 @@ ShrinkChooser DetectorShrink(const PreprocessSpec& detector) {
   };
 }
 
-// The classifier's crop of a cat: its box plus cropMargin on each side, in whole source pixels,
-// clamped to the image (at least one pixel).
-struct Crop {
-  double x1 = 0, y1 = 0, x2 = 0, y2 = 0;
-};
-
-Crop ClassifierCrop(const CatCandidate& cat, double cropMargin, double width, double height) {
-  const double bw = cat.box[2] - cat.box[0];
-  const double bh = cat.box[3] - cat.box[1];
-  Crop c;
-  c.x1 = std::clamp(std::floor(cat.box[0] - bw * cropMargin), 0.0, width - 1.0);
-  c.y1 = std::clamp(std::floor(cat.box[1] - bh * cropMargin), 0.0, height - 1.0);
-  c.x2 = std::clamp(std::ceil(cat.box[2] + bw * cropMargin), c.x1 + 1, width);
-  c.y2 = std::clamp(std::ceil(cat.box[3] + bh * cropMargin), c.y1 + 1, height);
-  return c;
-}
-
-// Where the crop lands in the classifier input (its content size there).
-Placement CropPlacement(const Crop& c, const PreprocessSpec& classifier) {
-  return PlaceOnCanvas(static_cast<int>(c.x2 - c.x1), static_cast<int>(c.y2 - c.y1), classifier, 1.0,
-                       classifier.anchor == Anchor::Center, false);
-}
-
 // Step 2 of the rule above: the largest shrink at which the crop still covers the classifier's
 // content size.
 int CropShrink(const Crop& c, const PreprocessSpec& classifier) {
@@ -104,15 +81,8 @@ int CropShrink(const Crop& c, const PreprocessSpec& classifier) {
 // A detection (decoded pixels) as a candidate in source pixels, its score calibrated and rounded
 // once: clients see this value, and the cutoffs apply to it.
 CatCandidate ToCandidate(const DetectorSpec& det, const RgbImage& image, const Detection& d, float score) {
-  const double w = image.sourceWidth;
-  const double h = image.sourceHeight;
-  const double sx = SourceScaleX(image);
-  const double sy = SourceScaleY(image);
   CatCandidate cat;
-  cat.box = {static_cast<int>(std::lround(std::clamp<double>(d.x1 * sx, 0, w))),
-             static_cast<int>(std::lround(std::clamp<double>(d.y1 * sy, 0, h))),
-             static_cast<int>(std::lround(std::clamp<double>(d.x2 * sx, 0, w))),
-             static_cast<int>(std::lround(std::clamp<double>(d.y2 * sy, 0, h)))};
+  cat.box = SourceBox(image, d);
   cat.rawScore = score;
   cat.confidence = Round6(Calibrate(det.calibration, score));
   return cat;
@@ -134,16 +104,6 @@ Verification Verify(const VerifierSpec& v, const float* probs, size_t classes) {
   out.dogMass = mass(v.dogClasses);
   out.passed = out.lookalikeMass <= v.maxLookalikeMass;
   return out;
-}
-
-bool NeedsHalf(const std::vector<DetectorView>& views) {
-  return std::any_of(views.begin(), views.end(),
-                     [](DetectorView v) { return v == DetectorView::Half || v == DetectorView::HalfFlip; });
-}
-
-bool NeedsPlain(const std::vector<DetectorView>& views) {
-  return std::any_of(views.begin(), views.end(),
-                     [](DetectorView v) { return v == DetectorView::Plain || v == DetectorView::Flip; });
 }
 
 // Base64 + image decoding and the detector content (plain and/or half scale) of one item; a
@@ -174,33 +134,7 @@ void PrepareItem(const PipelineSpec& spec, const ItemInput& in, ItemState& s) {
     s.result.decodeMs = MsSince(start);
 
     start = Clock::now();
-    const PreprocessSpec& pp = det.preprocess;
-    const bool center = pp.anchor == Anchor::Center;
-    const int w = s.image.width;
-    const int h = s.image.height;
-    for (size_t v = 0; v < det.views.size() && v < 4; ++v) {
-      DetectorView view = det.views[v];
-      const bool half = view == DetectorView::Half || view == DetectorView::HalfFlip;
-      const bool flip = view == DetectorView::Flip || view == DetectorView::HalfFlip;
-      // The half views are always centred on the canvas.
-      s.placements[v] = PlaceOnCanvas(w, h, pp, half ? 0.5 : 1.0, half || center, flip);
-    }
-    const bool needsPlain = NeedsPlain(det.views);
-    if (needsPlain) {
-      Placement p = PlaceOnCanvas(w, h, pp, 1.0, false, false);
-      s.plain = ResizeRgb(s.image, 0, 0, w, h, p.width, p.height);
-    }
-    if (NeedsHalf(det.views)) {
-      // Same size as PlaceOnCanvas gives the half views (their placements above map boxes back).
-      Placement p = PlaceOnCanvas(w, h, pp, 0.5, true, false);
-      if (needsPlain && s.plain.width <= w && s.plain.height <= h) {
-        // From the plain content (a downscale) instead of the full-resolution image a second time:
-        // the same pixel centres, and about the same blur, as a direct resize.
-        s.half = ReduceRgb(s.plain, p.width, p.height);
-      } else {
-        s.half = ResizeRgb(s.image, 0, 0, w, h, p.width, p.height);
-      }
-    }
+    s.views = MakeViews(det, s.image);
     s.result.preprocessMs = MsSince(start);
   } catch (const ItemError& e) {
     s = ItemState();
@@ -211,18 +145,11 @@ void PrepareItem(const PipelineSpec& spec, const ItemInput& in, ItemState& s) {
   }
 }
 
-// The detector tensor of one (item, view).
-void WriteViewTensor(const DetectorSpec& det, const ItemState& s, size_t view, float* dst) {
-  const bool half = det.views[view] == DetectorView::Half || det.views[view] == DetectorView::HalfFlip;
-  WriteTensor(half ? s.half : s.plain, s.placements[view], det.preprocess, dst);
-}
-
 }  // namespace
 
 // The spec comes from a manifest validated in TypeScript (src/packs/manifest.ts: sizes, views,
 // ascending calibration knots, output indices); it is trusted here.
 std::shared_ptr<Pipeline> Pipeline::Create(PipelineSpec spec, const Runtime& runtime) {
-
   auto pipeline = std::make_shared<Pipeline>();
   std::unique_ptr<DetectorDecoder> decoder = MakeDecoder(spec.detector);  // validates output.*
   std::vector<std::vector<int64_t>> outputShapes;
@@ -306,7 +233,7 @@ void Pipeline::DetectChunk(AnalyzeState& a, const Chunk& chunk, ThreadPool& pool
   const size_t keep = verifier.enabled ? static_cast<size_t>(std::max(1, verifier.maxCandidates)) : 1;
   BatchOutput out = RunBatch(detector_, det.preprocess, count, chunk.alone, pool, [&](size_t k, float* dst) {
     const auto [item, view] = a.jobs[first + k];
-    WriteViewTensor(det, a.states[item], view, dst);
+    WriteViewTensor(det, a.states[item].views, view, dst);
   });
   std::vector<std::vector<int64_t>> shapes;
   for (const OutputData& o : out.outputs) shapes.push_back(o.shape);
@@ -319,17 +246,7 @@ void Pipeline::DetectChunk(AnalyzeState& a, const Chunk& chunk, ThreadPool& pool
     // NMS first, as the spec says; the top candidate always survives it.
     std::vector<Detection> kept = NonMaxSuppression(decoder_->Decode(image), det.nmsIou);
     if (kept.size() > keep) kept.resize(keep);
-    const Placement& p = a.states[item].placements[view];
-    for (Detection& d : kept) {
-      const double xa = p.ToSourceX(d.x1);
-      const double xb = p.ToSourceX(d.x2);
-      const double ya = p.ToSourceY(d.y1);
-      const double yb = p.ToSourceY(d.y2);
-      d.x1 = static_cast<float>(std::min(xa, xb));
-      d.x2 = static_cast<float>(std::max(xa, xb));
-      d.y1 = static_cast<float>(ya);
-      d.y2 = static_cast<float>(yb);
-    }
+    for (Detection& d : kept) ToDecodedPixels(a.states[item].views.placements[view], d);
     a.jobKept[first + k] = std::move(kept);
   }
 }
@@ -363,8 +280,8 @@ void Pipeline::PickCandidates(AnalyzeState& a) const {
   const DetectorSpec& det = spec_.detector;
   for (size_t i = 0; i < a.states.size(); ++i) {
     ItemState& s = a.states[i];
-    s.plain = ResizedImage();
-    s.half = ResizedImage();
+    s.views.plain = ResizedImage();
+    s.views.half = ResizedImage();
     if (!s.result.ok || s.bestScore < 0) continue;
     const CatCandidate cat = ToCandidate(det, s.image, s.bestBox, s.bestScore);
     s.result.cat = cat;
@@ -439,13 +356,7 @@ void Pipeline::ClassifyChunk(AnalyzeState& a, const Chunk& chunk, ThreadPool& po
   BatchOutput out = RunBatch(classifier_, cls.preprocess, count, chunk.alone, pool, [&](size_t k, float* dst) {
     const auto [item, candidate] = a.crops[first + k];
     const ItemState& s = a.states[item];
-    const Crop c = ClassifierCrop(s.candidates[candidate], cls.cropMargin, s.image.sourceWidth, s.image.sourceHeight);
-    const Placement p = CropPlacement(c, cls.preprocess);
-    // Source pixels -> decoded pixels (the identity without shrink-on-load).
-    const double sx = SourceScaleX(s.image);
-    const double sy = SourceScaleY(s.image);
-    ResizedImage crop = ResizeRgb(s.image, c.x1 / sx, c.y1 / sy, (c.x2 - c.x1) / sx, (c.y2 - c.y1) / sy, p.width, p.height);
-    WriteTensor(crop, p, cls.preprocess, dst);
+    WriteCropTensor(s.image, ClassifierCrop(s.candidates[candidate], cls.cropMargin, s.image.sourceWidth, s.image.sourceHeight), cls.preprocess, dst);
   });
   a.classifyRunUs.fetch_add(static_cast<int64_t>(out.runMs * 1000), std::memory_order_relaxed);
   const OutputData& o = out.outputs.at(0);
@@ -549,7 +460,7 @@ std::vector<DecodeTiming> Pipeline::BenchDecode(const std::vector<ItemInput>& it
     t.decodeMs = s.result.decodeMs;
     const Clock::time_point start = Clock::now();
     std::vector<float> tensor(slot);
-    for (size_t v = 0; v < viewCount; ++v) WriteViewTensor(det, s, v, tensor.data());
+    for (size_t v = 0; v < viewCount; ++v) WriteViewTensor(det, s.views, v, tensor.data());
     t.preprocessMs = s.result.preprocessMs + MsSince(start);  // resize + tensor fill of every view
   });
   return out;
