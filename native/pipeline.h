@@ -80,6 +80,7 @@ class Pipeline {
   static void StampTimings(AnalyzeState& a, double analyzeMs);
   // Every item's result, in input order.
   static std::vector<ItemResult> TakeResults(AnalyzeState& a);
+  // The stage's sessions (native/session.h).
   const ModelSession& Stage(SessionStage stage) const;
 
   PipelineSpec spec_;

@@ -39,8 +39,9 @@ export function sessionBatchFor(config: Pick<Config, 'sessionBatch'>, info: Nati
 }
 
 /**
- * The low-load sessions: CATCOMFORT_LOW_LOAD_THREADS on CPU only; none (threads 1) when a GPU
- * provider is active, where a lone image's Run already has the device to itself.
+ * The low-load sessions, decided here only (native makes what this says; /v2/stats reports it):
+ * CATCOMFORT_LOW_LOAD_THREADS on CPU, where they spread a lone image's Run over idle cores; none
+ * (threads 1) when a GPU provider is active, whose Runs are the device's.
  */
 export function lowLoadFor(config: Pick<Config, 'lowLoadThreads' | 'lowLoadInFlight'>, info: NativeInfo): LowLoadSessions {
   return { threads: gpuActive(info) ? 1 : config.lowLoadThreads, maxInFlight: config.lowLoadInFlight };
