@@ -21,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../src/config';
 import { loadPack } from '../src/packs/pack';
-import { batchingPlanFor, configureAddon, precisionFor, sessionBatchFor } from '../src/packs/runtime';
+import { batchingPlanFor, configureAddon, lowLoadFor, precisionFor, sessionBatchFor } from '../src/packs/runtime';
 import { describeFailure, loadBenchAddon, type AnalyzeItem, type BenchAddon, type NativePipeline } from '../src/native/addon';
 import { ffmpegFor } from '../src/config';
 import { benchOptions, fmt, log, photosDir, PRECISIONS, runCommand, SIZE_SOURCE_PHOTO, type Precision } from './common';
@@ -228,7 +228,7 @@ export async function runMicro(): Promise<MicroResult> {
   const { Bench } = await import('tinybench');
   const config = loadConfig();
   const { addon, info } = configureAddon(config, loadBenchAddon());
-  const limits = { maxPixels: config.maxPixels, batching: batchingPlanFor(config, info).batching, sessionBatch: sessionBatchFor(config, info) };
+  const limits = { maxPixels: config.maxPixels, batching: batchingPlanFor(config, info).batching, sessionBatch: sessionBatchFor(config, info), lowLoad: lowLoadFor(config, info) };
   const packDir = path.join(config.modelsDir, config.defaultModel);
   const pack = await loadPack(packDir, { ...limits, precision: precisionFor(config, info) });
   const pipeline: NativePipeline = await addon.createPipeline(pack.spec);

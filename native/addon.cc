@@ -25,6 +25,7 @@
 
 #include "base64.h"
 #include "js_convert.h"
+#include "js_convert_tools.h"
 #include "pipeline.h"
 #include "tools.h"
 #include "runtime.h"

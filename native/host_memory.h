@@ -1,4 +1,4 @@
-// Where session inputs are staged and outputs land (RunBatch in pipeline.cc): the page-locked
+// Where session inputs are staged and outputs land (RunBatch in session.cc): the page-locked
 // ("pinned") host memory of the first active GPU provider when it offers one, so copies to and
 // from the device run by DMA without a bounce buffer; plain CPU memory otherwise.
 #pragma once

@@ -1,3 +1,5 @@
+// JS <-> C++ conversions of what the service calls (native/js_convert.h); the tools' own are in
+// js_convert_tools.cc, the checked readers of single values in js_read.cc.
 #include "js_convert.h"
 
 #include <algorithm>
@@ -5,120 +7,11 @@
 #include <limits>
 #include <string>
 
+#include "js_read.h"
+
 namespace catcomfort {
 
 namespace {
-
-[[noreturn]] void Bad(Napi::Env env, const std::string& what) { throw Napi::TypeError::New(env, what); }
-
-Napi::Object AsObject(const Napi::Value& value, const char* what) {
-  if (!value.IsObject()) Bad(value.Env(), std::string(what) + " must be an object");
-  return value.As<Napi::Object>();
-}
-
-double Number(const Napi::Object& obj, const char* key) {
-  Napi::Value v = obj.Get(key);
-  if (!v.IsNumber()) Bad(obj.Env(), std::string(key) + " must be a number");
-  double d = v.As<Napi::Number>().DoubleValue();
-  if (!std::isfinite(d)) Bad(obj.Env(), std::string(key) + " must be finite");
-  return d;
-}
-
-int Int(const Napi::Object& obj, const char* key, int min = std::numeric_limits<int>::min()) {
-  double d = Number(obj, key);
-  if (d != std::floor(d) || d < min || d > std::numeric_limits<int>::max()) {
-    Bad(obj.Env(), std::string(key) + " must be an integer >= " + std::to_string(min));
-  }
-  return static_cast<int>(d);
-}
-
-bool Bool(const Napi::Object& obj, const char* key) {
-  Napi::Value v = obj.Get(key);
-  if (!v.IsBoolean()) Bad(obj.Env(), std::string(key) + " must be a boolean");
-  return v.As<Napi::Boolean>().Value();
-}
-
-std::string String(const Napi::Object& obj, const char* key) {
-  Napi::Value v = obj.Get(key);
-  if (!v.IsString()) Bad(obj.Env(), std::string(key) + " must be a string");
-  return v.As<Napi::String>().Utf8Value();
-}
-
-Napi::Array Array(const Napi::Object& obj, const char* key) {
-  Napi::Value v = obj.Get(key);
-  if (!v.IsArray()) Bad(obj.Env(), std::string(key) + " must be an array");
-  return v.As<Napi::Array>();
-}
-
-template <typename E>
-struct Named {
-  const char* name;
-  E value;
-};
-
-// The enum value a JS string names; anything else is a TypeError listing the names.
-template <typename E, size_t N>
-E Choose(const Napi::Value& v, const char* what, const Named<E> (&names)[N]) {
-  const std::string s = v.IsString() ? v.As<Napi::String>().Utf8Value() : "";
-  for (const Named<E>& n : names) {
-    if (s == n.name) return n.value;
-  }
-  std::string list;
-  for (const Named<E>& n : names) list += std::string(list.empty() ? "'" : ", '") + n.name + "'";
-  Bad(v.Env(), std::string(what) + " must be one of " + list);
-}
-
-std::array<double, 3> Triple(const Napi::Object& obj, const char* key) {
-  Napi::Array a = Array(obj, key);
-  if (a.Length() != 3) Bad(obj.Env(), std::string(key) + " must have 3 numbers");
-  std::array<double, 3> out{};
-  for (uint32_t i = 0; i < 3; ++i) {
-    Napi::Value v = a.Get(i);
-    if (!v.IsNumber()) Bad(obj.Env(), std::string(key) + " must have 3 numbers");
-    out[i] = v.As<Napi::Number>().DoubleValue();
-  }
-  return out;
-}
-
-// Bytes of a Buffer / Uint8Array without copying.
-bool BytesOf(const Napi::Value& v, const uint8_t** data, size_t* length) {
-  if (v.IsBuffer()) {
-    auto b = v.As<Napi::Buffer<uint8_t>>();
-    *data = b.Data();
-    *length = b.Length();
-    return true;
-  }
-  if (v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == napi_uint8_array) {
-    auto a = v.As<Napi::Uint8Array>();
-    *data = a.Data();
-    *length = a.ByteLength();
-    return true;
-  }
-  return false;
-}
-
-std::vector<uint8_t> CopyBuffer(const Napi::Object& obj, const char* key) {
-  const uint8_t* data = nullptr;
-  size_t length = 0;
-  if (!BytesOf(obj.Get(key), &data, &length)) Bad(obj.Env(), std::string(key) + " must be a Buffer");
-  return std::vector<uint8_t>(data, data + length);
-}
-
-PreprocessSpec PreprocessFromJs(const Napi::Value& value) {
-  Napi::Object o = AsObject(value, "preprocess");
-  PreprocessSpec p;
-  p.width = Int(o, "width", 1);
-  p.height = Int(o, "height", 1);
-  p.resize = Choose(o.Get("resize"), "resize", {Named<ResizeMode>{"letterbox", ResizeMode::Letterbox}, {"stretch", ResizeMode::Stretch}});
-  p.anchor = Choose(o.Get("anchor"), "anchor", {Named<Anchor>{"top-left", Anchor::TopLeft}, {"center", Anchor::Center}});
-  p.padValue = Number(o, "padValue");
-  p.channelOrder = Choose(o.Get("channelOrder"), "channelOrder", {Named<ChannelOrder>{"rgb", ChannelOrder::Rgb}, {"bgr", ChannelOrder::Bgr}});
-  p.layout = Choose(o.Get("layout"), "layout", {Named<Layout>{"nchw", Layout::Nchw}, {"nhwc", Layout::Nhwc}});
-  p.scale = Number(o, "scale");
-  p.mean = Triple(o, "mean");
-  p.std = Triple(o, "std");
-  return p;
-}
 
 // Flattens one level of the output block into `out` (see OutputSpec): numbers, booleans and
 // number arrays to numbers, strings to strings, plain objects recursively as "prefix.key".
@@ -156,6 +49,24 @@ void FlattenOutput(const Napi::Object& obj, const std::string& prefix, int depth
   }
 }
 
+}  // namespace
+
+PreprocessSpec PreprocessFromJs(const Napi::Value& value) {
+  Napi::Object o = AsObject(value, "preprocess");
+  PreprocessSpec p;
+  p.width = Int(o, "width", 1);
+  p.height = Int(o, "height", 1);
+  p.resize = Choose(o.Get("resize"), "resize", {Named<ResizeMode>{"letterbox", ResizeMode::Letterbox}, {"stretch", ResizeMode::Stretch}});
+  p.anchor = Choose(o.Get("anchor"), "anchor", {Named<Anchor>{"top-left", Anchor::TopLeft}, {"center", Anchor::Center}});
+  p.padValue = Number(o, "padValue");
+  p.channelOrder = Choose(o.Get("channelOrder"), "channelOrder", {Named<ChannelOrder>{"rgb", ChannelOrder::Rgb}, {"bgr", ChannelOrder::Bgr}});
+  p.layout = Choose(o.Get("layout"), "layout", {Named<Layout>{"nchw", Layout::Nchw}, {"nhwc", Layout::Nhwc}});
+  p.scale = Number(o, "scale");
+  p.mean = Triple(o, "mean");
+  p.std = Triple(o, "std");
+  return p;
+}
+
 OutputSpec OutputFromJs(const Napi::Value& value) {
   Napi::Object o = AsObject(value, "output");
   OutputSpec out;
@@ -164,8 +75,6 @@ OutputSpec OutputFromJs(const Napi::Value& value) {
   out.strings.erase("format");
   return out;
 }
-
-}  // namespace
 
 NativeConfig ConfigFromJs(const Napi::Value& value) {
   Napi::Object o = AsObject(value, "config");
@@ -188,8 +97,6 @@ NativeConfig ConfigFromJs(const Napi::Value& value) {
   }
   c.poolThreads = Int(o, "poolThreads", 1);
   c.intraOpThreads = Int(o, "intraOpThreads", 1);
-  if (!o.Get("lowLoadThreads").IsUndefined()) c.lowLoadThreads = Int(o, "lowLoadThreads", 1);
-  if (!o.Get("lowLoadInFlight").IsUndefined()) c.lowLoadInFlight = Int(o, "lowLoadInFlight", 1);
   return c;
 }
 
@@ -261,6 +168,11 @@ PipelineSpec PipelineSpecFromJs(const Napi::Value& value) {
   s.maxPixels = maxPixels >= 1.8e19 ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(maxPixels);
   s.maxSessionBatch = Int(o, "maxSessionBatch", 1);
   s.jpegShrinkOnLoad = Bool(o, "jpegShrinkOnLoad");
+  if (!o.Get("lowLoad").IsUndefined()) {
+    Napi::Object lowLoad = AsObject(o.Get("lowLoad"), "lowLoad");
+    s.lowLoad.threads = Int(lowLoad, "threads", 1);
+    s.lowLoad.maxInFlight = Int(lowLoad, "maxInFlight", 1);
+  }
   return s;
 }
 
@@ -444,18 +356,6 @@ Napi::Array ResultsToJs(Napi::Env env, const std::vector<ItemResult>& results) {
   return out;
 }
 
-Napi::Array DecodeTimingsToJs(Napi::Env env, const std::vector<DecodeTiming>& timings) {
-  Napi::Array out = Napi::Array::New(env, timings.size());
-  for (size_t i = 0; i < timings.size(); ++i) {
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("ok", timings[i].ok);
-    o.Set("decodeMs", timings[i].decodeMs);
-    o.Set("preprocessMs", timings[i].preprocessMs);
-    out.Set(static_cast<uint32_t>(i), o);
-  }
-  return out;
-}
-
 const char* ItemErrorCodeName(ItemErrorCode code) {
   static const char* const kNames[] = {"invalid_base64", "empty_image", "undecodable", "unsupported_format", "too_many_pixels", "internal"};  // enum order
   return kNames[static_cast<int>(code)];
@@ -465,81 +365,6 @@ const char* Base64ReasonName(Base64Reason reason) {
   static const char* const kNames[] = {"none", "non_ascii", "data_characters", "incorrect_padding"};  // enum order
   return kNames[static_cast<int>(reason)];
 }
-
-namespace {
-
-FloatTensor FloatTensorFromJs(Napi::Env env, const Napi::Value& value, const char* what) {
-  Napi::Object o = AsObject(value, what);
-  FloatTensor t;
-  t.name = String(o, "name");
-  Napi::Array dims = Array(o, "dims");
-  size_t count = 1;
-  for (uint32_t d = 0; d < dims.Length(); ++d) {
-    Napi::Value v = dims.Get(d);
-    double x = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : -1;
-    if (x != std::floor(x) || x < 0 || x > 1e9) Bad(env, "dims must be non-negative integers");
-    t.dims.push_back(static_cast<int64_t>(x));
-    count *= static_cast<size_t>(x);
-  }
-  Napi::Value values = o.Get("data");
-  if (!values.IsTypedArray() || values.As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) {
-    Bad(env, "data must be a Float32Array");
-  }
-  Napi::Float32Array f = values.As<Napi::Float32Array>();
-  if (f.ElementLength() != count) Bad(env, std::string("data length does not match dims of ") + what + " " + t.name);
-  t.data.assign(f.Data(), f.Data() + f.ElementLength());
-  return t;
-}
-
-std::vector<FloatTensor> FloatTensorsFromJs(Napi::Env env, const Napi::Value& value, const char* what) {
-  if (!value.IsArray()) Bad(env, std::string(what) + "s must be an array");
-  Napi::Array array = value.As<Napi::Array>();
-  std::vector<FloatTensor> out;
-  for (uint32_t i = 0; i < array.Length(); ++i) out.push_back(FloatTensorFromJs(env, array.Get(i), what));
-  return out;
-}
-
-}  // namespace
-
-RunModelRequest RunModelRequestFromJs(const Napi::Value& model, const Napi::Value& inputs) {
-  Napi::Env env = model.Env();
-  RunModelRequest request;
-  const uint8_t* data = nullptr;
-  size_t length = 0;
-  if (!BytesOf(model, &data, &length)) Bad(env, "model must be a Buffer");
-  request.model.assign(data, data + length);
-  request.inputs = FloatTensorsFromJs(env, inputs, "input");
-  return request;
-}
-
-DecodeRequest DecodeRequestFromJs(const Napi::Value& spec, const Napi::Value& outputs) {
-  Napi::Object o = AsObject(spec, "detector");
-  DecodeRequest request;
-  request.spec.preprocess = PreprocessFromJs(o.Get("preprocess"));
-  request.spec.output = OutputFromJs(o.Get("output"));
-  request.spec.scoreFloor = Number(o, "scoreFloor");
-  request.outputs = FloatTensorsFromJs(spec.Env(), outputs, "output");
-  return request;
-}
-
-Napi::Array DetectionsToJs(Napi::Env env, const std::vector<Detection>& detections) {
-  Napi::Array out = Napi::Array::New(env, detections.size());
-  for (size_t i = 0; i < detections.size(); ++i) {
-    const Detection& d = detections[i];
-    Napi::Object o = Napi::Object::New(env);
-    Napi::Array box = Napi::Array::New(env, 4);
-    box.Set(0u, Napi::Number::New(env, d.x1));
-    box.Set(1u, Napi::Number::New(env, d.y1));
-    box.Set(2u, Napi::Number::New(env, d.x2));
-    box.Set(3u, Napi::Number::New(env, d.y2));
-    o.Set("box", box);
-    o.Set("score", Napi::Number::New(env, d.score));
-    out.Set(static_cast<uint32_t>(i), o);
-  }
-  return out;
-}
-
-namespace {
 
 Napi::Object FloatTensorToJs(Napi::Env env, const FloatTensor& t) {
   Napi::Object o = Napi::Object::New(env);
@@ -553,14 +378,6 @@ Napi::Object FloatTensorToJs(Napi::Env env, const FloatTensor& t) {
   std::copy(t.data.begin(), t.data.end(), data.Data());
   o.Set("data", data);
   return o;
-}
-
-}  // namespace
-
-Napi::Array FloatTensorsToJs(Napi::Env env, const std::vector<FloatTensor>& tensors) {
-  Napi::Array out = Napi::Array::New(env, tensors.size());
-  for (size_t i = 0; i < tensors.size(); ++i) out.Set(static_cast<uint32_t>(i), FloatTensorToJs(env, tensors[i]));
-  return out;
 }
 
 PreprocessRequest PreprocessRequestFromJs(const Napi::Value& image, const Napi::Value& spec) {

@@ -1,5 +1,6 @@
-// JS <-> C++ struct conversion. JS thread only. Throws Napi::Error / Napi::TypeError on shapes
-// that do not match src/native/addon.ts (turned into native_error at the boundary in addon.cc).
+// JS <-> C++ struct conversion of what the service calls (the tools' own: js_convert_tools.h).
+// JS thread only. Throws Napi::Error / Napi::TypeError on shapes that do not match
+// src/native/addon.ts (turned into native_error at the boundary in addon.cc).
 #pragma once
 
 #include <vector>
@@ -15,6 +16,9 @@ namespace catcomfort {
 
 NativeConfig ConfigFromJs(const Napi::Value& value);
 PipelineSpec PipelineSpecFromJs(const Napi::Value& value);  // copies the model buffers
+// Parts of a spec (also read by js_convert_tools.cc).
+PreprocessSpec PreprocessFromJs(const Napi::Value& value);
+OutputSpec OutputFromJs(const Napi::Value& value);
 
 // One item; a Buffer is borrowed (ref receives a strong reference that the caller releases on
 // the JS thread), a string is copied as UTF-8.
@@ -28,21 +32,15 @@ std::vector<float> RowFromJs(const Napi::Value& value);
 // keepSessionBatches() argument: an array of batch sizes.
 std::vector<int64_t> BatchesFromJs(const Napi::Value& value);
 
-// runModel() arguments: the model bytes (copied) and [{name, dims, data: Float32Array}] (copied).
-RunModelRequest RunModelRequestFromJs(const Napi::Value& model, const Napi::Value& inputs);
-Napi::Array FloatTensorsToJs(Napi::Env env, const std::vector<FloatTensor>& tensors);
-// preprocessImage() arguments: the file bytes (copied) and a preprocess spec.
+// preprocessImage() (the warm-up's input rows) arguments: the file bytes (copied) and a preprocess spec.
 PreprocessRequest PreprocessRequestFromJs(const Napi::Value& image, const Napi::Value& spec);
 Napi::Object PreprocessedToJs(Napi::Env env, const PreprocessedImage& image);
-
-// decodeDetections() arguments: {preprocess, output, scoreFloor} and the output tensors (copied).
-DecodeRequest DecodeRequestFromJs(const Napi::Value& spec, const Napi::Value& outputs);
-Napi::Array DetectionsToJs(Napi::Env env, const std::vector<Detection>& detections);
+// {name, dims, data: Float32Array}
+Napi::Object FloatTensorToJs(Napi::Env env, const FloatTensor& t);
 
 Napi::Object InfoToJs(Napi::Env env, const NativeInfo& info);
 // sessionBatches(): {detector: [{batch, runs, padRows}], classifier: [...]}.
 Napi::Object SessionBatchesToJs(Napi::Env env, const SessionBatchCounts& counts);
 Napi::Array ResultsToJs(Napi::Env env, const std::vector<ItemResult>& results);
-Napi::Array DecodeTimingsToJs(Napi::Env env, const std::vector<DecodeTiming>& timings);
 
 }  // namespace catcomfort

@@ -1,253 +1,26 @@
+// The steps of an analysis (Pipeline::Analyze) and the per-image decisions between them: decoding
+// and shrink-on-load, the views' combined score, the best cat and its state, the verifier's choice
+// and the stage times. The sessions the steps run on are native/session.h's; the views' and the
+// crops' pixels native/geometry.h's.
 #include "pipeline.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <functional>
 #include <stdexcept>
 
 #include "base64.h"
+#include "clock.h"
 #include "decode.h"
+#include "geometry.h"
 #include "preprocess.h"
 
 namespace catcomfort {
 
 namespace {
 
-// Analyze calls running in this process, of every pipeline: what the low-load sessions look at.
-std::atomic<int> g_analysesInFlight{0};
-
-struct AnalysisInFlight {
-  AnalysisInFlight() { g_analysesInFlight.fetch_add(1, std::memory_order_relaxed); }
-  ~AnalysisInFlight() { g_analysesInFlight.fetch_sub(1, std::memory_order_relaxed); }
-  AnalysisInFlight(const AnalysisInFlight&) = delete;
-  AnalysisInFlight& operator=(const AnalysisInFlight&) = delete;
-};
-
-using Clock = std::chrono::steady_clock;
-
 // Reported values carry 6 decimals; decisions (cutoffs, the label's threshold) use these values.
 double Round6(double x) { return std::round(x * 1e6) / 1e6; }
-
-double MsSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-// Opens a stage's sessions and checks the input against the preprocess spec; they will fetch the
-// model's first `outputs` outputs, whose per-image shapes (batch dimension dropped, symbolic dims
-// -1) go to *outputShapes when given. Runs take at most maxSessionBatch images (a fixed batch:
-// that). One session per batch size, each with the input's symbolic batch dimension fixed to its
-// size (AddFreeDimensionOverrideByName; the smallest size keeps the first session, which only ever
-// runs that size), so that no session ever sees two input shapes; they share one
-// PrepackedWeightsContainer, so weights that kernels prepack are held once.
-ModelSession OpenSession(const Runtime& runtime, std::vector<uint8_t>& model, const PreprocessSpec& spec,
-                         int maxSessionBatch, const char* what, size_t outputs = 1,
-                         std::vector<std::vector<int64_t>>* outputShapes = nullptr) {
-  if (model.empty()) throw std::runtime_error(std::string(what) + " model is empty");
-  ModelSession out;
-  out.prepacked = std::make_unique<Ort::PrepackedWeightsContainer>();
-  // The first session reads the model's declarations and serves the smallest size.
-  auto open = [&](const std::string& dim, int64_t size, int threads = 0) {
-    Ort::SessionOptions options = MakeSessionOptions(runtime, threads);
-    if (!dim.empty()) options.AddFreeDimensionOverrideByName(dim.c_str(), size);
-    return std::make_unique<Ort::Session>(*runtime.env, model.data(), model.size(), options, *out.prepacked);
-  };
-  std::unique_ptr<Ort::Session> first = open("", 0);
-  Ort::Session& session = *first;
-  if (session.GetInputCount() < 1 || session.GetOutputCount() < outputs) {
-    throw std::runtime_error(std::string(what) + " model needs an input and " + std::to_string(outputs) +
-                             (outputs == 1 ? " output" : " outputs"));
-  }
-  Ort::AllocatorWithDefaultOptions allocator;
-  out.inputName = session.GetInputNameAllocated(0, allocator).get();
-  for (size_t i = 0; i < outputs; ++i) {
-    out.outputNames.push_back(session.GetOutputNameAllocated(i, allocator).get());
-    if (outputShapes != nullptr) {
-      std::vector<int64_t> shape = session.GetOutputTypeInfo(i).GetTensorTypeAndShapeInfo().GetShape();
-      if (!shape.empty()) shape.erase(shape.begin());
-      outputShapes->push_back(std::move(shape));
-    }
-  }
-
-  Ort::TypeInfo inputType = session.GetInputTypeInfo(0);
-  auto tensorInfo = inputType.GetTensorTypeAndShapeInfo();
-  if (tensorInfo.GetElementType() != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) {
-    throw std::runtime_error(std::string(what) + " model input must be float32");
-  }
-  std::vector<int64_t> shape = tensorInfo.GetShape();
-  if (shape.size() != 4) throw std::runtime_error(std::string(what) + " model input must have rank 4");
-  const bool nchw = spec.layout == Layout::Nchw;
-  const int64_t channels = nchw ? shape[1] : shape[3];
-  const int64_t height = nchw ? shape[2] : shape[1];
-  const int64_t width = nchw ? shape[3] : shape[2];
-  if ((channels > 0 && channels != 3) || (height > 0 && height != spec.height) ||
-      (width > 0 && width != spec.width)) {
-    throw std::runtime_error(std::string(what) + " model input shape does not match its preprocess spec");
-  }
-  out.fixedBatch = shape[0] > 0 ? shape[0] : 0;
-  std::vector<int64_t> sizes;
-  if (out.fixedBatch > 0) {
-    sizes.push_back(out.fixedBatch);
-  } else {
-    const char* dim = tensorInfo.GetSymbolicDimensions()[0];
-    out.batchDim = dim != nullptr ? dim : "";
-    if (out.batchDim.empty()) throw std::runtime_error(std::string(what) + " model input's batch dimension has no name to fix per session");
-    const int64_t largest = std::max(1, maxSessionBatch);
-    for (int64_t size = 1; size < largest; size *= 2) sizes.push_back(size);
-    sizes.push_back(largest);
-  }
-  out.batches = std::vector<SessionBatch>(sizes.size());
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    out.batches[i].size = sizes[i];
-    out.sessions.push_back(i == 0 ? std::move(first) : open(out.batchDim, sizes[i]));
-    out.batches[i].session = out.sessions.back().get();
-  }
-  if (runtime.config.lowLoadThreads > 1 && runtime.activeProviders.empty() && out.batches.front().size == 1) {
-    out.lowLoad = open(out.batchDim, 1, runtime.config.lowLoadThreads);
-    out.lowLoadInFlight = runtime.config.lowLoadInFlight;
-  }
-  std::vector<uint8_t>().swap(model);  // each session keeps its own copy of what it needs
-  out.host = HostMemory::For(runtime, *out.sessions.front());
-  return out;
-}
-
-struct OutputData {
-  const float* data = nullptr;
-  std::vector<int64_t> shape;  // per image: the batch dimension dropped
-  size_t perImage = 0;         // floats per batch entry
-};
-
-struct BatchOutput {
-  std::vector<Ort::Value> values;
-  std::vector<OutputData> outputs;  // one per fetched output, in the session's outputNames order
-  double runMs = 0;  // the session Run alone
-};
-
-std::vector<int64_t> InputShape(const PreprocessSpec& spec, size_t batch) {
-  const int64_t n = static_cast<int64_t>(batch);
-  return spec.layout == Layout::Nchw ? std::vector<int64_t>{n, 3, spec.height, spec.width}
-                                     : std::vector<int64_t>{n, spec.height, spec.width, 3};
-}
-
-// A zero-filled input tensor of `shape` in the session's host memory.
-Ort::Value NewInput(const ModelSession& model, const std::vector<int64_t>& shape) {
-  Ort::Value input = Ort::Value::CreateTensor<float>(model.host.Allocator(), shape.data(), shape.size());
-  float* data = input.GetTensorMutableData<float>();
-  std::fill(data, data + input.GetTensorTypeAndShapeInfo().GetElementCount(), 0.0f);
-  return input;
-}
-
-// One Run of `bucket`'s session on `input` (its size of images) with the outputs bound to the
-// session's host memory (pinned on a GPU: host_memory.h); checks that every output is a float32
-// tensor of that batch.
-BatchOutput RunBound(const ModelSession& model, const SessionBatch& bucket, const Ort::Value& input, Ort::Session& session) {
-  const size_t batch = static_cast<size_t>(bucket.size);
-  Ort::IoBinding binding(session);
-  binding.BindInput(model.inputName.c_str(), input);
-  for (const std::string& name : model.outputNames) binding.BindOutput(name.c_str(), model.host.Info());
-  session.Run(Ort::RunOptions{nullptr}, binding);
-  BatchOutput out;
-  out.values = binding.GetOutputValues();
-  if (out.values.size() != model.outputNames.size()) throw std::runtime_error("model returned too few outputs");
-  for (Ort::Value& value : out.values) {
-    if (!value.IsTensor()) throw std::runtime_error("model returned no tensor");
-    auto info = value.GetTensorTypeAndShapeInfo();
-    if (info.GetElementType() != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) throw std::runtime_error("model output must be float32");
-    OutputData o;
-    o.shape = info.GetShape();
-    const size_t total = info.GetElementCount();
-    if (o.shape.empty() || o.shape[0] != static_cast<int64_t>(batch) || total % batch != 0) {
-      throw std::runtime_error("model output batch does not match its input batch");
-    }
-    o.shape.erase(o.shape.begin());
-    o.perImage = total / batch;
-    o.data = value.GetTensorData<float>();
-    out.outputs.push_back(std::move(o));
-  }
-  return out;
-}
-
-// The low-load session's first Run (its allocations), on zeros, before traffic arrives.
-void WarmLowLoad(const ModelSession& model, const PreprocessSpec& spec) {
-  if (model.lowLoad) RunBound(model, model.batches.front(), NewInput(model, InputShape(spec, 1)), *model.lowLoad);
-}
-
-// An input kept from an earlier Run of the bucket's size, else a new one; zero-filled either way.
-Ort::Value TakeInput(const ModelSession& model, const SessionBatch& bucket, const PreprocessSpec& spec) {
-  {
-    std::lock_guard<std::mutex> lock(bucket.idleMutex);
-    if (!bucket.idleInputs.empty()) {
-      Ort::Value input = std::move(bucket.idleInputs.back());
-      bucket.idleInputs.pop_back();
-      return input;
-    }
-  }
-  return NewInput(model, InputShape(spec, static_cast<size_t>(bucket.size)));
-}
-
-// Back for the next Run of its size, its first `written` rows zeroed again (the rows after them
-// were never written).
-void KeepInput(const SessionBatch& bucket, Ort::Value input, size_t written, size_t slot) {
-  float* data = input.GetTensorMutableData<float>();
-  std::fill(data, data + written * slot, 0.0f);
-  std::lock_guard<std::mutex> lock(bucket.idleMutex);
-  bucket.idleInputs.push_back(std::move(input));
-}
-
-// Runs the session on `count` images (at most the largest of model.batches) whose tensors
-// `fill(slot, dst)` writes, padded with zero-filled rows up to the smallest batch size that holds
-// them; the pad rows' outputs are never read. An image `alone` in its stage, while at most
-// lowLoadInFlight analyses run, goes to the low-load session: it spreads over the idle cores.
-BatchOutput RunBatch(const ModelSession& model, const PreprocessSpec& spec, size_t count, bool alone, ThreadPool& pool,
-                     const std::function<void(size_t, float*)>& fill) {
-  const auto holds = [count](const SessionBatch& b) { return !b.dropped.load(std::memory_order_relaxed) && b.size >= static_cast<int64_t>(count); };
-  const auto found = std::find_if(model.batches.begin(), model.batches.end(), holds);
-  if (found == model.batches.end()) throw std::runtime_error("more images than the session batch");
-  const SessionBatch& bucket = *found;
-  const size_t batch = static_cast<size_t>(bucket.size);
-  if (count > batch) throw std::runtime_error("more images than the session batch");
-  bucket.runs.fetch_add(1, std::memory_order_relaxed);
-  bucket.padRows.fetch_add(batch - count, std::memory_order_relaxed);
-  const size_t slot = static_cast<size_t>(spec.width) * spec.height * 3;
-  Ort::Value input = TakeInput(model, bucket, spec);
-  float* data = input.GetTensorMutableData<float>();
-  ParallelFor(pool, count, [&](size_t i) { fill(i, data + i * slot); });
-  const bool lowLoad = alone && batch == 1 && model.lowLoad && g_analysesInFlight.load(std::memory_order_relaxed) <= model.lowLoadInFlight;
-  if (lowLoad) bucket.lowLoadRuns.fetch_add(1, std::memory_order_relaxed);
-  const Clock::time_point runStart = Clock::now();
-  BatchOutput out = RunBound(model, bucket, input, lowLoad ? *model.lowLoad : *bucket.session);
-  out.runMs = MsSince(runStart);
-  KeepInput(bucket, std::move(input), count, slot);
-  return out;
-}
-
-// The largest size still in use.
-size_t ChunkSize(const ModelSession& model) {
-  for (auto b = model.batches.rbegin(); b != model.batches.rend(); ++b) {
-    if (!b->dropped.load(std::memory_order_relaxed)) return static_cast<size_t>(b->size);
-  }
-  return 1;
-}
-
-// `run(chunk)` over `total` items in chunks of the model's largest size in use, the chunks
-// concurrently on the pool. A chunk is `alone` when it is the only one of an analysis of one image.
-void ForEachChunk(const ModelSession& model, size_t total, bool oneImage, ThreadPool& pool, const std::function<void(const Chunk&)>& run) {
-  const size_t size = ChunkSize(model);
-  const size_t chunks = (total + size - 1) / size;
-  ParallelFor(pool, chunks, [&](size_t c) {
-    const size_t first = c * size;
-    run({first, std::min(size, total - first), oneImage && chunks == 1});
-  });
-}
-
-std::vector<SessionBatchCount> Counts(const ModelSession& model) {
-  std::vector<SessionBatchCount> out;
-  for (const SessionBatch& b : model.batches) {
-    if (b.dropped.load(std::memory_order_relaxed)) continue;
-    out.push_back({b.size, b.runs.load(std::memory_order_relaxed), b.padRows.load(std::memory_order_relaxed), b.lowLoadRuns.load(std::memory_order_relaxed)});
-  }
-  return out;
-}
 
 ItemResult Failure(ItemError error) {
   ItemResult r;
@@ -264,9 +37,7 @@ struct ItemState {
   // The image file when it came as base64 and was decoded shrunk: kept for a finer decode for
   // the classifier (raw bytes stay readable in the item itself).
   std::vector<uint8_t> file;
-  ResizedImage plain;  // detector content at the plain scale
-  ResizedImage half;   // ... and at half of it
-  Placement placements[4];
+  ViewContent views;  // the detector's content, until the candidates are picked
   float bestScore = -1;  // the views' scores combined (spec.viewCombine); < 0: no cat
   float minScore = 2;    // lowest top score over the views (a view without a candidate: -1)
   Detection bestBox;     // in decoded pixels: the top box of the best-scoring view
@@ -300,29 +71,6 @@ ShrinkChooser DetectorShrink(const PreprocessSpec& detector) {
   };
 }
 
-// The classifier's crop of a cat: its box plus cropMargin on each side, in whole source pixels,
-// clamped to the image (at least one pixel).
-struct Crop {
-  double x1 = 0, y1 = 0, x2 = 0, y2 = 0;
-};
-
-Crop ClassifierCrop(const CatCandidate& cat, double cropMargin, double width, double height) {
-  const double bw = cat.box[2] - cat.box[0];
-  const double bh = cat.box[3] - cat.box[1];
-  Crop c;
-  c.x1 = std::clamp(std::floor(cat.box[0] - bw * cropMargin), 0.0, width - 1.0);
-  c.y1 = std::clamp(std::floor(cat.box[1] - bh * cropMargin), 0.0, height - 1.0);
-  c.x2 = std::clamp(std::ceil(cat.box[2] + bw * cropMargin), c.x1 + 1, width);
-  c.y2 = std::clamp(std::ceil(cat.box[3] + bh * cropMargin), c.y1 + 1, height);
-  return c;
-}
-
-// Where the crop lands in the classifier input (its content size there).
-Placement CropPlacement(const Crop& c, const PreprocessSpec& classifier) {
-  return PlaceOnCanvas(static_cast<int>(c.x2 - c.x1), static_cast<int>(c.y2 - c.y1), classifier, 1.0,
-                       classifier.anchor == Anchor::Center, false);
-}
-
 // Step 2 of the rule above: the largest shrink at which the crop still covers the classifier's
 // content size.
 int CropShrink(const Crop& c, const PreprocessSpec& classifier) {
@@ -333,15 +81,8 @@ int CropShrink(const Crop& c, const PreprocessSpec& classifier) {
 // A detection (decoded pixels) as a candidate in source pixels, its score calibrated and rounded
 // once: clients see this value, and the cutoffs apply to it.
 CatCandidate ToCandidate(const DetectorSpec& det, const RgbImage& image, const Detection& d, float score) {
-  const double w = image.sourceWidth;
-  const double h = image.sourceHeight;
-  const double sx = SourceScaleX(image);
-  const double sy = SourceScaleY(image);
   CatCandidate cat;
-  cat.box = {static_cast<int>(std::lround(std::clamp<double>(d.x1 * sx, 0, w))),
-             static_cast<int>(std::lround(std::clamp<double>(d.y1 * sy, 0, h))),
-             static_cast<int>(std::lround(std::clamp<double>(d.x2 * sx, 0, w))),
-             static_cast<int>(std::lround(std::clamp<double>(d.y2 * sy, 0, h)))};
+  cat.box = SourceBox(image, d);
   cat.rawScore = score;
   cat.confidence = Round6(Calibrate(det.calibration, score));
   return cat;
@@ -363,16 +104,6 @@ Verification Verify(const VerifierSpec& v, const float* probs, size_t classes) {
   out.dogMass = mass(v.dogClasses);
   out.passed = out.lookalikeMass <= v.maxLookalikeMass;
   return out;
-}
-
-bool NeedsHalf(const std::vector<DetectorView>& views) {
-  return std::any_of(views.begin(), views.end(),
-                     [](DetectorView v) { return v == DetectorView::Half || v == DetectorView::HalfFlip; });
-}
-
-bool NeedsPlain(const std::vector<DetectorView>& views) {
-  return std::any_of(views.begin(), views.end(),
-                     [](DetectorView v) { return v == DetectorView::Plain || v == DetectorView::Flip; });
 }
 
 // Base64 + image decoding and the detector content (plain and/or half scale) of one item; a
@@ -403,33 +134,7 @@ void PrepareItem(const PipelineSpec& spec, const ItemInput& in, ItemState& s) {
     s.result.decodeMs = MsSince(start);
 
     start = Clock::now();
-    const PreprocessSpec& pp = det.preprocess;
-    const bool center = pp.anchor == Anchor::Center;
-    const int w = s.image.width;
-    const int h = s.image.height;
-    for (size_t v = 0; v < det.views.size() && v < 4; ++v) {
-      DetectorView view = det.views[v];
-      const bool half = view == DetectorView::Half || view == DetectorView::HalfFlip;
-      const bool flip = view == DetectorView::Flip || view == DetectorView::HalfFlip;
-      // The half views are always centred on the canvas.
-      s.placements[v] = PlaceOnCanvas(w, h, pp, half ? 0.5 : 1.0, half || center, flip);
-    }
-    const bool needsPlain = NeedsPlain(det.views);
-    if (needsPlain) {
-      Placement p = PlaceOnCanvas(w, h, pp, 1.0, false, false);
-      s.plain = ResizeRgb(s.image, 0, 0, w, h, p.width, p.height);
-    }
-    if (NeedsHalf(det.views)) {
-      // Same size as PlaceOnCanvas gives the half views (their placements above map boxes back).
-      Placement p = PlaceOnCanvas(w, h, pp, 0.5, true, false);
-      if (needsPlain && s.plain.width <= w && s.plain.height <= h) {
-        // From the plain content (a downscale) instead of the full-resolution image a second time:
-        // the same pixel centres, and about the same blur, as a direct resize.
-        s.half = ReduceRgb(s.plain, p.width, p.height);
-      } else {
-        s.half = ResizeRgb(s.image, 0, 0, w, h, p.width, p.height);
-      }
-    }
+    s.views = MakeViews(det, s.image);
     s.result.preprocessMs = MsSince(start);
   } catch (const ItemError& e) {
     s = ItemState();
@@ -440,28 +145,21 @@ void PrepareItem(const PipelineSpec& spec, const ItemInput& in, ItemState& s) {
   }
 }
 
-// The detector tensor of one (item, view).
-void WriteViewTensor(const DetectorSpec& det, const ItemState& s, size_t view, float* dst) {
-  const bool half = det.views[view] == DetectorView::Half || det.views[view] == DetectorView::HalfFlip;
-  WriteTensor(half ? s.half : s.plain, s.placements[view], det.preprocess, dst);
-}
-
 }  // namespace
 
 // The spec comes from a manifest validated in TypeScript (src/packs/manifest.ts: sizes, views,
 // ascending calibration knots, output indices); it is trusted here.
 std::shared_ptr<Pipeline> Pipeline::Create(PipelineSpec spec, const Runtime& runtime) {
-
   auto pipeline = std::make_shared<Pipeline>();
   std::unique_ptr<DetectorDecoder> decoder = MakeDecoder(spec.detector);  // validates output.*
   std::vector<std::vector<int64_t>> outputShapes;
-  pipeline->detector_ = OpenSession(runtime, spec.detector.model, spec.detector.preprocess, spec.maxSessionBatch,
+  pipeline->detector_ = OpenSession(runtime, spec.detector.model, spec.detector.preprocess, spec.maxSessionBatch, spec.lowLoad,
                                     "detector", decoder->OutputCount(), &outputShapes);
   decoder->CheckShapes(outputShapes);  // what the model declares; each Run is checked again
   WarmLowLoad(pipeline->detector_, spec.detector.preprocess);
   const ClassifierSpec& cls = spec.classifier;
   const int lastOutput = std::max({0, cls.embeddingOutput, cls.verifier.enabled ? cls.verifier.probsOutput : 0});
-  pipeline->classifier_ = OpenSession(runtime, spec.classifier.model, cls.preprocess, spec.maxSessionBatch,
+  pipeline->classifier_ = OpenSession(runtime, spec.classifier.model, cls.preprocess, spec.maxSessionBatch, spec.lowLoad,
                                       "classifier", static_cast<size_t>(lastOutput) + 1);
   WarmLowLoad(pipeline->classifier_, cls.preprocess);
   pipeline->decoder_ = std::move(decoder);
@@ -535,7 +233,7 @@ void Pipeline::DetectChunk(AnalyzeState& a, const Chunk& chunk, ThreadPool& pool
   const size_t keep = verifier.enabled ? static_cast<size_t>(std::max(1, verifier.maxCandidates)) : 1;
   BatchOutput out = RunBatch(detector_, det.preprocess, count, chunk.alone, pool, [&](size_t k, float* dst) {
     const auto [item, view] = a.jobs[first + k];
-    WriteViewTensor(det, a.states[item], view, dst);
+    WriteViewTensor(det, a.states[item].views, view, dst);
   });
   std::vector<std::vector<int64_t>> shapes;
   for (const OutputData& o : out.outputs) shapes.push_back(o.shape);
@@ -548,17 +246,7 @@ void Pipeline::DetectChunk(AnalyzeState& a, const Chunk& chunk, ThreadPool& pool
     // NMS first, as the spec says; the top candidate always survives it.
     std::vector<Detection> kept = NonMaxSuppression(decoder_->Decode(image), det.nmsIou);
     if (kept.size() > keep) kept.resize(keep);
-    const Placement& p = a.states[item].placements[view];
-    for (Detection& d : kept) {
-      const double xa = p.ToSourceX(d.x1);
-      const double xb = p.ToSourceX(d.x2);
-      const double ya = p.ToSourceY(d.y1);
-      const double yb = p.ToSourceY(d.y2);
-      d.x1 = static_cast<float>(std::min(xa, xb));
-      d.x2 = static_cast<float>(std::max(xa, xb));
-      d.y1 = static_cast<float>(ya);
-      d.y2 = static_cast<float>(yb);
-    }
+    for (Detection& d : kept) ToDecodedPixels(a.states[item].views.placements[view], d);
     a.jobKept[first + k] = std::move(kept);
   }
 }
@@ -592,8 +280,8 @@ void Pipeline::PickCandidates(AnalyzeState& a) const {
   const DetectorSpec& det = spec_.detector;
   for (size_t i = 0; i < a.states.size(); ++i) {
     ItemState& s = a.states[i];
-    s.plain = ResizedImage();
-    s.half = ResizedImage();
+    s.views.plain = ResizedImage();
+    s.views.half = ResizedImage();
     if (!s.result.ok || s.bestScore < 0) continue;
     const CatCandidate cat = ToCandidate(det, s.image, s.bestBox, s.bestScore);
     s.result.cat = cat;
@@ -668,13 +356,7 @@ void Pipeline::ClassifyChunk(AnalyzeState& a, const Chunk& chunk, ThreadPool& po
   BatchOutput out = RunBatch(classifier_, cls.preprocess, count, chunk.alone, pool, [&](size_t k, float* dst) {
     const auto [item, candidate] = a.crops[first + k];
     const ItemState& s = a.states[item];
-    const Crop c = ClassifierCrop(s.candidates[candidate], cls.cropMargin, s.image.sourceWidth, s.image.sourceHeight);
-    const Placement p = CropPlacement(c, cls.preprocess);
-    // Source pixels -> decoded pixels (the identity without shrink-on-load).
-    const double sx = SourceScaleX(s.image);
-    const double sy = SourceScaleY(s.image);
-    ResizedImage crop = ResizeRgb(s.image, c.x1 / sx, c.y1 / sy, (c.x2 - c.x1) / sx, (c.y2 - c.y1) / sy, p.width, p.height);
-    WriteTensor(crop, p, cls.preprocess, dst);
+    WriteCropTensor(s.image, ClassifierCrop(s.candidates[candidate], cls.cropMargin, s.image.sourceWidth, s.image.sourceHeight), cls.preprocess, dst);
   });
   a.classifyRunUs.fetch_add(static_cast<int64_t>(out.runMs * 1000), std::memory_order_relaxed);
   const OutputData& o = out.outputs.at(0);
@@ -778,59 +460,23 @@ std::vector<DecodeTiming> Pipeline::BenchDecode(const std::vector<ItemInput>& it
     t.decodeMs = s.result.decodeMs;
     const Clock::time_point start = Clock::now();
     std::vector<float> tensor(slot);
-    for (size_t v = 0; v < viewCount; ++v) WriteViewTensor(det, s, v, tensor.data());
+    for (size_t v = 0; v < viewCount; ++v) WriteViewTensor(det, s.views, v, tensor.data());
     t.preprocessMs = s.result.preprocessMs + MsSince(start);  // resize + tensor fill of every view
   });
   return out;
 }
 
 double Pipeline::BenchSession(SessionStage stage, int64_t batch, const std::vector<float>& row) const {
-  const ModelSession& model = stage == SessionStage::Detector ? detector_ : classifier_;
-  const PreprocessSpec& spec = stage == SessionStage::Detector ? spec_.detector.preprocess : spec_.classifier.preprocess;
-  if (batch < 1 || batch > 1024) throw std::runtime_error("batch must be between 1 and 1024");
-  const std::string what = stage == SessionStage::Detector ? "detector" : "classifier";
-  if (model.fixedBatch > 0 && batch != model.fixedBatch) {
-    throw std::runtime_error(what + " model has a fixed batch of " + std::to_string(model.fixedBatch) + ", not " + std::to_string(batch));
-  }
-  const auto bucket = std::find_if(model.batches.begin(), model.batches.end(),
-                                   [batch](const SessionBatch& b) { return b.size == batch && !b.dropped.load(std::memory_order_relaxed); });
-  if (bucket == model.batches.end()) {
-    std::string sizes;
-    for (const SessionBatchCount& b : Counts(model)) sizes += (sizes.empty() ? "" : ", ") + std::to_string(b.size);
-    throw std::runtime_error(what + " has no session for batch " + std::to_string(batch) + " (its session batch sizes: " + sizes + ")");
-  }
-  const size_t slot = static_cast<size_t>(spec.width) * spec.height * 3;
-  if (!row.empty() && row.size() != slot) {
-    throw std::runtime_error(what + " input row must have " + std::to_string(slot) + " values, not " + std::to_string(row.size()));
-  }
-  Ort::Value input = NewInput(model, InputShape(spec, static_cast<size_t>(batch)));
-  float* data = input.GetTensorMutableData<float>();
-  if (!row.empty()) {
-    for (int64_t i = 0; i < batch; ++i) std::copy(row.begin(), row.end(), data + static_cast<size_t>(i) * slot);
-  }
-  const Clock::time_point start = Clock::now();
-  RunBound(model, *bucket, input, *bucket->session);
-  return MsSince(start);
+  const bool detector = stage == SessionStage::Detector;
+  return TimeRun(Stage(stage), detector ? spec_.detector.preprocess : spec_.classifier.preprocess, detector ? "detector" : "classifier", batch, row);
 }
 
-void Pipeline::KeepSessionBatches(SessionStage stage, const std::vector<int64_t>& sizes) const {
-  const ModelSession& model = stage == SessionStage::Detector ? detector_ : classifier_;
-  for (size_t i = 1; i < model.batches.size(); ++i) {
-    const SessionBatch& b = model.batches[i];
-    if (std::find(sizes.begin(), sizes.end(), b.size) != sizes.end() || b.dropped.load()) continue;
-    b.dropped.store(true);
-    {
-      std::lock_guard<std::mutex> lock(b.idleMutex);
-      b.idleInputs.clear();
-    }
-    model.sessions[i].reset();
-  }
-}
+void Pipeline::KeepSessionBatches(SessionStage stage, const std::vector<int64_t>& sizes) const { KeepBatches(Stage(stage), sizes); }
 
 SessionBatchCounts Pipeline::SessionBatches() const { return {Counts(detector_), Counts(classifier_)}; }
 
-bool Pipeline::PinnedHostMemory(SessionStage stage) const {
-  return (stage == SessionStage::Detector ? detector_ : classifier_).host.Pinned();
-}
+bool Pipeline::PinnedHostMemory(SessionStage stage) const { return Stage(stage).host.Pinned(); }
+
+const ModelSession& Pipeline::Stage(SessionStage stage) const { return stage == SessionStage::Detector ? detector_ : classifier_; }
 
 }  // namespace catcomfort

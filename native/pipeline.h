@@ -1,67 +1,19 @@
-// One model pack: the detector and classifier sessions plus the spec, shared by all threads.
+// One model pack: the detector and classifier sessions (native/session.h) plus the spec, shared by all threads.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
-#include <string>
 #include <vector>
 
-#include <onnxruntime_cxx_api.h>
-
 #include "decoder.h"
-#include "host_memory.h"
 #include "items.h"
 #include "runtime.h"
+#include "session.h"
 #include "specs.h"
 
 namespace catcomfort {
 
-// One of the few batch sizes a stage is run at: its own session, which sees this one input shape
-// for its whole life (since ONNX Runtime 1.20 a CUDA Conv keeps the cuDNN plan of its last input
-// shape only, so a session whose shape changes between Runs rebuilds plans), with what the
-// pipeline's Runs made of it.
-struct SessionBatch {
-  int64_t size = 0;
-  Ort::Session* session = nullptr;  // owned by ModelSession::sessions; null once dropped
-  // Dropped by KeepSessionBatches (a size that did not pay at warm-up): Runs go to the other sizes.
-  mutable std::atomic<bool> dropped{false};
-  mutable std::atomic<uint64_t> runs{0};
-  mutable std::atomic<uint64_t> padRows{0};  // zero-filled rows added to fill Runs up to `size`
-  mutable std::atomic<uint64_t> lowLoadRuns{0};  // of `runs`, those made by ModelSession::lowLoad
-  // Input tensors of this size in the session's host memory, kept between Runs (one per Run in flight).
-  mutable std::mutex idleMutex;
-  mutable std::vector<Ort::Value> idleInputs;
-};
-
-// Members are destroyed in reverse order: the kept inputs before their allocator, that before the
-// sessions, those before the prepacked weights they share.
-struct ModelSession {
-  std::unique_ptr<Ort::PrepackedWeightsContainer> prepacked;  // weights prepacked once for every size
-  mutable std::vector<std::unique_ptr<Ort::Session>> sessions;  // one per batch size, in `batches` order
-  // Batch 1 with the config's lowLoadThreads intra-op threads (CPU only; null when off): a lone
-  // image's Run while at most lowLoadInFlight analyses are running.
-  std::unique_ptr<Ort::Session> lowLoad;
-  int lowLoadInFlight = 0;
-  HostMemory host;  // where inputs are staged and outputs land (set by OpenSession)
-  std::string inputName;
-  std::vector<std::string> outputNames;  // the first N outputs, in the model's order
-  int64_t fixedBatch = 0;  // > 0: the model's input batch dimension is fixed at this size
-  std::string batchDim;    // the input's symbolic batch dimension, fixed per session
-  // Ascending; a Run of n images is padded up to the smallest that holds n. A fixed batch: that
-  // size only; else the powers of two below the session batch, then the session batch itself.
-  std::vector<SessionBatch> batches;
-};
-
 // sessionBatches(): each stage's batch sizes and their counters.
-struct SessionBatchCount {
-  int64_t size = 0;
-  uint64_t runs = 0;
-  uint64_t padRows = 0;
-  uint64_t lowLoadRuns = 0;
-};
-
 struct SessionBatchCounts {
   std::vector<SessionBatchCount> detector;
   std::vector<SessionBatchCount> classifier;
@@ -75,13 +27,6 @@ struct DecodeTiming {
 };
 
 enum class SessionStage { Detector, Classifier };
-
-// Items [first, first + count) of a stage's Run; `alone`: the stage's only Run of an analysis of one image.
-struct Chunk {
-  size_t first = 0;
-  size_t count = 0;
-  bool alone = false;
-};
 
 class Pipeline {
  public:
@@ -135,6 +80,8 @@ class Pipeline {
   static void StampTimings(AnalyzeState& a, double analyzeMs);
   // Every item's result, in input order.
   static std::vector<ItemResult> TakeResults(AnalyzeState& a);
+  // The stage's sessions (native/session.h).
+  const ModelSession& Stage(SessionStage stage) const;
 
   PipelineSpec spec_;
   std::unique_ptr<const DetectorDecoder> decoder_;  // picked by spec_.detector.output.format

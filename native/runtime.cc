@@ -223,7 +223,7 @@ ProviderStatus Probe(Ort::Env& env, ProviderKind kind, const NativeConfig& confi
 bool SameConfig(const NativeConfig& a, const NativeConfig& b) {
   return a.providers == b.providers && a.deviceId == b.deviceId && a.trtCacheDir == b.trtCacheDir &&
          a.trtFp16 == b.trtFp16 && a.cudnnConvAlgoSearch == b.cudnnConvAlgoSearch && a.pinnedMemory == b.pinnedMemory && a.poolThreads == b.poolThreads &&
-         a.intraOpThreads == b.intraOpThreads && a.lowLoadThreads == b.lowLoadThreads && a.lowLoadInFlight == b.lowLoadInFlight;
+         a.intraOpThreads == b.intraOpThreads;
 }
 
 }  // namespace
@@ -241,8 +241,6 @@ Runtime& Configure(const NativeConfig& requested) {
   config.providers.push_back(ProviderKind::Cpu);  // always last
   config.poolThreads = std::max(1, config.poolThreads);
   config.intraOpThreads = std::max(1, config.intraOpThreads);
-  config.lowLoadThreads = std::max(1, config.lowLoadThreads);
-  config.lowLoadInFlight = std::max(1, config.lowLoadInFlight);
   if (g_runtime != nullptr) {
     if (!SameConfig(g_runtime->config, config)) {
       throw std::runtime_error("configure() was already called with a different config; it runs once per process");

@@ -87,6 +87,14 @@ struct ClassifierSpec {
   VerifierSpec verifier;
 };
 
+// The low-load session (src/packs/runtime.ts lowLoadFor decides it: CPU only). threads > 1: each
+// stage gets a second batch-1 session with this many intra-op threads, which a lone image's Run
+// takes while at most maxInFlight analyses (of every pipeline) are running; 1: none.
+struct LowLoadSpec {
+  int threads = 1;
+  int maxInFlight = 1;
+};
+
 struct PipelineSpec {
   DetectorSpec detector;
   ClassifierSpec classifier;
@@ -96,6 +104,7 @@ struct PipelineSpec {
   uint64_t maxPixels = 0;
   int maxSessionBatch = 1;
   bool jpegShrinkOnLoad = true;  // false: every JPEG decoded at full size (the bench's before/after)
+  LowLoadSpec lowLoad;
 };
 
 enum class ProviderKind { TensorRt, Cuda, Cpu };
@@ -109,10 +118,6 @@ struct NativeConfig {
   bool pinnedMemory = true;  // stage session tensors in the GPU provider's pinned memory (host_memory.h)
   int poolThreads = 1;
   int intraOpThreads = 1;
-  // > 1 (CPU only): each stage gets a second batch-1 session with this many intra-op threads, which
-  // a lone image's Run takes while at most lowLoadInFlight analyses are running.
-  int lowLoadThreads = 1;
-  int lowLoadInFlight = 1;
 };
 
 struct ProviderStatus {

@@ -58,7 +58,7 @@ PreprocessedImage PreprocessImage(const PreprocessRequest& request) {
   }
   const int w = image.width;
   const int h = image.height;
-  // As PrepareItem and WriteViewTensor do for the plain view.
+  // As MakeViews and WriteViewTensor (native/geometry.h) do for the plain view.
   const Placement content = PlaceOnCanvas(w, h, spec, 1.0, false, false);
   const ResizedImage resized = ResizeRgb(image, 0, 0, w, h, content.width, content.height);
   const Placement placement = PlaceOnCanvas(w, h, spec, 1.0, spec.anchor == Anchor::Center, false);

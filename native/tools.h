@@ -40,8 +40,8 @@ struct PreprocessedImage {
   FloatTensor tensor;  // [1, 3, H, W] or [1, H, W, 3] per spec.layout
 };
 
-// Decodes the image and writes the tensor of the plain view (PrepareItem + WriteViewTensor of
-// the pipeline). Throws on an undecodable image.
+// Decodes the image and writes the tensor of the plain view (MakeViews + WriteViewTensor of
+// native/geometry.h). Throws on an undecodable image.
 PreprocessedImage PreprocessImage(const PreprocessRequest& request);
 
 struct DecodeRequest {

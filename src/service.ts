@@ -1,4 +1,4 @@
-// What request handlers share: configuration, keys, models, the providers in use and the release version.
+// What request handlers share: configuration, keys, models and the release version.
 import type { Config } from './config';
 import type { DocsAsset } from './http/docs/pages';
 import type { KeyRing } from './http/auth';
@@ -10,6 +10,4 @@ export interface Service {
   registry: ModelRegistry;
   version: string;
   docsAssets: Record<string, DocsAsset>;
-  /** The execution providers in use (those that loaded and passed their probe; cpu last). */
-  providers: string[];
 }

@@ -200,8 +200,7 @@ async function startInterfaces(
 
   const packs = await startPackControl(config, { addon, info, registry, store });
   ctx.readiness.setVersions(() => versionStates(registry, packs.control));
-  const providers = info.providers.filter((p) => p.active).map((p) => p.name);
-  const service: Service = { config, keys: ctx.keys, registry, version: ctx.version, docsAssets: loadDocsAssets(), providers };
+  const service: Service = { config, keys: ctx.keys, registry, version: ctx.version, docsAssets: loadDocsAssets() };
   registerV2(ctx.router, service, [OIP_DOCUMENT]);
   registerV1(ctx.router, service);
   registerInspect(ctx.router);

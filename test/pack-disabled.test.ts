@@ -13,6 +13,7 @@ const options = {
   maxPixels: 40_000_000,
   batching: { maxBatchSize: 1, maxQueueDelayUs: 0, maxQueue: 1, maxInFlight: 1 },
   sessionBatch: 1,
+  lowLoad: { threads: 1, maxInFlight: 1 },
 };
 // Never called: nothing here reaches the native pipeline.
 const noAddon = {} as NativeAddon;

@@ -12,7 +12,7 @@ import { loadConfig } from '../src/config';
 import type { Model } from '../src/packs/model';
 import { loadModel, ModelRegistry } from '../src/packs/registry';
 import { chooseSizes, RUNS } from '../src/packs/session-sizes';
-import { loadModels, registryOptions, warmUpAll } from '../src/packs/runtime';
+import { loadModels, lowLoadFor, registryOptions, warmUpAll } from '../src/packs/runtime';
 import type { ItemResult, NativeAddon, NativeInfo, NativePipeline, SessionStage } from '../src/native/addon';
 import { repoRoot } from './helpers/paths';
 
@@ -94,6 +94,12 @@ test('input tensors kept between Runs: concurrent micro-batches answer as single
   for (const round of rounds) assert.deepEqual(outcomes(round), outcomes(alone));
   const runsAfter = padded.sessionBatches().detector.map((b) => b.runs);
   assert.ok(runsAfter.some((runs, i) => runs > runsBefore[i]! && i > 0), 'some Runs held several images');
+});
+
+test('the low-load rule is decided once (CPU only) and the model reports what its pipeline was made with', () => {
+  assert.deepEqual(padded.lowLoad, { threads: 2, maxInFlight: 1 }, 'CPU: CATCOMFORT_LOW_LOAD_THREADS');
+  const gpu: NativeInfo = { ...info, providers: [{ name: 'cuda', active: true, reason: null }, ...info.providers] };
+  assert.deepEqual(lowLoadFor(loadConfig(env), gpu), { threads: 1, maxInFlight: 1 }, 'a GPU provider active: none');
 });
 
 test('a session batch that is no power of two is the largest size: 10 -> 1, 2, 4, 8, 10', async () => {

@@ -190,6 +190,17 @@ export interface PipelineSpec {
    * states the rule); sizes and boxes stay in source pixels. false: full-size decodes (for comparison).
    */
   jpegShrinkOnLoad: boolean;
+  /** The low-load sessions (src/packs/runtime.ts lowLoadFor decides them); absent: none. */
+  lowLoad?: LowLoadSessions;
+}
+
+/**
+ * threads > 1: each stage also gets a batch-1 session with this many intra-op threads, which a lone
+ * image's Run takes while at most `maxInFlight` analyses (of every pipeline) run; 1: none.
+ */
+export interface LowLoadSessions {
+  threads: number;
+  maxInFlight: number;
 }
 
 export interface NativeConfig {
@@ -206,12 +217,6 @@ export interface NativeConfig {
   poolThreads: number;
   /** ORT intra-op threads per session run. */
   intraOpThreads: number;
-  /**
-   * > 1 (CPU only): each stage also gets a batch-1 session with this many intra-op threads, which a
-   * lone image's Run takes while at most `lowLoadInFlight` analyses run (default 1: none).
-   */
-  lowLoadThreads?: number;
-  lowLoadInFlight?: number;
 }
 
 /** How cuDNN picks convolution algorithms: benchmark all (slow first Run per shape), its heuristics, or one fixed. */

@@ -2,7 +2,7 @@
 // metrics of each analysis, its session batches and host memory, and its warm-up.
 import { log } from '../log';
 import type { BatchingConfig } from '../pipeline/batcher';
-import { describeFailure, type AnalyzeItem, type HostMemory, type ItemResult, type NativeAddon, type NativePipeline, type SessionBatch, type SessionStage } from '../native/addon';
+import { describeFailure, type AnalyzeItem, type HostMemory, type ItemResult, type LowLoadSessions, type NativeAddon, type NativePipeline, type SessionBatch, type SessionStage } from '../native/addon';
 import { metrics } from '../ops/metrics';
 import { observeStages } from '../ops/stage-summary';
 import { toAnalysis, type Analysis } from '../pipeline/analysis';
@@ -44,6 +44,8 @@ export class Model {
     readonly backbonePrecision: Precision | null,
     /** Why this precision serves (precision-check.ts). */
     readonly precisionReason: string,
+    /** The low-load sessions its pipeline was made with (runtime.ts lowLoadFor). */
+    readonly lowLoad: LowLoadSessions,
   ) {
     const model = manifest.id;
     const onBatch = (queuedMs: number[]) => metrics.batchSize.observe({ model }, queuedMs.length);

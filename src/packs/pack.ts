@@ -6,7 +6,7 @@ import path from 'node:path';
 import { sha256 } from '../hash';
 import type { BatchingConfig } from '../pipeline/batcher';
 import { log } from '../log';
-import type { ClassifierSpec, DetectorSpec, PipelineSpec, PreprocessSpec, VerifierSpec } from '../native/addon';
+import type { ClassifierSpec, DetectorSpec, LowLoadSessions, PipelineSpec, PreprocessSpec, VerifierSpec } from '../native/addon';
 import { CROP_OUTPUTS, composeCropNetwork } from '../graphs/imagenet/crop-network';
 import { parseHead, type HeadWeights } from '../graphs/imagenet/head';
 import { classList, validateManifest, type HeadClassifierManifest, type Manifest, type PreprocessManifest, type VerifierManifest } from './manifest';
@@ -102,6 +102,8 @@ export interface PackLimits {
   sessionBatch: number | null;
   /** PipelineSpec.jpegShrinkOnLoad; default true (false only to measure the full-size decode). */
   jpegShrinkOnLoad?: boolean;
+  /** PipelineSpec.lowLoad (runtime.ts lowLoadFor); default none. */
+  lowLoad?: LowLoadSessions;
   /**
    * The precision wanted (default fp32): the detector's, where the pack has an int8 detector; the
    * ImageNet backbone's: int8 (QLinear ops, for the CPU provider) or its float copy (for providers
@@ -202,6 +204,7 @@ export async function loadPack(dir: string, limits: PackLimits): Promise<LoadedP
       maxPixels: limits.maxPixels,
       maxSessionBatch: limits.sessionBatch ?? (manifest.batching?.maxBatchSize ?? limits.batching.maxBatchSize) * d.views.length,
       jpegShrinkOnLoad: limits.jpegShrinkOnLoad ?? true,
+      ...(limits.lowLoad && { lowLoad: limits.lowLoad }),
     },
   };
 }

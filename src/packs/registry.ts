@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { BatchingConfig } from '../pipeline/batcher';
-import type { NativeAddon } from '../native/addon';
+import type { LowLoadSessions, NativeAddon } from '../native/addon';
 import { Model } from './model';
 import { checkPackFolder, PackError, readManifest, type Precision } from './pack';
 import { loadProven } from './precision-check';
@@ -20,6 +20,8 @@ export interface RegistryOptions {
   /** How the batching was chosen (batching-plan.ts), for /v2/stats; default 'settings'. */
   batchingChosenBy?: string;
   sessionBatch: number | null;
+  /** PackLimits.lowLoad; also what the model reports (/v2/stats `lowLoad`). */
+  lowLoad: LowLoadSessions;
   /** The precision wanted (PackLimits.precision), proven by the int8 self-check (precision-check.ts). */
   precision: Precision;
   /** true when CATCOMFORT_PRECISION set the precision: int8 then serves even if its self-check fails. */
@@ -32,7 +34,7 @@ export interface RegistryOptions {
 export async function loadModel(addon: NativeAddon, dir: string, options: RegistryOptions): Promise<Model> {
   const { pack, pipeline, choice } = await loadProven(addon, dir, options, { precision: options.precision, forced: options.precisionForced });
   const batching = { config: options.batching, fitToSessions: options.fitBatchToSessions ?? false, chosenBy: options.batchingChosenBy ?? 'settings' };
-  return new Model(pack.manifest, dir, addon, pipeline, options.maxPixels, batching, pack.precision, pack.backbonePrecision, choice.reason);
+  return new Model(pack.manifest, dir, addon, pipeline, options.maxPixels, batching, pack.precision, pack.backbonePrecision, choice.reason, options.lowLoad);
 }
 
 export class ModelRegistry {

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Config, RuntimeConfig } from '../config';
 import { log } from '../log';
-import { loadAddon, type NativeAddon, type NativeInfo } from '../native/addon';
+import { loadAddon, type LowLoadSessions, type NativeAddon, type NativeInfo } from '../native/addon';
 import { planBatching, type BatchingPlan } from './batching-plan';
 import type { Precision } from './pack';
 import { provenProviders } from './probe/provider-probe';
@@ -24,8 +24,6 @@ export function configureAddon(config: RuntimeConfig, addon: NativeAddon = loadA
     pinnedMemory: config.pinnedMemory,
     poolThreads: config.poolThreads,
     intraOpThreads: config.intraOpThreads,
-    lowLoadThreads: config.lowLoadThreads,
-    lowLoadInFlight: config.lowLoadInFlight,
   });
   return { addon, info };
 }
@@ -38,6 +36,15 @@ export function configureAddon(config: RuntimeConfig, addon: NativeAddon = loadA
 export function sessionBatchFor(config: Pick<Config, 'sessionBatch'>, info: NativeInfo): number | null {
   if (config.sessionBatch !== null) return config.sessionBatch;
   return gpuActive(info) ? null : 1;
+}
+
+/**
+ * The low-load sessions, decided here only (native makes what this says; /v2/stats reports it):
+ * CATCOMFORT_LOW_LOAD_THREADS on CPU, where they spread a lone image's Run over idle cores; none
+ * (threads 1) when a GPU provider is active, whose Runs are the device's.
+ */
+export function lowLoadFor(config: Pick<Config, 'lowLoadThreads' | 'lowLoadInFlight'>, info: NativeInfo): LowLoadSessions {
+  return { threads: gpuActive(info) ? 1 : config.lowLoadThreads, maxInFlight: config.lowLoadInFlight };
 }
 
 /** Whether a GPU provider (anything but cpu) is active. */
@@ -69,6 +76,7 @@ export function registryOptions(config: RuntimeConfig, info: NativeInfo): Regist
     fitBatchToSessions: plan.fitToSessions,
     batchingChosenBy: plan.chosenBy,
     sessionBatch: sessionBatchFor(config, info),
+    lowLoad: lowLoadFor(config, info),
     precision: precisionFor(config, info),
     precisionForced: config.precision !== null,
   };

@@ -69,12 +69,6 @@ function predictRoute(service: Service, modelFrom: (ex: Exchange) => string) {
   };
 }
 
-/** The low-load sessions' settings; threads 1 when a GPU provider is in use (none are made then). */
-function lowLoadSettings(service: Service): { threads: number; maxInFlight: number } {
-  const cpuOnly = service.providers.every((p) => p === 'cpu');
-  return { threads: cpuOnly ? service.config.lowLoadThreads : 1, maxInFlight: service.config.lowLoadInFlight };
-}
-
 function staticRoute(body: string | Buffer, contentType: string) {
   return (ex: Exchange): void =>
     ex.send(200, { 'Content-Type': contentType, 'Cache-Control': 'public, max-age=3600', 'X-Request-ID': requestIdFrom(ex.header('x-request-id')) }, body);
@@ -119,7 +113,7 @@ export function registerV2(router: Router, service: Service, additions: Document
                 return { pack_version: v.model.version, role: v.role, share: v.share, submitted, completed, queued, inFlight };
               });
               const batching = { ...m.batchingInEffect(), poolThreads: service.config.poolThreads };
-              return [pack.id, { ...m.batcher.stats(), batching, stages: stageSummaries(pack.id), precision: m.precision, precisionReason: m.precisionReason, cpuFeatures: cpuFeatures(), sessionBatches: m.sessionBatches(), lowLoad: lowLoadSettings(service), sessionBatchTimings: m.sizeTimings(), hostMemory: m.hostMemory(), versions }];
+              return [pack.id, { ...m.batcher.stats(), batching, stages: stageSummaries(pack.id), precision: m.precision, precisionReason: m.precisionReason, cpuFeatures: cpuFeatures(), sessionBatches: m.sessionBatches(), lowLoad: m.lowLoad, sessionBatchTimings: m.sizeTimings(), hostMemory: m.hostMemory(), versions }];
             }),
           ),
         },
