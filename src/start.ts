@@ -76,10 +76,8 @@ export async function startService(config: Config): Promise<RunningService> {
   registerOipHealth(router, readiness);
   const server = new HttpServer(router, {
     maxBodyBytes: config.maxBodyBytes,
-    upstreamConnections: config.front.upstreamConnections,
-    upstreamQueue: config.front.upstreamQueue,
+    front: config.front,
     upstreamWaitMs: config.requestTimeoutMs,
-    trustedProxies: config.front.trustedProxies,
     isReady: () => readiness.ready,
     alwaysOpen: (p) => (OPS_PATHS.has(p) || OIP_HEALTH_PATHS.has(p)) && router.match('GET', p).kind === 'found',
     onRequestEnd: recordRequest,

@@ -7,12 +7,12 @@ import { Exchange } from './exchange';
 import { TrustedProxies } from './front/client-address';
 import { HttpFront } from './front/front';
 import type { FrontAnswer } from './front/settings';
-import { POOL_DEFAULTS } from './front/upstream-pool';
 import { requestIdFrom } from './request-id';
 import { Router } from './router';
 import { createSocketDir, SOCKET_NAME } from './socket-dir';
 import { uws, type ListenSocket, type TemplatedApp } from './uws';
 import { ApiError, errorAnswer, methodNotAllowedAnswer, notFoundAnswer, type Answer } from './errors';
+import type { FrontConfig } from '../config';
 import { log } from '../log';
 
 function reply(ex: Exchange, answer: Answer, closeAfter = false): void {
@@ -58,15 +58,10 @@ export interface FrontAnswerRecord extends FrontAnswer {
 export interface HttpServerOptions {
   /** The body limit, for the front's early 413 to `Expect: 100-continue`. */
   maxBodyBytes: number;
-  /** Connections from the front to uWS, and requests waiting for one, at most (default POOL_DEFAULTS). */
-  upstreamConnections?: number;
-  upstreamQueue?: number;
-  /** Longest a request waits for a connection to uWS, then 429 (default POOL_DEFAULTS). */
-  upstreamWaitMs?: number;
-  /** Peers whose Forwarded / X-Forwarded-For fields name the client (default none). */
-  trustedProxies?: readonly string[];
-  /** Idle limit of client connections (uWS closes idle connections after about 10 s too). */
-  idleTimeoutMs?: number;
+  /** The front's limits and trusted proxies (Config.front: CATCOMFORT_UPSTREAM_*, CATCOMFORT_TRUSTED_PROXIES, CATCOMFORT_CLIENT_IDLE_TIMEOUT_MS). */
+  front: FrontConfig;
+  /** Longest a request waits for a connection to uWS, then 429 (the service: its request timeout). */
+  upstreamWaitMs: number;
   /** Until this returns true, requests get 503 unless `alwaysOpen` (default: ready at once). */
   isReady?: () => boolean;
   /** Paths dispatched before readiness and while shutting down (health, readiness, metrics). */
@@ -151,16 +146,16 @@ export class HttpServer {
           else reject(new Error(`uWS cannot listen on its private socket ${socketPath}`));
         }, socketPath);
       });
-      const onFrontAnswer = this.options.onFrontAnswer;
+      const { front: limits, onFrontAnswer } = this.options;
       this.front = new HttpFront({
         upstreamPath: socketPath,
-        upstreamConnections: this.options.upstreamConnections ?? POOL_DEFAULTS.connections,
-        upstreamQueue: this.options.upstreamQueue ?? POOL_DEFAULTS.queue,
-        upstreamWaitMs: this.options.upstreamWaitMs ?? POOL_DEFAULTS.waitMs,
-        trustedProxies: new TrustedProxies(this.options.trustedProxies ?? []),
+        upstreamConnections: limits.upstreamConnections,
+        upstreamQueue: limits.upstreamQueue,
+        upstreamWaitMs: this.options.upstreamWaitMs,
+        trustedProxies: new TrustedProxies(limits.trustedProxies),
         onAnswer: onFrontAnswer && ((a) => onFrontAnswer({ ...a, route: this.routeOf(a.method, a.path) })),
         maxBodyBytes: this.options.maxBodyBytes,
-        idleTimeoutMs: this.options.idleTimeoutMs ?? 10_000,
+        idleTimeoutMs: limits.idleTimeoutMs,
         allowedMethods: (p) => this.router.allowedMethods(p),
         rendererFor: (p) => this.router.rendererFor(p),
       });
