@@ -101,7 +101,7 @@ export const SETTINGS = {
   adminKey: toolOnly(optionalText('CATCOMFORT_ADMIN_KEY', 'The admin key `catcomfort packs` sends')),
   testDatabaseUrl: toolOnly(optionalText('CATCOMFORT_TEST_DATABASE_URL', 'Tests only: a PostgreSQL server for the PostgreSQL tests (each test database is created on it) instead of a throwaway cluster')),
   testPgBin: toolOnly(optionalText('CATCOMFORT_TEST_PG_BIN', 'Tests only: folder of the PostgreSQL server binaries (`initdb`, `pg_ctl`) for the throwaway cluster')),
-  sharedDir: toolOnly(folder('CATCOMFORT_SHARED_DIR', '../shared', 'Tools, benchmarks and tests: the shared fixtures folder (photos, models), relative to the checkout', '`../shared`')),
+  sharedDir: toolOnly(folder('CATCOMFORT_SHARED_DIR', '../shared', 'Tools, benchmarks and tests: the shared fixtures folder (photos, models), relative to the checkout')),
 } as const;
 
 /** Every CATCOMFORT_* variable the service, its tools and its tests read. */
