@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { sharedDirFrom } from '../src/config';
 import { cpuFeatures } from '../src/native/cpu-features';
 
 /** Repository root (this file runs from dist/bench/). */
@@ -14,7 +15,8 @@ export const benchDir = path.join(repoRoot, 'bench');
 export const resultsDir = process.env.BENCH_RESULTS_DIR ? path.resolve(process.env.BENCH_RESULTS_DIR) : path.join(benchDir, 'results');
 /** Scratch folder for per-step JSON handed between processes (gitignored). */
 export const tmpDir = path.join(benchDir, 'results', 'tmp');
-export const sharedDir = path.resolve(repoRoot, process.env.CATCOMFORT_SHARED_DIR ?? '../shared');
+/** The shared fixtures folder (CATCOMFORT_SHARED_DIR). */
+export const sharedDir = sharedDirFrom();
 export const photosDir = path.join(sharedDir, 'fixtures/photos');
 
 export interface Photo {

@@ -78,15 +78,13 @@ export async function startService(config: Config): Promise<RunningService> {
   registerOipHealth(router, readiness);
   const server = new HttpServer(router, {
     maxBodyBytes: config.maxBodyBytes,
-    upstreamConnections: config.front.upstreamConnections,
-    upstreamQueue: config.front.upstreamQueue,
+    front: config.front,
     upstreamWaitMs: config.requestTimeoutMs,
-    trustedProxies: config.front.trustedProxies,
     isReady: () => readiness.ready,
     alwaysOpen: (p) => (OPS_PATHS.has(p) || OIP_HEALTH_PATHS.has(p)) && router.match('GET', p).kind === 'found',
     onRequestEnd: recordRequest,
     onFrontAnswer: recordFrontAnswer,
-    frontThreads: { count: config.front.httpThreads, entry: path.join(__dirname, 'front-thread-main.js'), dupFd: (fd) => loadAddon().dupFd(fd), nameOfRenderer },
+    frontThreads: { entry: path.join(__dirname, 'front-thread-main.js'), dupFd: (fd) => loadAddon().dupFd(fd), nameOfRenderer },
   });
   const port = await server.listen(config.host, config.port);
   metrics.setSources({ requestsInFlight: () => server.requestsInFlight, upstream: () => server.upstream });

@@ -1,5 +1,6 @@
 // Configuration: the GPU path (cuDNN's convolution search, the provider probe's time limit), metrics
-// access, and the warning about unknown CATCOMFORT_* variables.
+// access, the HTTP front's limits, Config as the table's values, and the warning about unknown
+// CATCOMFORT_* variables.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -27,6 +28,19 @@ test('CATCOMFORT_METRICS: key by default, open or off; CATCOMFORT_METRICS_PORT u
   assert.equal(loadConfig({ CATCOMFORT_METRICS: 'off' }).metrics.access, 'off');
   assert.throws(() => loadConfig({ CATCOMFORT_METRICS: 'public' }), /CATCOMFORT_METRICS must be key, open or off, got "public"/);
   assert.throws(() => loadConfig({ CATCOMFORT_METRICS_PORT: 'x' }), /CATCOMFORT_METRICS_PORT must be an integer/);
+});
+
+test("the HTTP front's settings: the upstream pool's limits and the client idle timeout, from the table", () => {
+  assert.deepEqual(loadConfig({}).front, { upstreamConnections: 256, upstreamQueue: 1024, trustedProxies: [], idleTimeoutMs: 10_000 });
+  assert.equal(loadConfig({ CATCOMFORT_CLIENT_IDLE_TIMEOUT_MS: '2500' }).front.idleTimeoutMs, 2500);
+  assert.throws(() => loadConfig({ CATCOMFORT_CLIENT_IDLE_TIMEOUT_MS: '50' }), /CATCOMFORT_CLIENT_IDLE_TIMEOUT_MS must be between 100 and 3600000, got 50/);
+  assert.throws(() => loadConfig({ CATCOMFORT_TRUSTED_PROXIES: '10.0.0.0/33' }), /CATCOMFORT_TRUSTED_PROXIES: "10.0.0.0\/33": the prefix length must be 0-32/);
+});
+
+test('Config holds the service\'s settings only: rows for tools, the CLI and tests are left out', () => {
+  const config = loadConfig({ CATCOMFORT_SHARED_DIR: '/s', CATCOMFORT_ADMIN_URL: 'http://x' }) as unknown as Record<string, unknown>;
+  for (const key of ['sharedDir', 'adminUrl', 'adminKey', 'modelMirror', 'testDatabaseUrl', 'testPgBin']) assert.equal(key in config, false, key);
+  assert.equal(loadConfig({ CATCOMFORT_VIDEO_MEMORY_MB: '64' }).video.memoryBytes, 64 * 1024 * 1024);
 });
 
 test('unknown CATCOMFORT_* variables are named with the closest known one; known and other variables are not', () => {

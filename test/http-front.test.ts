@@ -9,6 +9,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { loadConfig } from '../src/config';
 import type { Exchange } from '../src/http/exchange';
 import { MAX_HEADER_FIELDS, PEER_ADDRESS_HEADER, parseHead } from '../src/http/front/head';
 import { ResponseReader } from '../src/http/front/response';
@@ -187,6 +188,12 @@ function cutPoints(length: number, count: number, seed: number): number[] {
   return [0, ...[...cuts].sort((a, b) => a - b), length];
 }
 
+/** The front's limits as the service has them by default (the settings table). */
+function serverDefaults() {
+  const { front, requestTimeoutMs } = loadConfig({});
+  return { front, upstreamWaitMs: requestTimeoutMs };
+}
+
 function pieces(bytes: Buffer, cuts: number[]): Buffer[] {
   return cuts.slice(1).map((end, i) => bytes.subarray(cuts[i]!, end));
 }
@@ -197,7 +204,7 @@ describe('splits', () => {
     const echo = (ex: Exchange) =>
       ex.readBody(1024 * 1024).then((body) => ex.send(200, { 'Content-Type': 'text/plain' }, `${ex.method} ${ex.path} ${body.length} ${body.subarray(0, 8).toString()}`));
     router.add('GET', '/echo', echo).add('POST', '/echo', echo).add('PUT', '/echo', echo);
-    const http = new HttpServer(router, { maxBodyBytes: 1024 * 1024 });
+    const http = new HttpServer(router, { maxBodyBytes: 1024 * 1024, ...serverDefaults() });
     const port = await http.listen('127.0.0.1', 0);
     const big = 'b'.repeat(70_000);
     const requests: Array<[string, string | null]> = [
@@ -263,7 +270,7 @@ describe('client address', () => {
     router.add('GET', '/peer', (ex) =>
       ex.send(200, { 'Content-Type': 'application/json' }, JSON.stringify({ peer: ex.peerAddress, field: ex.header(PEER_ADDRESS_HEADER) ?? null })),
     );
-    const http = new HttpServer(router, { maxBodyBytes: 1024 });
+    const http = new HttpServer(router, { maxBodyBytes: 1024, ...serverDefaults() });
     const port = await http.listen('127.0.0.1', 0);
     try {
       const reply = await talk(port, [`GET /peer HTTP/1.1\r\nHost: x\r\nCatComfort-Peer-Address: 203.0.113.9\r\n\r\n`], atLeast(1));

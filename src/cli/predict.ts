@@ -11,6 +11,7 @@ import { commandLineBytes, predictInChild, readNames, SAFE_COMMAND_LINE_BYTES } 
 import { loadOneModel, ModelChoiceError } from './load-model';
 import { ProgressBar } from './progress';
 import type { Model } from '../packs/model';
+import { appliedThreshold } from '../packs/routed';
 
 /** Files from which on a progress bar is drawn (when stderr is a terminal). */
 const PROGRESS_FROM = 10;
@@ -103,7 +104,7 @@ export async function predictCommand(argv: string[]): Promise<number> {
   if (parsed.positionals.length === 0) throw new UsageError('at least one FILE is needed', USAGE);
   const model = parsed.values.model as string | undefined;
   const thresholdText = parsed.values.threshold as string | undefined;
-  let threshold = parseThreshold(thresholdText);
+  const threshold = parseThreshold(thresholdText);
   let files = parsed.positionals;
   if (files.includes('-')) {
     if (files.length > 1) throw new UsageError('"-" (names on stdin) must be the only FILE', USAGE);
@@ -135,9 +136,8 @@ export async function predictCommand(argv: string[]): Promise<number> {
     if (loaded.manifest.classifier.reference) {
       process.stderr.write(`note: the classifier of ${loaded.id} is an untrained reference network; its score is not a comfort signal\n`);
     }
-    threshold ??= loaded.manifest.defaultThreshold;
     const { maxBatchSize, maxInFlight, maxQueue } = loaded.batcher.options;
-    const failed = await analyseAll(loaded, files, threshold, Math.max(1, Math.min(maxBatchSize * maxInFlight, maxQueue)));
+    const failed = await analyseAll(loaded, files, appliedThreshold(loaded, threshold), Math.max(1, Math.min(maxBatchSize * maxInFlight, maxQueue)));
     return failed > 0 || !process.stdout.writable ? 1 : 0;
   } finally {
     await loaded.close();

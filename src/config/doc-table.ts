@@ -1,11 +1,12 @@
 // The README's table of settings, written from the settings table (settings.ts): one row per
 // variable, in the table's order.
 import { SETTINGS } from './settings';
+import { settingsOf } from './shape';
 
 export const TABLE_HEAD = '| Variable | Default | Meaning |\n|---|---|---|\n';
 
 export function settingsTable(): string {
-  return TABLE_HEAD + Object.values(SETTINGS).map((s) => `| \`${s.name}\` | ${s.shown} | ${s.doc} |\n`).join('');
+  return TABLE_HEAD + settingsOf(SETTINGS).map((s) => `| \`${s.name}\` | ${s.shown} | ${s.doc} |\n`).join('');
 }
 
 /** `readme` with its settings table (from TABLE_HEAD to the first blank line after it) replaced. */

@@ -8,12 +8,12 @@ import { TrustedProxies } from './front/client-address';
 import { HttpFront } from './front/front';
 import { FrontThreads } from './front/front-threads';
 import type { FrontAnswer } from './front/settings';
-import { POOL_DEFAULTS } from './front/upstream-pool';
 import { requestIdFrom } from './request-id';
 import { Router } from './router';
 import { createSocketDir, SOCKET_NAME } from './socket-dir';
 import { uws, type ListenSocket, type TemplatedApp } from './uws';
 import { ApiError, errorAnswer, methodNotAllowedAnswer, notFoundAnswer, type Answer, type ErrorRenderer } from './errors';
+import type { FrontConfig } from '../config';
 import { log } from '../log';
 
 function reply(ex: Exchange, answer: Answer, closeAfter = false): void {
@@ -59,15 +59,10 @@ export interface FrontAnswerRecord extends FrontAnswer {
 export interface HttpServerOptions {
   /** The body limit, for the front's early 413 to `Expect: 100-continue`. */
   maxBodyBytes: number;
-  /** Connections from the front to uWS, and requests waiting for one, at most (default POOL_DEFAULTS). */
-  upstreamConnections?: number;
-  upstreamQueue?: number;
-  /** Longest a request waits for a connection to uWS, then 429 (default POOL_DEFAULTS). */
-  upstreamWaitMs?: number;
-  /** Peers whose Forwarded / X-Forwarded-For fields name the client (default none). */
-  trustedProxies?: readonly string[];
-  /** Idle limit of client connections (uWS closes idle connections after about 10 s too). */
-  idleTimeoutMs?: number;
+  /** The front's limits and trusted proxies (Config.front: CATCOMFORT_UPSTREAM_*, CATCOMFORT_TRUSTED_PROXIES, CATCOMFORT_CLIENT_IDLE_TIMEOUT_MS). */
+  front: FrontConfig;
+  /** Longest a request waits for a connection to uWS, then 429 (the service: its request timeout). */
+  upstreamWaitMs: number;
   /** Until this returns true, requests get 503 unless `alwaysOpen` (default: ready at once). */
   isReady?: () => boolean;
   /** Paths dispatched before readiness and while shutting down (health, readiness, metrics). */
@@ -76,13 +71,12 @@ export interface HttpServerOptions {
   onRequestEnd?: (ex: Exchange) => void;
   /** Hears every answer the front gives itself. */
   onFrontAnswer?: (record: FrontAnswerRecord) => void;
-  /** With a count of 2 or more, the front runs on that many worker threads instead of the main thread (front/front-threads.ts). */
-  frontThreads?: FrontThreadsChoice;
+  /** What starting the front on worker threads (front.httpThreads >= 2, front/front-threads.ts) takes from the floors above. */
+  frontThreads?: FrontThreadsStart;
 }
 
-/** The front's threads, and what starting them takes from the floors above (the addon's dupFd, the renderers' names). */
-export interface FrontThreadsChoice {
-  count: number;
+/** The front thread's script, the addon's dupFd, and the renderers' names. */
+export interface FrontThreadsStart {
   entry: string;
   dupFd(fd: number): number;
   nameOfRenderer(render: ErrorRenderer): string;
@@ -162,57 +156,60 @@ export class HttpServer {
           else reject(new Error(`uWS cannot listen on its private socket ${socketPath}`));
         }, socketPath);
       });
-      const onFrontAnswer = this.options.onFrontAnswer;
+      const { front: limits, onFrontAnswer, frontThreads } = this.options;
       const onAnswer = onFrontAnswer && ((a: FrontAnswer) => onFrontAnswer({ ...a, route: this.routeOf(a.method, a.path) }));
-      const limits = {
-        upstreamPath: socketPath,
-        upstreamConnections: this.options.upstreamConnections ?? POOL_DEFAULTS.connections,
-        upstreamQueue: this.options.upstreamQueue ?? POOL_DEFAULTS.queue,
-        upstreamWaitMs: this.options.upstreamWaitMs ?? POOL_DEFAULTS.waitMs,
-        maxBodyBytes: this.options.maxBodyBytes,
-        idleTimeoutMs: this.options.idleTimeoutMs ?? 10_000,
-      };
-      const threads = this.options.frontThreads;
-      if (threads && threads.count >= 2) {
-        // Each thread keeps its share of the pool's limits, so the sums stay the settings.
-        const share = (n: number) => Math.max(1, Math.ceil(n / threads.count));
-        this.front = new FrontThreads({
-          count: threads.count,
-          entry: threads.entry,
-          dupFd: threads.dupFd,
-          onAnswer,
-          data: {
-            ...limits,
-            upstreamConnections: share(limits.upstreamConnections),
-            upstreamQueue: share(limits.upstreamQueue),
-            trustedProxies: [...(this.options.trustedProxies ?? [])],
-            router: this.router.outline(threads.nameOfRenderer),
-          },
-        });
-        const front = this.front;
-        let pending = false;
-        this.router.onChange(() => {
-          if (pending) return;
-          pending = true;
-          queueMicrotask(() => {
-            pending = false;
-            front.setRouter(this.router.outline(threads.nameOfRenderer));
-          });
-        });
-      } else {
-        this.front = new HttpFront({
-          ...limits,
-          trustedProxies: new TrustedProxies(this.options.trustedProxies ?? []),
-          onAnswer,
-          allowedMethods: (p) => this.router.allowedMethods(p),
-          rendererFor: (p) => this.router.rendererFor(p),
-        });
-      }
+      const common = { upstreamPath: socketPath, upstreamWaitMs: this.options.upstreamWaitMs, maxBodyBytes: this.options.maxBodyBytes, idleTimeoutMs: limits.idleTimeoutMs };
+      this.front =
+        frontThreads && limits.httpThreads >= 2
+          ? this.frontOnThreads(limits.httpThreads, frontThreads, common, onAnswer)
+          : new HttpFront({
+              ...common,
+              upstreamConnections: limits.upstreamConnections,
+              upstreamQueue: limits.upstreamQueue,
+              trustedProxies: new TrustedProxies(limits.trustedProxies),
+              onAnswer,
+              allowedMethods: (p) => this.router.allowedMethods(p),
+              rendererFor: (p) => this.router.rendererFor(p),
+            });
       return await this.front.listen(host, port);
     } catch (error) {
       this.close();
       throw error;
     }
+  }
+
+  /** The front on `count` threads, each with its share of the pool's limits (so the sums stay the settings), told of every change of routes. */
+  private frontOnThreads(
+    count: number,
+    start: FrontThreadsStart,
+    common: { upstreamPath: string; upstreamWaitMs: number; maxBodyBytes: number; idleTimeoutMs: number },
+    onAnswer: ((a: FrontAnswer) => void) | undefined,
+  ): FrontThreads {
+    const limits = this.options.front;
+    const share = (n: number) => Math.max(1, Math.ceil(n / count));
+    const front = new FrontThreads({
+      count,
+      entry: start.entry,
+      dupFd: start.dupFd,
+      onAnswer,
+      data: {
+        ...common,
+        upstreamConnections: share(limits.upstreamConnections),
+        upstreamQueue: share(limits.upstreamQueue),
+        trustedProxies: [...limits.trustedProxies],
+        router: this.router.outline(start.nameOfRenderer),
+      },
+    });
+    let pending = false;
+    this.router.onChange(() => {
+      if (pending) return;
+      pending = true;
+      queueMicrotask(() => {
+        pending = false;
+        front.setRouter(this.router.outline(start.nameOfRenderer));
+      });
+    });
+    return front;
   }
 
   private routeOf(method: string, path: string): string {

@@ -6,7 +6,7 @@ import { ApiError, validationError, type FieldError } from '../http/errors';
 import type { AnalyzeItem } from '../native/addon';
 import type { AnalyzeOptions } from '../packs/model';
 import type { ModelRegistry } from '../packs/registry';
-import { analyzePicked, pickVersion } from '../packs/routed';
+import { analyzePicked, appliedThreshold, pickVersion } from '../packs/routed';
 import { ImageError } from '../pipeline/analysis';
 import { THRESHOLD_RANGE } from '../v2/schemas';
 import { INPUT, OUTPUT_NAMES, outputTensors, type OutputTensor } from './tensors';
@@ -53,7 +53,7 @@ export async function infer(registry: ModelRegistry, call: InferCall, options: A
       ),
     ),
   );
-  const applied = threshold ?? pick.model.manifest.defaultThreshold;
+  const applied = appliedThreshold(pick.model, threshold);
   return { model: pick.model.id, version: pick.model.version, id: call.id, outputs: outputTensors(analyses, applied, outputs) };
 }
 

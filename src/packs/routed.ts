@@ -44,8 +44,13 @@ export async function analyzePicked(pick: Pick, item: AnalyzeItem, options: Anal
   return { analysis, model };
 }
 
+/** The threshold that decides a label: the one asked for, else the answering version's default (its manifest's). */
+export function appliedThreshold(model: Model, asked: number | null | undefined): number {
+  return asked ?? model.manifest.defaultThreshold;
+}
+
 function label(analysis: Analysis, model: Model, threshold: number | null): boolean | null {
-  return analysis.score === null ? null : isDiscomfort(analysis.score, threshold ?? model.manifest.defaultThreshold);
+  return analysis.score === null ? null : isDiscomfort(analysis.score, appliedThreshold(model, threshold));
 }
 
 /** Whether a shadow image may run now: serving has no work waiting and a free batch slot, and no shadow image runs. */

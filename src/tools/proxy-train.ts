@@ -10,6 +10,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { sharedDirFrom } from '../config';
 import { readManifest } from '../packs/pack';
 import { buildBackbone, imagenetBackbone, STAGES, type Backbone, type StageName } from '../train/backbone';
 import type { LabelledPhoto } from '../train/dataset';
@@ -43,7 +44,7 @@ const pct = (v: number) => `${(v * 100).toFixed(1)} %`;
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
-      shared: { type: 'string', default: path.resolve(repoRoot, '../shared') },
+      shared: { type: 'string', default: sharedDirFrom() },
       seeds: { type: 'string', default: '30' },
       csv: { type: 'string', default: path.join(os.tmpdir(), 'catcomfort-proxy-labels.csv') },
     },

@@ -11,7 +11,7 @@ import { requestIdFrom } from '../http/request-id';
 import { sendError } from '../http/respond';
 import type { Router } from '../http/router';
 import { log } from '../log';
-import { analyzeRouted } from '../packs/routed';
+import { analyzeRouted, appliedThreshold } from '../packs/routed';
 import { ImageError } from '../pipeline/analysis';
 import { Semaphore } from '../pipeline/semaphore';
 import type { Service } from '../service';
@@ -66,7 +66,7 @@ async function analyzeImage(ctx: V1Context, variant: Variant, request: V1Request
   try {
     const item = { data: request.image, encoding: 'base64-lenient' } as const;
     const { analysis, model } = await analyzeRouted(ctx.service.registry, modelId, item, { deadline, signal: ex.signal(), timing: ex.timing }, legacy ? null : queryThreshold);
-    const threshold = legacy ? model.manifest.defaultThreshold : queryThreshold ?? model.manifest.defaultThreshold;
+    const threshold = appliedThreshold(model, legacy ? null : queryThreshold);
     ex.notes.detection = analysis.detection;
     ex.notes.modelVersion = model.version;
     const metadata = legacy ? null : { version: ctx.service.version, build_number: ctx.buildNumber };

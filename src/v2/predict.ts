@@ -1,7 +1,7 @@
 // POST /v2/predict and POST /v2/models/{model_id}/predict (spec 2.1, 2.2, 4.1).
 import type { AnalyzeOptions, Model } from '../packs/model';
 import type { ModelRegistry } from '../packs/registry';
-import { analyzePicked, pickVersion } from '../packs/routed';
+import { analyzePicked, appliedThreshold, pickVersion } from '../packs/routed';
 import { jsonDecodeError } from '../http/json-body';
 import { hasControlByte, PLACEHOLDER } from '../http/json-image';
 import { ImageError, isDiscomfort, type Analysis } from '../pipeline/analysis';
@@ -41,7 +41,7 @@ export async function predict(
     if (bytes && error instanceof ImageError && error.code === 'invalid_base64' && hasControlByte(bytes)) throw jsonDecodeError();
     throw error;
   });
-  const response = toPredictResponse(ctx, model, analysis, request.threshold ?? model.manifest.defaultThreshold, requestId);
+  const response = toPredictResponse(ctx, model, analysis, appliedThreshold(model, request.threshold), requestId);
   return opts.explain ? { ...response, explanation: explain(model, analysis) } : response;
 }
 

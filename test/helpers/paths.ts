@@ -2,9 +2,10 @@
 // ONNX Model Zoo's int8 MobileNetV2 and the committed fixtures.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { sharedDirFrom } from '../../src/config';
 
 export const repoRoot = path.resolve(__dirname, '../../..');
-export const sharedDir = path.resolve(repoRoot, process.env.CATCOMFORT_SHARED_DIR ?? '../shared');
+export const sharedDir = sharedDirFrom();
 export const photosDir = path.join(sharedDir, 'fixtures/photos');
 export const photosDevDir = path.join(sharedDir, 'fixtures/photos-dev');
 export const modelMirror = path.resolve(repoRoot, process.env.CATCOMFORT_MODEL_MIRROR ?? path.join(sharedDir, 'models'));

@@ -39,7 +39,7 @@ function forwardedHops(value: string): Array<string | null> {
 export class TrustedProxies {
   private readonly list = new net.BlockList();
 
-  /** `entries`: addresses and CIDRs, already validated (config.ts). */
+  /** `entries`: addresses and CIDRs, already validated (CATCOMFORT_TRUSTED_PROXIES: src/config/kinds.ts). */
   constructor(entries: readonly string[]) {
     for (const entry of entries) {
       const [address, prefix] = entry.split('/') as [string, string | undefined];
@@ -70,15 +70,4 @@ export class TrustedProxies {
     }
     return client;
   }
-}
-
-/** Checks one CATCOMFORT_TRUSTED_PROXIES entry (an address, or address/prefix); returns an error text or null. */
-export function trustedProxyEntryError(entry: string): string | null {
-  const [address, prefix, extra] = entry.split('/');
-  const family = net.isIP(address ?? '');
-  if (family === 0 || extra !== undefined) return `"${entry}" is not an IP address or CIDR`;
-  if (prefix === undefined) return null;
-  const max = family === 4 ? 32 : 128;
-  if (!/^\d{1,3}$/.test(prefix) || Number(prefix) > max) return `"${entry}": the prefix length must be 0-${max}`;
-  return null;
 }

@@ -23,9 +23,6 @@ export class Upstream {
   constructor(readonly socket: net.Socket) {}
 }
 
-/** The limits when none are given: the service passes CATCOMFORT_UPSTREAM_* (defaults these) and its request timeout. */
-export const POOL_DEFAULTS = { connections: 256, queue: 1024, waitMs: 10_000 } as const;
-
 export interface PoolLimits {
   /** Connections to uWS at most (idle, connecting and in use). */
   connections: number;
