@@ -15,8 +15,8 @@ import { repoRoot } from './helpers/paths';
  */
 const FLOORS: ReadonlyArray<readonly string[]> = [
   ['bench'],
-  ['cli', 'tools', 'train', 'main'],
-  ['start'],
+  ['cli', 'tools', 'train', 'main', 'front-thread-main'],
+  ['start', 'error-renderers'],
   ['v1', 'v2', 'scan', 'oip'],
   ['service'],
   ['packs'],
