@@ -30,7 +30,7 @@ import { registerV2 } from './v2/routes';
 import { OIP_DOCUMENT } from './oip/openapi';
 import { OIP_HEALTH_PATHS, registerOip, registerOipHealth } from './oip/rest';
 import { startGrpc } from './oip/grpc/server';
-import { errorResponse } from './http/errors';
+import { errorResponse } from './http/error-answers';
 import { registerInspect } from './http/inspect/routes';
 import { renderV1Error } from './v1/errors';
 

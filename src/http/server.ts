@@ -8,11 +8,11 @@ import { TrustedProxies } from './front/client-address';
 import { HttpFront } from './front/front';
 import type { FrontAnswer } from './front/settings';
 import { POOL_DEFAULTS } from './front/upstream-pool';
-import { requestIdFrom } from './request-id';
+import { ApiError, requestIdFrom } from '../errors';
+import { errorAnswer, methodNotAllowedAnswer, notFoundAnswer, type Answer } from './error-answers';
 import { Router } from './router';
 import { createSocketDir, SOCKET_NAME } from './socket-dir';
 import { uws, type ListenSocket, type TemplatedApp } from './uws';
-import { ApiError, errorAnswer, methodNotAllowedAnswer, notFoundAnswer, type Answer } from './errors';
 import { log } from '../log';
 
 function reply(ex: Exchange, answer: Answer, closeAfter = false): void {

@@ -5,9 +5,8 @@
 import type { Exchange } from '../http/exchange';
 import { isJsonContentType } from '../http/content-type';
 import { exampleImageBase64 } from '../http/docs/example-image';
-import { ApiError, validationError, type FieldError } from '../http/errors';
+import { ApiError, requestIdFrom, validationError, type FieldError } from '../errors';
 import { parseJsonObject } from '../http/json-body';
-import { requestIdFrom } from '../http/request-id';
 import { sendError, sendJson } from '../http/respond';
 import type { Router } from '../http/router';
 import type { AnalyzeItem } from '../native/addon';

@@ -3,7 +3,7 @@
 // done and for which client address, never the image, the body or the key.
 import type { Exchange } from '../http/exchange';
 import type { FrontAnswerRecord } from '../http/server';
-import { requestIdFrom } from '../http/request-id';
+import { requestIdFrom } from '../errors';
 import { log } from '../log';
 import { countAnswered } from './event-loop';
 import { metrics } from './metrics';

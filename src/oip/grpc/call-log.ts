@@ -7,8 +7,7 @@
 // request id and our error code. The handler (server.ts) finds the call's record by its request
 // metadata and notes there what it learns (model, version, images, bytes).
 import * as grpc from '@grpc/grpc-js';
-import { errorTable } from '../../http/errors';
-import { requestIdFrom } from '../../http/request-id';
+import { errorTable, requestIdFrom } from '../../errors';
 import { recordGrpcCall } from '../../ops/access-log';
 import { clientStatus } from './client-status';
 import { DEADLINE_EXCEEDED_CODE, statusName } from './status';

@@ -6,8 +6,7 @@
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { toApiError } from '../../http/error-mapping';
-import { ApiError } from '../../http/errors';
+import { ApiError, toApiError } from '../../errors';
 import type { Readiness } from '../../ops/readiness';
 import { DeadlineError } from '../../pipeline/batcher';
 import type { Service } from '../../service';
@@ -15,7 +14,7 @@ import { infer } from '../infer';
 import { modelMetadata, modelReady, serverMetadata } from '../metadata';
 import { callLog, callRecord, type CallNotes } from './call-log';
 import { toInferCall, toInferResponse, type ModelInferRequest } from './messages';
-import { DEADLINE_EXCEEDED_CODE, GRPC_STATUS } from './status';
+import { DEADLINE_EXCEEDED_CODE, grpcStatus } from './status';
 
 /** The protocol's definition, shipped beside dist/ (and in the offline bundle). */
 export const PROTO_FILE = path.join(__dirname, '../../../../proto/inference.proto');
@@ -159,5 +158,5 @@ function grpcFailure(error: unknown, ctx: CallContext, requestId: string): { cod
   if (Object.keys(apiError.details).length > 0) metadata['error-details'] = JSON.stringify(apiError.details);
   const retryAfter = apiError.headers['Retry-After'];
   if (retryAfter) metadata['retry-after'] = retryAfter;
-  return { code: GRPC_STATUS[apiError.kind], details: apiError.message, metadata };
+  return { code: grpcStatus(apiError), details: apiError.message, metadata };
 }
