@@ -27,6 +27,8 @@ export const HTTP_STATUS: Record<ErrorKind, number> = {
   unavailable: 503,
   store_unavailable: 503,
   http_version_not_supported: 505,
+  version_conflict: 409,
+  pack_refused: 422,
 };
 
 export interface Answer {

@@ -295,7 +295,7 @@ export interface DocumentAddition {
 
 /** The v2 document around `paths`: the operations of the routes registered for it (Router.paths). */
 export function buildV2OpenApi(serviceVersion: string, paths: Record<string, unknown>, additions: DocumentAddition[] = []): Record<string, unknown> {
-  const v2Codes = (Object.keys(errorTable) as ErrorKind[]).filter((k) => !('scanOnly' in errorTable[k])).map((k) => ({ code: errorTable[k].code, status: HTTP_STATUS[k] }));
+  const v2Codes = (Object.keys(errorTable) as ErrorKind[]).filter((k) => !('only' in errorTable[k])).map((k) => ({ code: errorTable[k].code, status: HTTP_STATUS[k] }));
   return openApiDocument({
     title: 'Cat Comfort Detection API',
     version: '2',

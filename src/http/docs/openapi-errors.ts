@@ -13,8 +13,8 @@ export interface ErrorDoc {
   details?: Record<string, unknown>;
 }
 
-/** Error kinds the v2 interface can answer: every kind not marked scan-only. */
-export type V2ErrorKind = { [K in ErrorKind]: (typeof errorTable)[K] extends { scanOnly: true } ? never : K }[ErrorKind];
+/** Error kinds the v2 interface can answer: every kind not marked as another interface's only. */
+export type V2ErrorKind = { [K in ErrorKind]: (typeof errorTable)[K] extends { only: string } ? never : K }[ErrorKind];
 
 /** Errors documented alike wherever they can happen. */
 export const COMMON_ERRORS = {

@@ -8,7 +8,8 @@
 // metadata and notes there what it learns (model, version, images, bytes).
 import * as grpc from '@grpc/grpc-js';
 import { errorTable, requestIdFrom } from '../../errors';
-import { recordGrpcCall } from '../../ops/access-log';
+import { writeAccessLine } from '../../ops/access-log';
+import { metrics } from '../../ops/metrics';
 import { clientStatus } from './client-status';
 import { DEADLINE_EXCEEDED_CODE, statusName } from './status';
 
@@ -52,13 +53,23 @@ export const callLog: grpc.ServerInterceptor = (descriptor, call) => {
     if (ended) return;
     ended = true;
     record.requestId ||= requestIdFrom(undefined);
-    recordGrpcCall({
+    const method = descriptor.path.slice(descriptor.path.lastIndexOf('/') + 1);
+    const code = statusName(clientStatus(call, sent, abandoned));
+    const { model, modelVersion, images, bytesIn } = record.notes;
+    const seconds = (performance.now() - startedAt) / 1000;
+    metrics.grpcCalls.inc({ method, model: model ?? '', code });
+    metrics.grpcCallDuration.observe({ method }, seconds);
+    writeAccessLine({
       requestId: record.requestId,
-      method: descriptor.path.slice(descriptor.path.lastIndexOf('/') + 1),
+      interface: 'grpc',
+      method,
       client,
-      ...record.notes,
-      code: statusName(clientStatus(call, sent, abandoned)),
-      startedAt,
+      model,
+      modelVersion,
+      status: code,
+      seconds,
+      bytesIn,
+      extra: images !== undefined ? { images } : {},
     });
   };
   const send = call.sendStatus.bind(call);

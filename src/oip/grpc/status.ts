@@ -9,6 +9,7 @@ const GRPC_STATUS: Record<Status, status> = {
   not_found: status.NOT_FOUND,
   unimplemented: status.UNIMPLEMENTED,
   already_exists: status.ALREADY_EXISTS,
+  failed_precondition: status.FAILED_PRECONDITION,
   deadline_exceeded: status.DEADLINE_EXCEEDED,
   resource_exhausted: status.RESOURCE_EXHAUSTED,
   unavailable: status.UNAVAILABLE,
