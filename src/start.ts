@@ -20,17 +20,17 @@ import { metrics } from './ops/metrics';
 import { startMetricsServer } from './ops/metrics-server';
 import { Readiness } from './ops/readiness';
 import { registerOps } from './ops/routes';
-import type { Service } from './service';
-import { startScan } from './scan';
+import { routesInterface, type Service, type ServiceInterface } from './service';
+import { scanInterface } from './scan';
 import { openStore } from './store';
 import { keepIssuedKeys } from './store/api-keys';
 import { newApiKey } from './store/secrets';
-import { registerV1 } from './v1/routes';
-import { registerV2 } from './v2/routes';
+import { v1Interface } from './v1/routes';
+import { v2Interface } from './v2/routes';
 import { OIP_DOCUMENT } from './oip/openapi';
-import { OIP_HEALTH_PATHS, registerOip, registerOipHealth } from './oip/rest';
-import { startGrpc } from './oip/grpc/server';
-import { errorResponse } from './http/errors';
+import { OIP_HEALTH_PATHS, oipRestInterface, registerOipHealth } from './oip/rest';
+import { grpcInterface } from './oip/grpc/server';
+import { errorResponse } from './http/error-answers';
 import { registerInspect } from './http/inspect/routes';
 import { renderV1Error } from './v1/errors';
 import { nameOfRenderer } from './error-renderers';
@@ -130,11 +130,11 @@ interface Started {
   service: Service;
   vipsVersion: string;
   ortVersion: string;
-  /** Waits for `drain` (the HTTP server's) and the scan workers, then releases the models and the store. */
+  /** Closes every interface while `drain` (the public port's) runs, then releases the models and the store. */
   close(drain: () => Promise<void>): Promise<void>;
 }
 
-/** Store, packs (loaded and warmed up), keys issued with the CLI, the v2, v1 and scan routes, and the scan workers. */
+/** Store, packs (loaded and warmed up), keys issued with the CLI, and the interfaces (admin, v2, v1, inspect, OIP REST, gRPC, scans). */
 async function startInterfaces(
   config: Config,
   ctx: { router: Router; keys: KeyRing; readiness: Readiness; version: string; packsDisabled: string[] },
@@ -199,13 +199,17 @@ async function startInterfaces(
   const packs = await startPackControl(config, { addon, info, registry, store });
   ctx.readiness.setVersions(() => versionStates(registry, packs.control));
   const service: Service = { config, keys: ctx.keys, registry, version: ctx.version, docsAssets: loadDocsAssets() };
-  registerV2(ctx.router, service, [OIP_DOCUMENT]);
-  registerV1(ctx.router, service);
-  registerInspect(ctx.router);
-  registerOip(ctx.router, service, ctx.readiness);
-  const grpc = config.grpcPort === null ? null : await startGrpc(service, ctx.readiness, { host: config.host, port: config.grpcPort });
-  if (grpc) log.info('grpc listening', { host: config.host, port: grpc.port });
-  const scan = startScan(config, { router: ctx.router, service, store, readiness: ctx.readiness });
+  // Started in this order; closed together.
+  const interfaces: ServiceInterface[] = [
+    packs.admin,
+    v2Interface(service, [OIP_DOCUMENT]),
+    v1Interface(service),
+    routesInterface(({ router }) => registerInspect(router)),
+    oipRestInterface(service),
+    grpcInterface(service, { host: config.host, port: config.grpcPort }),
+    scanInterface(config, { service, store }),
+  ];
+  for (const i of interfaces) await i.start({ router: ctx.router, readiness: ctx.readiness });
   metrics.setSources({ queueDepths: () => registry.list().map((m) => ({ model: m.id, queued: m.batcher.stats().queued })) });
   return {
     service,
@@ -214,7 +218,7 @@ async function startInterfaces(
     async close(drain) {
       apiKeys.stop();
       packs.close();
-      await Promise.all([drain(), scan.stop(), grpc?.close(10_000)]);
+      await Promise.all([drain(), ...interfaces.map((i) => i.close())]);
       await registry.closeAll();
       await store.close();
     },

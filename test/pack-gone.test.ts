@@ -6,7 +6,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { loadConfig } from '../src/config';
-import { toApiError } from '../src/http/error-mapping';
+import { toApiError } from '../src/errors';
+import { HTTP_STATUS } from '../src/http/error-answers';
 import { PackNotLoadedError } from '../src/pipeline/analysis';
 import { loadModels } from '../src/packs/runtime';
 import { predict } from '../src/v2/predict';
@@ -24,7 +25,7 @@ test('predict for a pack no longer loaded rejects with PackNotLoadedError, answe
     );
     assert.ok(error instanceof PackNotLoadedError);
     const answer = toApiError(error)!;
-    assert.equal(answer.status, 404);
+    assert.equal(HTTP_STATUS[answer.kind], 404);
     assert.equal(answer.kind, 'model_not_found');
     assert.equal(answer.message, "Model 'bc-gone' not found.");
   } finally {

@@ -1,11 +1,11 @@
 // The router: matching, 405 lists, error renderers by path prefix or route, and OpenAPI paths from routes.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Answer } from '../src/http/errors';
-import { ApiError } from '../src/http/errors';
+import { ApiError } from '../src/errors';
+import { HTTP_STATUS, type Answer } from '../src/http/error-answers';
 import { Router } from '../src/http/router';
 
-const renderer = (name: string) => (requestId: string, e: ApiError): Answer => ({ status: e.status, headers: {}, body: `${name} ${e.code} ${requestId}` });
+const renderer = (name: string) => (requestId: string, e: ApiError): Answer => ({ status: HTTP_STATUS[e.kind], headers: {}, body: `${name} ${e.code} ${requestId}` });
 const noop = () => undefined;
 
 test('routes match literal and :name segments; another method gives the allowed list', () => {

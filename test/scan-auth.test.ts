@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { mock, test } from 'node:test';
-import type { ApiError } from '../src/http/errors';
+import type { ApiError } from '../src/errors';
 import { CredentialVerifier } from '../src/scan/auth';
 import { FailureThrottle } from '../src/scan/failure-throttle';
 import { openStore } from '../src/store';

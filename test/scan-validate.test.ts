@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { validateSubmission } from '../src/scan/validate';
-import { ApiError } from '../src/http/errors';
+import { ApiError } from '../src/errors';
 import { METADATA_LIMITS } from '../src/scan/schemas';
 
 const image = 'aGVsbG8=';

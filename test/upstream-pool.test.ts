@@ -9,7 +9,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { TrustedProxies } from '../src/http/front/client-address';
 import { HttpFront } from '../src/http/front/front';
-import { errorResponse } from '../src/http/errors';
+import { errorResponse } from '../src/http/error-answers';
 import { responses, talk } from './helpers/raw-http';
 
 const OK = 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok';

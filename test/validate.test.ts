@@ -4,7 +4,8 @@ import { test } from 'node:test';
 import type { DetectionState, ItemResult } from '../src/native/addon';
 import { v1Base64Message } from '../src/v1/respond';
 import { ImageError, PipelineError, toAnalysis } from '../src/pipeline/analysis';
-import { ApiError, errorTable } from '../src/http/errors';
+import { ApiError, errorTable, type ErrorKind } from '../src/errors';
+import { HTTP_STATUS } from '../src/http/error-answers';
 import { parseJsonObject } from '../src/http/json-body';
 import { validatePredictRequest } from '../src/v2/validate';
 
@@ -27,7 +28,7 @@ function errorsOf(fn: () => unknown): unknown {
     fn();
   } catch (error) {
     assert.ok(error instanceof ApiError);
-    assert.equal(error.status, 422);
+    assert.equal(HTTP_STATUS[error.kind], 422);
     return error.details.errors;
   }
   assert.fail('expected a validation error');
@@ -89,7 +90,7 @@ test('native failures map to client image errors or internal errors', () => {
 
 test('the error table gives every 7.1 code its status', () => {
   const byCode = new Map<string, number[]>();
-  for (const entry of Object.values(errorTable)) byCode.set(entry.code, [...(byCode.get(entry.code) ?? []), entry.status]);
+  for (const [kind, entry] of Object.entries(errorTable)) byCode.set(entry.code, [...(byCode.get(entry.code) ?? []), HTTP_STATUS[kind as ErrorKind]]);
   assert.deepEqual(byCode.get('invalid_image'), [400]);
   assert.deepEqual(byCode.get('unauthorized'), [401]);
   assert.deepEqual(byCode.get('model_not_found'), [404]);

@@ -3,7 +3,7 @@
 import { readFile } from 'node:fs/promises';
 import { ConfigError, loadConfig } from '../config';
 import { setLogLevel } from '../log';
-import { toApiError } from '../http/error-mapping';
+import { toApiError } from '../errors';
 import { toPredictResponse } from '../v2/predict';
 import { serviceVersion } from '../start';
 import { parse, UsageError } from './args';

@@ -7,30 +7,12 @@
 // later still get the answer instead of a reset; past MAX_DISCARD_BYTES it is sent at once
 // and the connection closed.
 import { STATUS_CODES } from 'node:http';
+import { BadContentLengthError, BodyTooLargeError, ClientGoneError } from '../errors';
 import { RequestTiming, serverTimingHeader } from '../pipeline/stage-times';
 import { PEER_ADDRESS_HEADER } from './front/head';
 import type { HttpRequest, HttpResponse } from './uws';
 
 export const MAX_DISCARD_BYTES = 64 * 1024 * 1024;
-
-export class BodyTooLargeError extends Error {
-  constructor(readonly limit: number) {
-    super(`Request body exceeds ${limit} bytes`);
-  }
-}
-
-export class ClientGoneError extends Error {
-  constructor() {
-    super('Client closed the connection');
-  }
-}
-
-/** A Content-Length that is not a plain decimal number. */
-export class BadContentLengthError extends Error {
-  constructor() {
-    super('Invalid Content-Length header');
-  }
-}
 
 type Sink = (chunk: ArrayBuffer, isLast: boolean) => void;
 

@@ -1,6 +1,6 @@
 // A JSON object request body (v2 and scans): a missing, malformed or non-object body is a 422 on
 // `body`, in pydantic's wording.
-import { validationError, type ApiError } from './errors';
+import { validationError, type ApiError } from '../errors';
 import { splitImage } from './json-image';
 
 /** The 422 of a body that is not JSON. */

@@ -1,7 +1,7 @@
 // Writing answers on an exchange: JSON bodies with the request id in body and header (v2, scans),
 // and any failure through the coded-error mapping and the interface's renderer.
-import type { ErrorRenderer } from './errors';
-import { toApiError } from './error-mapping';
+import { toApiError } from '../errors';
+import type { ErrorRenderer } from './error-answers';
 import type { Exchange } from './exchange';
 
 export function sendJson(ex: Exchange, requestId: string, status: number, body: unknown, headers: Record<string, string> = {}, closeAfter = false): void {

@@ -4,7 +4,7 @@
 // that shares a prefix with another mounts its renderer on its own routes' patterns, which come first.
 // A route may carry its OpenAPI operation: each interface's document is built from the routes of
 // its document (paths()), so routes and documents cannot drift apart.
-import type { ErrorRenderer } from './errors';
+import type { ErrorRenderer } from './error-answers';
 import type { Exchange } from './exchange';
 
 export type Handler = (ex: Exchange) => void;

@@ -8,11 +8,11 @@ import { TrustedProxies } from './front/client-address';
 import { HttpFront } from './front/front';
 import { FrontThreads } from './front/front-threads';
 import type { FrontAnswer } from './front/settings';
-import { requestIdFrom } from './request-id';
+import { ApiError, requestIdFrom } from '../errors';
+import { errorAnswer, methodNotAllowedAnswer, notFoundAnswer, type Answer, type ErrorRenderer } from './error-answers';
 import { Router } from './router';
 import { createSocketDir, SOCKET_NAME } from './socket-dir';
 import { uws, type ListenSocket, type TemplatedApp } from './uws';
-import { ApiError, errorAnswer, methodNotAllowedAnswer, notFoundAnswer, type Answer, type ErrorRenderer } from './errors';
 import type { FrontConfig } from '../config';
 import { log } from '../log';
 

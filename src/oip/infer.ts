@@ -2,7 +2,7 @@
 // checked against the model's (tensors.ts), one version picked for the whole call (a canary draws its
 // share; a named version must be the serving one or the canary), and each image submitted to that
 // version's batcher on its own, so the images of a call batch with everything else in flight.
-import { ApiError, validationError, type FieldError } from '../http/errors';
+import { ApiError, validationError, type FieldError } from '../errors';
 import type { AnalyzeItem } from '../native/addon';
 import type { AnalyzeOptions } from '../packs/model';
 import type { ModelRegistry } from '../packs/registry';

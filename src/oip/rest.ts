@@ -5,14 +5,13 @@
 import type { Exchange } from '../http/exchange';
 import { isJsonContentType } from '../http/content-type';
 import { exampleImageBase64 } from '../http/docs/example-image';
-import { ApiError, validationError, type FieldError } from '../http/errors';
+import { ApiError, requestIdFrom, validationError, type FieldError } from '../errors';
 import { parseJsonObject } from '../http/json-body';
-import { requestIdFrom } from '../http/request-id';
 import { sendError, sendJson } from '../http/respond';
 import type { Router } from '../http/router';
 import type { AnalyzeItem } from '../native/addon';
 import type { Readiness } from '../ops/readiness';
-import type { Service } from '../service';
+import { routesInterface, type Service, type ServiceInterface } from '../service';
 import { joinBytesElements, rawNumbers, splitBytesElements } from './bytes-elements';
 import { infer, type InferAnswer, type InferCall, type InferInput } from './infer';
 import { modelMetadata, modelReady, serverMetadata } from './metadata';
@@ -77,7 +76,12 @@ function authed(service: Service, handler: Handler) {
   };
 }
 
-export function registerOip(router: Router, service: Service, readiness: Readiness): void {
+/** The protocol's REST interface: its routes besides health on the public port. */
+export function oipRestInterface(service: Service): ServiceInterface {
+  return routesInterface(({ router, readiness }) => registerOip(router, service, readiness));
+}
+
+function registerOip(router: Router, service: Service, readiness: Readiness): void {
   const { registry } = service;
   const metadata = (ex: Exchange, requestId: string) => sendJson(ex, requestId, 200, modelMetadata(registry, ex.params.model_id!, ex.params.version));
   const ready = (ex: Exchange, requestId: string) => {

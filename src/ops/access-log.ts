@@ -1,9 +1,11 @@
-// One access-log line and the request metrics per request, written when it ends (answered or
-// the client gone), whether the service or the HTTP front answered it. The line names what was
-// done and for which client address, never the image, the body or the key.
+// The access log: one `request` line per request or call, on every interface, written by one
+// writer (writeAccessLine) when it ends (answered or the client gone). HTTP's requests, whether the
+// service or the HTTP front answered them, are recorded here with their metrics; gRPC's calls by
+// its interceptor (src/oip/grpc/call-log.ts). The line names what was done and for which client
+// address, never the image, the body or the key.
 import type { Exchange } from '../http/exchange';
 import type { FrontAnswerRecord } from '../http/server';
-import { requestIdFrom } from '../http/request-id';
+import { requestIdFrom } from '../errors';
 import { log } from '../log';
 import { countAnswered } from './event-loop';
 import { metrics } from './metrics';
@@ -39,27 +41,62 @@ interface RequestRecord {
   front: boolean;
 }
 
-function record(r: RequestRecord): void {
-  const iface = interfaceOf(r.path);
-  const route = r.route || 'unmatched';
-  const seconds = (performance.now() - r.startedAt) / 1000;
+/** One request or call, whatever the interface: what its `request` line says. */
+export interface AccessRecord {
+  requestId: string;
+  interface: string;
+  method: string;
+  /** The route's pattern (HTTP); gRPC names its method instead and has none. */
+  route?: string;
+  client: string;
+  model: string | undefined;
+  modelVersion: string | undefined;
+  /** An HTTP status, 'client_closed', or a gRPC status name. */
+  status: number | string;
+  seconds: number;
+  /** Bytes of the request's body (HTTP) or images (gRPC; null when its message was not read). */
+  bytesIn: number | null;
+  /** Fields only this interface's line has, written last, in this order. */
+  extra: Record<string, unknown>;
+}
+
+/** The one writer of the `request` log line, for every interface; it also counts the answer for the event-loop figures. */
+export function writeAccessLine(r: AccessRecord): void {
   countAnswered();
-  metrics.requests.inc({ interface: iface, route, model: r.model ?? '', status: r.status });
-  metrics.requestDuration.observe({ interface: iface, route }, seconds);
   log.info('request', {
     request_id: r.requestId,
-    interface: iface,
+    interface: r.interface,
     method: r.method,
-    route,
+    ...(r.route !== undefined ? { route: r.route } : {}),
     client: r.client,
     model: r.model ?? null,
     model_version: r.modelVersion ?? null,
     status: r.status,
-    latency_ms: Math.round(seconds * 1e6) / 1e3,
+    latency_ms: Math.round(r.seconds * 1e6) / 1e3,
     bytes_in: r.bytesIn,
-    bytes_out: r.bytesOut,
-    detection: r.detection ?? null,
-    ...(r.front ? { answered_by: 'front' } : {}),
+    ...r.extra,
+  });
+}
+
+/** An HTTP request's line and metrics. */
+function record(r: RequestRecord): void {
+  const iface = interfaceOf(r.path);
+  const route = r.route || 'unmatched';
+  const seconds = (performance.now() - r.startedAt) / 1000;
+  metrics.requests.inc({ interface: iface, route, model: r.model ?? '', status: r.status });
+  metrics.requestDuration.observe({ interface: iface, route }, seconds);
+  writeAccessLine({
+    requestId: r.requestId,
+    interface: iface,
+    method: r.method,
+    route,
+    client: r.client,
+    model: r.model,
+    modelVersion: r.modelVersion,
+    status: r.status,
+    seconds,
+    bytesIn: r.bytesIn,
+    extra: { bytes_out: r.bytesOut, detection: r.detection ?? null, ...(r.front ? { answered_by: 'front' } : {}) },
   });
 }
 
@@ -85,39 +122,4 @@ export function recordRequest(ex: Exchange): void {
 
 export function recordFrontAnswer(a: FrontAnswerRecord): void {
   record({ ...a, requestId: requestIdFrom(a.requestId), model: undefined, modelVersion: undefined, detection: undefined, front: true });
-}
-
-/** One gRPC call (src/oip/grpc/): its line and metrics, in the shape of an HTTP request's. */
-export interface GrpcCallRecord {
-  requestId: string;
-  /** The service's method, e.g. ModelInfer. */
-  method: string;
-  client: string;
-  model?: string;
-  modelVersion?: string;
-  /** The name of the status the client experienced (OK, INVALID_ARGUMENT, ...; CANCELLED when it left first, DEADLINE_EXCEEDED once its deadline had passed). */
-  code: string;
-  startedAt: number;
-  /** Bytes of the request's images; null when its message was not read (refused, or the client left first). */
-  bytesIn: number | null;
-  images?: number;
-}
-
-export function recordGrpcCall(r: GrpcCallRecord): void {
-  const seconds = (performance.now() - r.startedAt) / 1000;
-  countAnswered();
-  metrics.grpcCalls.inc({ method: r.method, model: r.model ?? '', code: r.code });
-  metrics.grpcCallDuration.observe({ method: r.method }, seconds);
-  log.info('request', {
-    request_id: r.requestId,
-    interface: 'grpc',
-    method: r.method,
-    client: r.client,
-    model: r.model ?? null,
-    model_version: r.modelVersion ?? null,
-    status: r.code,
-    latency_ms: Math.round(seconds * 1e6) / 1e3,
-    bytes_in: r.bytesIn,
-    ...(r.images !== undefined ? { images: r.images } : {}),
-  });
 }

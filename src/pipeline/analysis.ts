@@ -1,6 +1,7 @@
 // Turns a native item result into the outcome every interface reports (v2, v1, scans): the
 // detection state (decided once, natively, from the pack's cutoffs), the cat, and the discomfort
 // probability; failures become ImageError (client's fault) or PipelineError.
+import { ApiError, CodedFailure } from '../errors';
 import type { Base64Reason, CatCandidate, DetectionState, ItemErrorCode, ItemResult, Proposal, Verification } from '../native/addon';
 import { analysisTimes, type AnalysisTimes } from './stage-times';
 
@@ -53,7 +54,7 @@ export function imageErrorMessage(code: ImageErrorCode, maxPixels: number): stri
  * that version is not loaded, or is loaded in a role that does not answer this request (`role`:
  * standby, previous, or shadow where only the serving version and a canary answer).
  */
-export class PackNotLoadedError extends Error {
+export class PackNotLoadedError extends CodedFailure {
   constructor(
     readonly id: string,
     readonly version?: string,
@@ -63,9 +64,18 @@ export class PackNotLoadedError extends Error {
   ) {
     super(`pack ${id}${version ? `@${version}` : ''} is not ${role ? `answering (${role})` : 'loaded'}`);
   }
+
+  coded(): ApiError {
+    if (this.version === undefined) return new ApiError('model_not_found', `Model '${this.id}' not found.`, { model_id: this.id });
+    const details = { model_id: this.id, version: this.version, ...(this.role ? { role: this.role } : {}) };
+    const message = this.role
+      ? `Version '${this.version}' of model '${this.id}' is loaded as ${this.role}; only the serving version and a canary${this.shadowAnswers ? ' (and, named by pack_version, a shadow)' : ''} answer requests.`
+      : `Version '${this.version}' of model '${this.id}' not found.`;
+    return new ApiError('model_not_found', message, details);
+  }
 }
 
-export class ImageError extends Error {
+export class ImageError extends CodedFailure {
   constructor(
     readonly code: ImageErrorCode,
     message: string,
@@ -73,6 +83,10 @@ export class ImageError extends Error {
     readonly base64?: { reason: Base64Reason; dataCharacters?: number },
   ) {
     super(message);
+  }
+
+  coded(): ApiError {
+    return new ApiError('invalid_image', this.message);
   }
 }
 

@@ -3,28 +3,46 @@
 // (QueueFullError past maxQueue), every request keeps its own deadline (DeadlineError when it
 // expires or cannot be met), aborted requests leave the queue, and close() drains. Time and
 // timers come from a BatcherClock (the real ones unless a test passes its own).
+import { ApiError, CodedFailure, errorTable, retryAfter } from '../errors';
 
-export class QueueFullError extends Error {
+export class QueueFullError extends CodedFailure {
   constructor(readonly retryAfterSeconds: number) {
     super('queue is full');
   }
+
+  coded(): ApiError {
+    return new ApiError('overloaded', errorTable.overloaded.message, {}, retryAfter(this.retryAfterSeconds));
+  }
 }
 
-export class DeadlineError extends Error {
+export class DeadlineError extends CodedFailure {
   constructor(readonly retryAfterSeconds: number) {
     super('deadline exceeded');
   }
-}
 
-export class ClosedError extends Error {
-  constructor() {
-    super('batcher is closed');
+  coded(): ApiError {
+    return new ApiError('overloaded', 'The request could not be processed before its deadline; retry later.', {}, retryAfter(this.retryAfterSeconds));
   }
 }
 
-export class AbortedError extends Error {
+export class ClosedError extends CodedFailure {
+  constructor() {
+    super('batcher is closed');
+  }
+
+  coded(): ApiError {
+    return new ApiError('unavailable');
+  }
+}
+
+/** The request's caller went away: no one is left to answer. */
+export class AbortedError extends CodedFailure {
   constructor() {
     super('request aborted');
+  }
+
+  coded(): null {
+    return null;
   }
 }
 

@@ -1,9 +1,14 @@
 // A counting semaphore that refuses instead of queueing: for work whose cost per call is high
 // (ffmpeg children, scrypt checks), so that a burst is answered 429 rather than piling up.
+import { ApiError, CodedFailure, errorTable, retryAfter } from '../errors';
 
-export class BusyError extends Error {
+export class BusyError extends CodedFailure {
   constructor(readonly retryAfterSeconds: number) {
     super('too many concurrent operations');
+  }
+
+  coded(): ApiError {
+    return new ApiError('overloaded', errorTable.overloaded.message, {}, retryAfter(this.retryAfterSeconds));
   }
 }
 

@@ -7,7 +7,7 @@
 // that runs scrypt takes a token (given back when the secret matches), and only such checks are
 // refused while the address is locked out.
 import { createHash } from 'node:crypto';
-import { ApiError } from '../http/errors';
+import { ApiError } from '../errors';
 import { Semaphore } from '../pipeline/semaphore';
 import type { FailureThrottle } from './failure-throttle';
 import type { StoreHealth } from './store-health';

@@ -1,12 +1,10 @@
 // The scan interface at start: its routes on the public router, the store's health (read by
-// /readyz and the metrics), the webhook dispatcher and the scan workers, started; stop() lets the
+// /readyz and the metrics), the webhook dispatcher and the scan workers, started; closing lets the
 // workers finish their scan, then the dispatcher.
 import type { Config } from '../config';
-import type { Router } from '../http/router';
 import { log } from '../log';
 import { metrics } from '../ops/metrics';
-import type { Readiness } from '../ops/readiness';
-import type { Service } from '../service';
+import type { InterfaceContext, Service, ServiceInterface } from '../service';
 import type { Store } from '../store';
 import { StoreHealth } from './store-health';
 import { CredentialVerifier } from './auth';
@@ -20,7 +18,18 @@ import { ScanWorkers } from './worker';
 /** Largest image a scan fetches. */
 const MAX_IMAGE_BYTES = 4 * 1024 * 1024;
 
-export function startScan(config: Config, parts: { router: Router; service: Service; store: Store; readiness: Readiness }): { stop(): Promise<void> } {
+/** The scan interface: started, its routes and workers; closed, the workers finish their scan, then the dispatcher. */
+export function scanInterface(config: Config, parts: { service: Service; store: Store }): ServiceInterface {
+  let stop: (() => Promise<void>) | null = null;
+  return {
+    start: async (ctx) => {
+      stop = startScan(config, { ...parts, ...ctx });
+    },
+    close: async () => stop?.(),
+  };
+}
+
+function startScan(config: Config, parts: InterfaceContext & { service: Service; store: Store }): () => Promise<void> {
   const { service, store } = parts;
   const scan = config.scan;
   if (!service.registry.get(scan.model)) throw new Error(`CATCOMFORT_SCAN_MODEL "${scan.model}" is not a loaded pack`);
@@ -56,5 +65,5 @@ export function startScan(config: Config, parts: { router: Router; service: Serv
   });
   workers.start();
   webhooks.start();
-  return { stop: () => workers.stop().then(() => webhooks.stop()) };
+  return () => workers.stop().then(() => webhooks.stop());
 }

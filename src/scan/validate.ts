@@ -1,5 +1,5 @@
 // Validation of scan submissions and listing queries, with v2's error conventions.
-import { validationError, type FieldError } from '../http/errors';
+import { validationError, type FieldError } from '../errors';
 import { checkUrl, FetchRefusedError, IMAGE_WORDS, type UrlWords } from './fetch';
 import { METADATA_LIMITS } from './schemas';
 import { CALLBACK_WORDS } from './webhooks/callback-url';

@@ -1,4 +1,5 @@
 // Types of the scan store's records, inputs and answers (the stores: scans.ts, credentials.ts, api-keys.ts).
+import { ApiError, CodedFailure, retryAfter } from '../errors';
 
 /** Lifecycle: see scans.ts. */
 export type ScanStatus = 'PENDING' | 'PROCESSING' | 'COMPLETED' | 'FAILED';
@@ -153,14 +154,21 @@ export class InvalidCursorError extends Error {
   }
 }
 
+/** Seconds a client is told to wait after a store fault: about how long a database restart takes. */
+export const STORE_RETRY_AFTER_S = 5;
+
 /**
  * The database cannot be reached or cannot write (connection refused or lost, timeout, disk full,
  * I/O error, lock timeout): a transient fault, answered 503 with Retry-After, never a bug's 500.
  * The drivers (sqlite-db.ts, postgres-db.ts) turn their errors into this one; `cause` keeps theirs.
  */
-export class StoreUnavailableError extends Error {
+export class StoreUnavailableError extends CodedFailure {
   constructor(cause: unknown) {
     super(`scan store unavailable: ${(cause as Error)?.message ?? String(cause)}`, { cause });
     this.name = 'StoreUnavailableError';
+  }
+
+  coded(): ApiError {
+    return new ApiError('store_unavailable', undefined, {}, retryAfter(STORE_RETRY_AFTER_S));
   }
 }

@@ -1,6 +1,6 @@
 // v1's error format (spec 7.2): `{"detail": ...}` with v1's own texts, and a plain-text 500.
-import type { ErrorRenderer } from '../http/errors';
-import type { ApiError, ErrorKind } from '../http/errors';
+import type { ApiError, ErrorKind } from '../errors';
+import { HTTP_STATUS, type ErrorRenderer } from '../http/error-answers';
 
 /** v1's text of a 413. */
 export function v1BodyTooLargeMessage(limit: number): string {
@@ -20,5 +20,5 @@ const DETAIL: Partial<Record<ErrorKind, (e: ApiError) => string>> = {
 export const renderV1Error: ErrorRenderer = (_requestId, e) => {
   if (e.kind === 'internal_error') return { status: 500, headers: { 'Content-Type': 'text/plain; charset=utf-8', ...e.headers }, body: 'Internal Server Error' };
   const detail = DETAIL[e.kind]?.(e) ?? e.message;
-  return { status: e.status, headers: { 'Content-Type': 'application/json', ...e.headers }, body: JSON.stringify({ detail }) };
+  return { status: HTTP_STATUS[e.kind], headers: { 'Content-Type': 'application/json', ...e.headers }, body: JSON.stringify({ detail }) };
 };

@@ -4,17 +4,16 @@ import { createHash } from 'node:crypto';
 import { isJsonContentType } from '../http/content-type';
 import { swaggerPage } from '../http/docs/pages';
 import { exampleImageBase64 } from '../http/docs/example-image';
-import { ApiError } from '../http/errors';
+import { ApiError, requestIdFrom } from '../errors';
 import type { Exchange } from '../http/exchange';
 import { queryParam } from '../http/query';
-import { requestIdFrom } from '../http/request-id';
 import { sendError } from '../http/respond';
 import type { Router } from '../http/router';
 import { log } from '../log';
 import { analyzeRouted, appliedThreshold } from '../packs/routed';
 import { ImageError } from '../pipeline/analysis';
 import { Semaphore } from '../pipeline/semaphore';
-import type { Service } from '../service';
+import { routesInterface, type Service, type ServiceInterface } from '../service';
 import { renderV1Error } from './errors';
 import { buildV1OpenApi, v1Operations } from './openapi';
 import { failure, fromAnalysis, v1Base64Message, V1_MESSAGES, type V1Response } from './respond';
@@ -125,7 +124,12 @@ function keyed(service: Service, handler: (ex: Exchange) => void) {
 // read from the page URL at run time so the key is never written into the HTML.
 const forwardKey = `(req) => { const k = new URLSearchParams(location.search).get('api_key'); if (k && !req.headers['api-key']) req.headers['api-key'] = k; return req; }`;
 
-export function registerV1(router: Router, service: Service): void {
+/** The v1 interface (and bc-legacy): its routes on the public port. */
+export function v1Interface(service: Service): ServiceInterface {
+  return routesInterface(({ router }) => registerV1(router, service));
+}
+
+function registerV1(router: Router, service: Service): void {
   if (!service.registry.get('bc-v1') || !service.registry.get('bc-legacy')) throw new Error('v1 needs the bc-v1 and bc-legacy packs');
   const ctx: V1Context = {
     service,

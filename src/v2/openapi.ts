@@ -4,7 +4,8 @@ import type { TSchema } from '@sinclair/typebox';
 import { MAX_BODY_BYTES } from '../config/settings';
 import { COMMON_ERRORS, errorResponses, payloadTooLarge, type ErrorDoc, type V2ErrorKind } from '../http/docs/openapi-errors';
 import { API_KEY_SCHEME, EXAMPLE_REQUEST_ID, jsonContent, openApiDocument } from '../http/docs/openapi-util';
-import { errorTable } from '../http/errors';
+import { errorTable, type ErrorKind } from '../errors';
+import { HTTP_STATUS } from '../http/error-answers';
 import { PredictExplanation } from './explain-schema';
 import { ErrorResponse, ModelList, PredictRequest, PredictResponse, StatsResponse } from './schemas';
 
@@ -294,7 +295,7 @@ export interface DocumentAddition {
 
 /** The v2 document around `paths`: the operations of the routes registered for it (Router.paths). */
 export function buildV2OpenApi(serviceVersion: string, paths: Record<string, unknown>, additions: DocumentAddition[] = []): Record<string, unknown> {
-  const v2Codes = Object.values(errorTable).filter((e) => !('scanOnly' in e));
+  const v2Codes = (Object.keys(errorTable) as ErrorKind[]).filter((k) => !('only' in errorTable[k])).map((k) => ({ code: errorTable[k].code, status: HTTP_STATUS[k] }));
   return openApiDocument({
     title: 'Cat Comfort Detection API',
     version: '2',
@@ -302,7 +303,7 @@ export function buildV2OpenApi(serviceVersion: string, paths: Record<string, unk
       `Detects a cat in a photo and says whether it shows comfort or discomfort. Service release ${serviceVersion}.`,
       'Every request needs the `api-key` header (use **Authorize**). "Try it out" on a predict operation sends a small cat photo.',
       `Error codes: ${[...new Map(v2Codes.map((e) => [`${e.code} ${e.status}`, `\`${e.code}\` (${e.status})`])).values()].join(', ')}.`,
-      `Any request can also be refused by the HTTP layer: ${protocolCodes.map((k) => `${errorTable[k].status} \`${errorTable[k].code}\``).join(', ')}.`,
+      `Any request can also be refused by the HTTP layer: ${protocolCodes.map((k) => `${HTTP_STATUS[k]} \`${errorTable[k].code}\``).join(', ')}.`,
       ...additions.map((a) => a.description),
     ].join('\n\n'),
     tags: [...V2_TAGS, ...additions.map((a) => a.tag)],

@@ -1,6 +1,6 @@
 // The v2 predict operations' opt-in query parameters: `explain=true` adds `explanation` to the
 // answer, `pack_version` names the loaded version that answers. Without them answers are as before.
-import { validationError } from '../http/errors';
+import { validationError } from '../errors';
 import { queryParam } from '../http/query';
 
 export interface PredictOptions {

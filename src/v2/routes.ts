@@ -4,11 +4,10 @@ import type { Exchange } from '../http/exchange';
 import { isJsonContentType } from '../http/content-type';
 import { redocPage, swaggerPage } from '../http/docs/pages';
 import { exampleImageBase64 } from '../http/docs/example-image';
-import { requestIdFrom } from '../http/request-id';
+import { ApiError, requestIdFrom } from '../errors';
+import { errorResponse } from '../http/error-answers';
 import type { Router } from '../http/router';
-import type { Service } from '../service';
-import { ApiError } from '../http/errors';
-import { errorResponse } from '../http/errors';
+import { routesInterface, type Service, type ServiceInterface } from '../service';
 import { parseJsonObjectWithImage } from '../http/json-body';
 import { sendError, sendJson } from '../http/respond';
 import { modelSummary } from './model-summary';
@@ -74,8 +73,15 @@ function staticRoute(body: string | Buffer, contentType: string) {
     ex.send(200, { 'Content-Type': contentType, 'Cache-Control': 'public, max-age=3600', 'X-Request-ID': requestIdFrom(ex.header('x-request-id')) }, body);
 }
 
-/** `additions`: other interfaces' operations on /v2 paths, documented here too (the document is built on first request, once every route is in). */
-export function registerV2(router: Router, service: Service, additions: DocumentAddition[] = []): void {
+/**
+ * The v2 interface: its routes on the public port. `additions`: other interfaces' operations on /v2
+ * paths, documented here too (the document is built on first request, once every route is in).
+ */
+export function v2Interface(service: Service, additions: DocumentAddition[] = []): ServiceInterface {
+  return routesInterface(({ router }) => registerV2(router, service, additions));
+}
+
+function registerV2(router: Router, service: Service, additions: DocumentAddition[]): void {
   const ops = v2Operations(service.version, exampleImageBase64());
   let openapi: ((ex: Exchange) => void) | null = null;
   const doc = (operation: Record<string, unknown>) => ({ document: 'v2' as const, operation });

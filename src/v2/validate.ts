@@ -2,7 +2,7 @@
 // TypeBox's compiled check is the fast path; on failure each field gets one message in
 // pydantic's wording (the texts v1 clients already know), never echoing the submitted value.
 import { TypeCompiler } from '@sinclair/typebox/compiler';
-import { validationError, type FieldError } from '../http/errors';
+import { validationError, type FieldError } from '../errors';
 import { PredictRequest, THRESHOLD_RANGE } from './schemas';
 
 const predictCheck = TypeCompiler.Compile(PredictRequest);

@@ -1,7 +1,8 @@
 // Error responses of an operation, built from the one error table so that every status, code and
 // example matches what the service sends: in the v2 ErrorResponse format (v2 and scan) or another
 // interface's (the Open Inference Protocol's).
-import { ApiError, bodyTooLargeMessage, errorResponse, errorTable, type ErrorKind, type ErrorRenderer } from '../errors';
+import { ApiError, bodyTooLargeMessage, errorTable, type ErrorKind } from '../../errors';
+import { errorResponse, HTTP_STATUS, type ErrorRenderer } from '../error-answers';
 import { EXAMPLE_REQUEST_ID, jsonContent, type Example } from './openapi-util';
 
 /** One error an operation can answer: its kind, when it happens, and optionally the example's details. */
@@ -12,8 +13,8 @@ export interface ErrorDoc {
   details?: Record<string, unknown>;
 }
 
-/** Error kinds the v2 interface can answer: every kind not marked scan-only. */
-export type V2ErrorKind = { [K in ErrorKind]: (typeof errorTable)[K] extends { scanOnly: true } ? never : K }[ErrorKind];
+/** Error kinds the v2 interface can answer: every kind not marked as another interface's only. */
+export type V2ErrorKind = { [K in ErrorKind]: (typeof errorTable)[K] extends { only: string } ? never : K }[ErrorKind];
 
 /** Errors documented alike wherever they can happen. */
 export const COMMON_ERRORS = {
@@ -37,7 +38,7 @@ const V2_FORMAT: ErrorFormat = { schema: 'ErrorResponse', render: errorResponse 
 /** OpenAPI `responses` entries, one per status; each lists its codes and carries one example per error. */
 export function errorResponses(errors: ErrorDoc[], format: ErrorFormat = V2_FORMAT): Record<string, unknown> {
   const byStatus = new Map<number, ErrorDoc[]>();
-  for (const e of errors) byStatus.set(errorTable[e.kind].status, [...(byStatus.get(errorTable[e.kind].status) ?? []), e]);
+  for (const e of errors) byStatus.set(HTTP_STATUS[e.kind], [...(byStatus.get(HTTP_STATUS[e.kind]) ?? []), e]);
   const responses: Record<string, unknown> = {};
   for (const [status, docs] of [...byStatus].sort(([a], [b]) => a - b)) {
     const examples: Record<string, Example> = {};

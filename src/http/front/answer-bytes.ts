@@ -1,7 +1,7 @@
 // The HTTP front's own answers on the wire: status line HTTP/1.1 (RFC 9110 §6.2, also to HTTP/1.0
 // clients), Date, the answer's fields, Content-Length (never chunked), and the connection's fate.
 import { STATUS_CODES } from 'node:http';
-import type { Answer } from '../errors';
+import type { Answer } from '../error-answers';
 
 let dateSecond = 0;
 let dateText = '';

@@ -9,7 +9,8 @@
 // doubt is sent with `Connection: close`, and the connection closes after it. A client that
 // half-closes after sending still gets the answers to every complete request it sent.
 import net from 'node:net';
-import { bodyTooLargeMessage, errorAnswer, methodNotAllowedAnswer, type Answer, type ErrorKind } from '../errors';
+import { bodyTooLargeMessage, type ErrorKind } from '../../errors';
+import { errorAnswer, methodNotAllowedAnswer, type Answer } from '../error-answers';
 import { MAX_DISCARD_BYTES } from '../exchange';
 import { ChunkedError, ChunkedReader } from './chunked';
 import { STANDARD_METHODS, dechunkedHead, forwardedHead, parseHead, peerTrailer, type HeadRefusal, type RequestHead } from './head';

@@ -1,7 +1,7 @@
 // Request heads for the HTTP front (front.ts): parsing and validation of one complete head
 // (request line, field lines, empty line) per RFC 9112, and the head forwarded to uWS. Pure
 // functions over strings; no sockets here.
-import type { ErrorKind } from '../errors';
+import type { ErrorKind } from '../../errors';
 
 /** Longest request head accepted (request line + fields + CRLFs); past it: 431 (414 for a request line alone). */
 export const MAX_HEAD_BYTES = 32 * 1024;

@@ -1,7 +1,7 @@
 // What the HTTP front is set up with (FrontSettings) and what it reports of each answer it gives
 // itself and of each request it held whose client left (FrontAnswer): shared by the front and its
 // client connections.
-import type { ErrorRenderer } from '../errors';
+import type { ErrorRenderer } from '../error-answers';
 import type { TrustedProxies } from './client-address';
 
 export interface FrontSettings {

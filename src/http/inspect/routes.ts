@@ -4,7 +4,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Exchange } from '../exchange';
-import { requestIdFrom } from '../request-id';
+import { requestIdFrom } from '../../errors';
 import type { Router } from '../router';
 import { INSPECT_CSS } from './css';
 import { SECURITY_HEADERS } from './headers';

@@ -1,15 +1,16 @@
-// One request log line and count per gRPC call, written once, when the call ends for its client:
-// when the first status is handed to grpc-js, or when the client leaves before one is. The status
-// recorded is the one the client experienced (client-status.ts). It is an interceptor because only
-// an interceptor sees every call: also those grpc-js ends by itself before our handler has their
-// request (a message over grpc.max_receive_message_length: RESOURCE_EXHAUSTED, as HTTP's 413; a
-// deadline gone before the message came; a message it cannot parse), whose trailers it gives the
-// request id and our error code. The handler (server.ts) finds the call's record by its request
-// metadata and notes there what it learns (model, version, images, bytes).
+// One request log line (by the access log's one writer) and count per gRPC call, written once, when
+// the call ends for its client: when the first status is handed to grpc-js, or when the client
+// leaves before one is. The status recorded is the one the client experienced (client-status.ts).
+// It is an interceptor because only an interceptor sees every call: also those grpc-js ends by
+// itself before our handler has their request (a message over grpc.max_receive_message_length:
+// RESOURCE_EXHAUSTED, as HTTP's 413; a deadline gone before the message came; a message it cannot
+// parse), whose trailers it gives the request id and our error code. The handler (server.ts) finds
+// the call's record by its request metadata and notes there what it learns (model, version,
+// images, bytes).
 import * as grpc from '@grpc/grpc-js';
-import { errorTable } from '../../http/errors';
-import { requestIdFrom } from '../../http/request-id';
-import { recordGrpcCall } from '../../ops/access-log';
+import { errorTable, requestIdFrom } from '../../errors';
+import { writeAccessLine } from '../../ops/access-log';
+import { metrics } from '../../ops/metrics';
 import { clientStatus } from './client-status';
 import { DEADLINE_EXCEEDED_CODE, statusName } from './status';
 
@@ -53,13 +54,23 @@ export const callLog: grpc.ServerInterceptor = (descriptor, call) => {
     if (ended) return;
     ended = true;
     record.requestId ||= requestIdFrom(undefined);
-    recordGrpcCall({
+    const method = descriptor.path.slice(descriptor.path.lastIndexOf('/') + 1);
+    const code = statusName(clientStatus(call, sent, abandoned));
+    const { model, modelVersion, images, bytesIn } = record.notes;
+    const seconds = (performance.now() - startedAt) / 1000;
+    metrics.grpcCalls.inc({ method, model: model ?? '', code });
+    metrics.grpcCallDuration.observe({ method }, seconds);
+    writeAccessLine({
       requestId: record.requestId,
-      method: descriptor.path.slice(descriptor.path.lastIndexOf('/') + 1),
+      interface: 'grpc',
+      method,
       client,
-      ...record.notes,
-      code: statusName(clientStatus(call, sent, abandoned)),
-      startedAt,
+      model,
+      modelVersion,
+      status: code,
+      seconds,
+      bytesIn,
+      extra: images !== undefined ? { images } : {},
     });
   };
   const send = call.sendStatus.bind(call);

@@ -1,6 +1,6 @@
 // The protocol's messages as @grpc/proto-loader hands them over (keepCase, longs as numbers, bytes as
 // Buffers, oneofs named), and their conversion to and from the protocol-neutral call (../infer.ts).
-import { validationError } from '../../http/errors';
+import { validationError } from '../../errors';
 import type { AnalyzeItem } from '../../native/addon';
 import { rawNumbers, joinBytesElements, splitBytesElements } from '../bytes-elements';
 import type { InferAnswer, InferCall, InferInput } from '../infer';

@@ -6,26 +6,24 @@
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { toApiError } from '../../http/error-mapping';
-import { ApiError } from '../../http/errors';
+import { ApiError, toApiError } from '../../errors';
 import type { Readiness } from '../../ops/readiness';
 import { DeadlineError } from '../../pipeline/batcher';
-import type { Service } from '../../service';
+import { log } from '../../log';
+import type { Service, ServiceInterface } from '../../service';
 import { infer } from '../infer';
 import { modelMetadata, modelReady, serverMetadata } from '../metadata';
 import { callLog, callRecord, type CallNotes } from './call-log';
 import { toInferCall, toInferResponse, type ModelInferRequest } from './messages';
-import { DEADLINE_EXCEEDED_CODE, GRPC_STATUS } from './status';
+import { DEADLINE_EXCEEDED_CODE, grpcStatus } from './status';
 
 /** The protocol's definition, shipped beside dist/ (and in the offline bundle). */
 export const PROTO_FILE = path.join(__dirname, '../../../../proto/inference.proto');
 
-export interface GrpcServerOptions {
-  host: string;
-  port: number;
-}
+/** How long a closing server waits for the calls in flight before it cancels what is left. */
+const CLOSE_WAIT_MS = 10_000;
 
-export interface RunningGrpc {
+interface RunningGrpc {
   port: number;
   /** Refuses new calls, waits for those in flight up to timeoutMs, then cancels what is left. */
   close(timeoutMs: number): Promise<void>;
@@ -43,7 +41,20 @@ interface CallContext {
   notes: CallNotes;
 }
 
-export async function startGrpc(service: Service, readiness: Readiness, options: GrpcServerOptions): Promise<RunningGrpc> {
+/** The gRPC interface on its own port (none where `port` is null: CATCOMFORT_GRPC_PORT unset). */
+export function grpcInterface(service: Service, options: { host: string; port: number | null }): ServiceInterface {
+  let running: RunningGrpc | null = null;
+  return {
+    async start({ readiness }) {
+      if (options.port === null) return;
+      running = await startGrpc(service, readiness, { host: options.host, port: options.port });
+      log.info('grpc listening', { host: options.host, port: running.port });
+    },
+    close: async () => running?.close(CLOSE_WAIT_MS),
+  };
+}
+
+async function startGrpc(service: Service, readiness: Readiness, options: { host: string; port: number }): Promise<RunningGrpc> {
   const definition = protoLoader.loadSync(PROTO_FILE, { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true });
   const proto = grpc.loadPackageDefinition(definition) as any;
   const server = new grpc.Server({
@@ -159,5 +170,5 @@ function grpcFailure(error: unknown, ctx: CallContext, requestId: string): { cod
   if (Object.keys(apiError.details).length > 0) metadata['error-details'] = JSON.stringify(apiError.details);
   const retryAfter = apiError.headers['Retry-After'];
   if (retryAfter) metadata['retry-after'] = retryAfter;
-  return { code: GRPC_STATUS[apiError.kind], details: apiError.message, metadata };
+  return { code: grpcStatus(apiError), details: apiError.message, metadata };
 }

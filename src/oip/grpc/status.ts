@@ -1,29 +1,24 @@
-// Our coded errors as gRPC status codes: one row per kind of the error table (src/http/errors.ts).
+// Our coded errors as gRPC status codes: the neutral status of the error table (src/errors/table.ts)
+// maps one to one onto gRPC's canonical codes.
 import { status } from '@grpc/grpc-js';
-import type { ErrorKind } from '../../http/errors';
+import type { ApiError, Status } from '../../errors';
 
-export const GRPC_STATUS: Record<ErrorKind, status> = {
-  invalid_image: status.INVALID_ARGUMENT,
-  unauthorized: status.UNAUTHENTICATED,
-  model_not_found: status.NOT_FOUND,
+const GRPC_STATUS: Record<Status, status> = {
+  invalid_argument: status.INVALID_ARGUMENT,
+  unauthenticated: status.UNAUTHENTICATED,
   not_found: status.NOT_FOUND,
-  method_not_allowed: status.UNIMPLEMENTED,
-  idempotency_conflict: status.ALREADY_EXISTS,
-  bad_request: status.INVALID_ARGUMENT,
-  request_timeout: status.DEADLINE_EXCEEDED,
-  payload_too_large: status.RESOURCE_EXHAUSTED,
-  uri_too_long: status.INVALID_ARGUMENT,
-  unsupported_media_type: status.INVALID_ARGUMENT,
-  invalid_request: status.INVALID_ARGUMENT,
-  overloaded: status.UNAVAILABLE, // retry later, as HTTP's 429 with Retry-After
-  auth_throttled: status.RESOURCE_EXHAUSTED,
-  header_too_large: status.RESOURCE_EXHAUSTED,
-  internal_error: status.INTERNAL,
-  not_implemented: status.UNIMPLEMENTED,
+  unimplemented: status.UNIMPLEMENTED,
+  already_exists: status.ALREADY_EXISTS,
+  failed_precondition: status.FAILED_PRECONDITION,
+  deadline_exceeded: status.DEADLINE_EXCEEDED,
+  resource_exhausted: status.RESOURCE_EXHAUSTED,
   unavailable: status.UNAVAILABLE,
-  store_unavailable: status.UNAVAILABLE,
-  http_version_not_supported: status.UNIMPLEMENTED,
+  internal: status.INTERNAL,
 };
+
+export function grpcStatus(error: ApiError): status {
+  return GRPC_STATUS[error.status];
+}
 
 /** Our error code of DEADLINE_EXCEEDED: the client's deadline came first (the request timeout is the table's request_timeout). */
 export const DEADLINE_EXCEEDED_CODE = 'deadline_exceeded';

@@ -1,8 +1,12 @@
 // The admin listener (CATCOMFORT_ADMIN_PORT, on CATCOMFORT_ADMIN_HOST, never the public port): pack
 // versions changed while serving (src/packs/control/pack-control.ts), for `catcomfort packs`. A plain
 // node:http server with JSON in and out, keys in `Authorization: Bearer`, and one audit log line
-// per action and per refused request, naming the admin key's id.
+// per action and per refused request, naming the admin key's id. Its refusals are the house's coded
+// errors (src/errors/), written in its own `{"error": {code, message}}` body.
 import http from 'node:http';
+import { ApiError, BodyTooLargeError } from '../../errors';
+import { HTTP_STATUS } from '../../http/error-answers';
+import { readSideBody } from '../../http/side-body';
 import { listenBeside, type SideListener } from '../../http/side-listener';
 import { log } from '../../log';
 import { PackError } from '../pack';
@@ -14,39 +18,20 @@ import type { AdminKeys } from './admin-keys';
 const MAX_BODY = 64 * 1024;
 const ROLES: readonly CandidateRole[] = ['standby', 'shadow', 'canary'];
 
-class AdminError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+const invalid = (message: string) => new ApiError('invalid_request', message);
 
-const invalid = (message: string) => new AdminError(400, 'invalid_request', message);
-
-function readJson(req: http.IncomingMessage): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > MAX_BODY) reject(invalid(`the body is over ${MAX_BODY} bytes`));
-      else chunks.push(c);
-    });
-    req.on('error', reject);
-    req.on('end', () => {
-      const text = Buffer.concat(chunks).toString('utf8');
-      try {
-        const value: unknown = text === '' ? {} : JSON.parse(text);
-        if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('not an object');
-        resolve(value as Record<string, unknown>);
-      } catch {
-        reject(invalid('the body must be a JSON object'));
-      }
-    });
+/** The body as a JSON object; an empty body is an empty object. */
+async function readJson(req: http.IncomingMessage): Promise<Record<string, unknown>> {
+  const body = await readSideBody(req, MAX_BODY).catch((error: unknown) => {
+    throw error instanceof BodyTooLargeError ? invalid(`the body is over ${MAX_BODY} bytes`) : error;
   });
+  try {
+    const value: unknown = body.length === 0 ? {} : JSON.parse(body.toString('utf8'));
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('not an object');
+    return value as Record<string, unknown>;
+  } catch {
+    throw invalid('the body must be a JSON object');
+  }
 }
 
 function text(body: Record<string, unknown>, field: string): string {
@@ -119,12 +104,18 @@ const ACTIONS: Record<string, Action> = {
   },
 };
 
-function statusOf(error: unknown): AdminError {
-  if (error instanceof AdminError) return error;
-  if (error instanceof VersionError) return new AdminError(409, 'conflict', error.message);
-  if (error instanceof PackError) return new AdminError(422, 'pack_refused', error.message);
+/** The admin listener's failures as coded errors: its own two (a version conflict, a refused pack), and any other failure as an internal error. */
+function coded(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  if (error instanceof VersionError) return new ApiError('version_conflict', error.message);
+  if (error instanceof PackError) return new ApiError('pack_refused', error.message);
   log.error('admin action failed', { error: String(error) });
-  return new AdminError(500, 'internal_error', 'The action failed unexpectedly; see the service log.');
+  return new ApiError('internal_error', 'The action failed unexpectedly; see the service log.');
+}
+
+/** The table's HTTP status, but for a request the admin listener cannot read, 400 as ever (the table's 422 is v2's, spec 7.1). */
+function statusOf(error: ApiError): number {
+  return error.kind === 'invalid_request' ? 400 : HTTP_STATUS[error.kind];
 }
 
 /** What a request's audit line names, filled in as the request is understood. */
@@ -142,9 +133,9 @@ async function handle(ctx: AdminContext, req: http.IncomingMessage, audit: Audit
   audit.action = action ? name! : req.method === 'GET' && path === '/packs' ? null : `${req.method} ${path}`;
   const auth = req.headers.authorization ?? '';
   audit.keyId = ctx.keys.identify(auth.startsWith('Bearer ') ? auth.slice(7).trim() : undefined);
-  if (audit.keyId === null) throw new AdminError(401, 'unauthorized', 'Missing or invalid admin key (Authorization: Bearer <key>).');
+  if (audit.keyId === null) throw new ApiError('unauthorized', 'Missing or invalid admin key (Authorization: Bearer <key>).');
   if (req.method === 'GET' && path === '/packs') return { status: 200, body: listing(ctx) };
-  if (!action) throw new AdminError(404, 'not_found', 'Routes: GET /packs; POST /packs/load, /packs/route, /packs/promote, /packs/rollback, /packs/unload.');
+  if (!action) throw new ApiError('not_found', 'Routes: GET /packs; POST /packs/load, /packs/route, /packs/promote, /packs/rollback, /packs/unload.');
   audit.request = await readJson(req);
   const result = await action(ctx, audit.request, audit.keyId);
   audit.versions = result.versions;
@@ -156,14 +147,14 @@ async function handle(ctx: AdminContext, req: http.IncomingMessage, audit: Audit
  * (or method and path), the key's id (never the key), the client's address, the body, the outcome.
  * A listing (GET /packs) that succeeds is not an action and leaves none.
  */
-function auditLine(req: http.IncomingMessage, audit: Audit, started: number, failure: AdminError | null): void {
+function auditLine(req: http.IncomingMessage, audit: Audit, started: number, failure: ApiError | null): void {
   if (!failure && audit.action === null) return;
   const fields = {
     action: audit.action ?? `${req.method} ${(req.url ?? '').split('?')[0]}`,
     key_id: audit.keyId,
     client: req.socket.remoteAddress ?? null,
     request: audit.request,
-    status: failure?.status ?? 200,
+    status: failure ? statusOf(failure) : 200,
     outcome: failure?.code ?? 'done',
     ...(failure ? { error: failure.message } : { versions: audit.versions }),
     ms: Math.round(performance.now() - started),
@@ -182,9 +173,9 @@ export function startAdminServer(host: string, port: number, ctx: AdminContext):
         res.writeHead(r.status, { 'Content-Type': 'application/json' }).end(JSON.stringify(r.body));
       },
       (error: unknown) => {
-        const e = statusOf(error);
+        const e = coded(error);
         auditLine(req, audit, started, e);
-        res.writeHead(e.status, { 'Content-Type': 'application/json' }).end(JSON.stringify({ error: { code: e.code, message: e.message } }));
+        res.writeHead(statusOf(e), { 'Content-Type': 'application/json' }).end(JSON.stringify({ error: { code: e.code, message: e.message } }));
       },
     );
   });

@@ -1,6 +1,7 @@
 // Pack control at start: the fleet's recorded pack versions applied before the service turns
 // ready, a sync with the store every CATCOMFORT_PACK_SYNC_MS, and (with CATCOMFORT_ADMIN_PORT) the
-// admin listener with its keys, issued ones reloaded with the API keys.
+// admin listener with its keys, issued ones reloaded with the API keys; the listener opens when
+// start.ts starts the interfaces.
 import type { Config } from '../../config';
 import { log } from '../../log';
 import type { NativeAddon, NativeInfo } from '../../native/addon';
@@ -17,6 +18,9 @@ import { startAdminServer } from './admin-server';
 
 export interface PackControlRunning {
   control: PackControl;
+  /** The admin listener, in the shape of every interface (src/service.ts ServiceInterface): started with the others, closed with them. */
+  admin: { start(): Promise<void>; close(): Promise<void> };
+  /** Stops the sync with the store and the reload of issued admin keys. */
   close(): void;
 }
 
@@ -55,22 +59,26 @@ export async function startPackControl(config: Config, parts: { addon: NativeAdd
   const keys = new AdminKeys(config.admin.keys);
   const issued = keepIssuedKeys(parts.store.apiKeys, 'admin', (k) => keys.setIssued(k));
   let server: Awaited<ReturnType<typeof startAdminServer>> | null = null;
-  if (config.admin.port !== null) {
-    await issued.first;
-    if (config.admin.keys.length === 0) {
-      const key = newApiKey();
-      keys.addConfigured(key);
-      process.stdout.write(`No CATCOMFORT_ADMIN_KEYS set; generated this admin key for this run only: ${key}\n`);
-    }
-    server = await startAdminServer(config.admin.host, config.admin.port, { keys, control, registry: parts.registry });
-    log.info('admin listening', { host: config.admin.host, admin_port: server.port });
-  }
+  const admin = {
+    async start() {
+      if (config.admin.port === null) return;
+      await issued.first;
+      if (config.admin.keys.length === 0) {
+        const key = newApiKey();
+        keys.addConfigured(key);
+        process.stdout.write(`No CATCOMFORT_ADMIN_KEYS set; generated this admin key for this run only: ${key}\n`);
+      }
+      server = await startAdminServer(config.admin.host, config.admin.port, { keys, control, registry: parts.registry });
+      log.info('admin listening', { host: config.admin.host, admin_port: server.port });
+    },
+    close: async () => server?.close(),
+  };
   return {
     control,
+    admin,
     close() {
       clearInterval(timer);
       issued.stop();
-      server?.close();
     },
   };
 }
