@@ -71,8 +71,8 @@ test('CATCOMFORT_PRECISION: unset (auto) by default, int8 or fp32 in any case, a
   assert.throws(() => loadConfig({ CATCOMFORT_PRECISION: 'fp16' }), /CATCOMFORT_PRECISION must be int8 or fp32, got "fp16"/);
 });
 
-test("README's table of settings is the settings table's (npm run docs:settings writes it)", () => {
-  const readme = readFileSync(path.resolve(__dirname, '../../README.md'), 'utf8');
-  assert.ok(readme.includes(settingsTable()), 'run npm run docs:settings');
+test("docs/configuration.md's table of settings is the settings table's (npm run docs:settings writes it)", () => {
+  const page = readFileSync(path.resolve(__dirname, '../../docs/configuration.md'), 'utf8');
+  assert.ok(page.includes(settingsTable()), 'run npm run docs:settings');
   assert.equal(settingsTable().split('\n').filter((l) => l.startsWith('| `CATCOMFORT_')).length, KNOWN_VARIABLES.length);
 });
