@@ -63,7 +63,7 @@ export class Rows {
 }
 
 /**
- * Where the time went at each load level of each configuration (README "Where the time goes"):
+ * Where the time went at each load level of each configuration (docs/performance.md "Where the time goes"):
  * each stage's mean ms (in-process has no read or convert), the event loop's busy share and the
  * main thread's CPU microseconds per request; every level is also in the --json file.
  */
