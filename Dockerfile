@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# The Cat Comfort service as a container image (README "Container"):
+# The Cat Comfort service as a container image (docs/operations.md "Container"):
 #   docker build -t catcomfort .
 #   docker build --build-context model-mirror=../shared/models -t catcomfort .
 # The second form takes bc-legacy's YOLOX-nano detector from a local folder (CATCOMFORT_MODEL_MIRROR)

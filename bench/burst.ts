@@ -1,6 +1,6 @@
 // A burst: N client connections opened at once, each sending one request, and what they got back
 // (answers by status, Retry-After on 429s, connections closed or reset without an answer). Used by
-// test/burst.test.ts and for the README's burst figures:
+// test/burst.test.ts and for the burst figures of docs/operations.md "Bursts":
 //   node dist/bench/burst.js URL KEY [CONNECTIONS] [IMAGE]   (e.g. http://127.0.0.1:8080/v2/predict)
 // Raise `ulimit -n` above CONNECTIONS first. Only loopback URLs are accepted.
 import { readFileSync } from 'node:fs';

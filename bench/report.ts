@@ -177,7 +177,7 @@ function protocolTables(report: Report): string[] {
   return lines;
 }
 
-/** Our service's stage means at each level of each HTTP protocol (README "Where the time goes"). */
+/** Our service's stage means at each level of each HTTP protocol (docs/performance.md "Where the time goes"). */
 function stageTables(report: Report): string[] {
   const us = report.servers.find((s) => s.name === 'us' && s.role === 'main');
   if (!us) return [];

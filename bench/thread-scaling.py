@@ -1,4 +1,4 @@
-"""How each bc-v1 network alone scales over intra-op threads on this CPU (README "Low load").
+"""How each bc-v1 network alone scales over intra-op threads on this CPU (docs/performance.md "Low load").
 
 Run: bench/.venv/bin/python bench/thread-scaling.py   (the venv `npm run bench` installs for its peers)
 """

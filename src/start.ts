@@ -189,7 +189,7 @@ async function startInterfaces(
     if (classifier.reference) {
       log.warn(
         `model ${model.id}: the classifier is an UNTRAINED reference network; its score is not a trained comfort signal. ` +
-          `Train a head on your own labelled photos with "catcomfort train-head" (README, "Training the comfort head"), or drop trained weights into ` +
+          `Train a head on your own labelled photos with "catcomfort train-head" (docs/training.md "Training the comfort head"), or drop trained weights into ` +
           `${path.join(model.dir, 'backbone' in classifier ? classifier.head.file : classifier.file)} and update its sha256 and reference=false in its manifest.json (see MODEL_CARD.md).`,
         { model: model.id },
       );

@@ -1,4 +1,4 @@
-// How batching is chosen (src/packs/batching-plan.ts, README "How batching is chosen"): the CPU
+// How batching is chosen (src/packs/batching-plan.ts, docs/gpu.md "How batching is chosen"): the CPU
 // rule keeps today's figures, the GPU rule fills the device from the core count, settings win,
 // and warm-up's session timings (injected here) fit the batch size to the knee.
 import assert from 'node:assert/strict';

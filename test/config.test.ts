@@ -4,9 +4,11 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import os from 'node:os';
 import { test } from 'node:test';
 import { ConfigError, KNOWN_VARIABLES, loadConfig } from '../src/config';
 import { settingsTable } from '../src/config/doc-table';
+import { defaultHttpThreads } from '../src/config/settings';
 import { editDistance, unknownVariables } from '../src/config/unknown';
 
 test('CATCOMFORT_CUDNN_CONV_ALGO_SEARCH: HEURISTIC by default, any case accepted, anything else refused', () => {
@@ -30,8 +32,13 @@ test('CATCOMFORT_METRICS: key by default, open or off; CATCOMFORT_METRICS_PORT u
   assert.throws(() => loadConfig({ CATCOMFORT_METRICS_PORT: 'x' }), /CATCOMFORT_METRICS_PORT must be an integer/);
 });
 
-test("the HTTP front's settings: the upstream pool's limits and the client idle timeout, from the table", () => {
-  assert.deepEqual(loadConfig({}).front, { upstreamConnections: 256, upstreamQueue: 1024, trustedProxies: [], idleTimeoutMs: 10_000 });
+test("the HTTP front's settings: the upstream pool's limits, its threads and the client idle timeout, from the table", () => {
+  const httpThreads = defaultHttpThreads(os.availableParallelism());
+  assert.deepEqual(loadConfig({}).front, { upstreamConnections: 256, upstreamQueue: 1024, trustedProxies: [], httpThreads, idleTimeoutMs: 10_000 });
+  // The main thread below 8 cores, then one thread per 4 cores, at most 8.
+  assert.deepEqual([1, 2, 7, 8, 16, 31, 64, 256].map(defaultHttpThreads), [1, 1, 1, 2, 4, 7, 8, 8]);
+  assert.equal(loadConfig({ CATCOMFORT_HTTP_THREADS: '3' }).front.httpThreads, 3);
+  assert.throws(() => loadConfig({ CATCOMFORT_HTTP_THREADS: '0' }), /CATCOMFORT_HTTP_THREADS must be between 1 and 64, got 0/);
   assert.equal(loadConfig({ CATCOMFORT_CLIENT_IDLE_TIMEOUT_MS: '2500' }).front.idleTimeoutMs, 2500);
   assert.throws(() => loadConfig({ CATCOMFORT_CLIENT_IDLE_TIMEOUT_MS: '50' }), /CATCOMFORT_CLIENT_IDLE_TIMEOUT_MS must be between 100 and 3600000, got 50/);
   assert.throws(() => loadConfig({ CATCOMFORT_TRUSTED_PROXIES: '10.0.0.0/33' }), /CATCOMFORT_TRUSTED_PROXIES: "10.0.0.0\/33": the prefix length must be 0-32/);
@@ -85,8 +92,8 @@ test('CATCOMFORT_PRECISION: unset (auto) by default, int8 or fp32 in any case, a
   assert.throws(() => loadConfig({ CATCOMFORT_PRECISION: 'fp16' }), /CATCOMFORT_PRECISION must be int8 or fp32, got "fp16"/);
 });
 
-test("README's table of settings is the settings table's (npm run docs:settings writes it)", () => {
-  const readme = readFileSync(path.resolve(__dirname, '../../README.md'), 'utf8');
-  assert.ok(readme.includes(settingsTable()), 'run npm run docs:settings');
+test("docs/configuration.md's table of settings is the settings table's (npm run docs:settings writes it)", () => {
+  const page = readFileSync(path.resolve(__dirname, '../../docs/configuration.md'), 'utf8');
+  assert.ok(page.includes(settingsTable()), 'run npm run docs:settings');
   assert.equal(settingsTable().split('\n').filter((l) => l.startsWith('| `CATCOMFORT_')).length, KNOWN_VARIABLES.length);
 });

@@ -1,6 +1,6 @@
 // The house's layout: no import circle between source files, nor between rooms (the folders of
 // src/ and its top-level files, and bench/), type-only imports included; and every import runs
-// down the declared floors (README "Architecture"), the few known exceptions listed below.
+// down the declared floors (README.md "Architecture"), the few known exceptions listed below.
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -32,8 +32,6 @@ const GRAPHS_USERS = new Set(['graphs', 'packs', 'tools', 'train', 'bench']);
 
 /** Upward imports the code has today (`file -> room above it`), each a known debt; an entry no longer needed fails too. */
 const UPWARD_DEBTS = new Set([
-  // The one mapping of internal failures to coded errors knows the pipeline's failure classes.
-  'src/http/error-mapping.ts -> pipeline',
   // Per-stage times (pipeline/stage-times.ts, which imports nothing) in Server-Timing and in the
   // operator's summary: that leaf moved below http would clear both.
   'src/http/exchange.ts -> pipeline',

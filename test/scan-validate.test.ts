@@ -1,4 +1,4 @@
-// Scan submission validation: the metadata limits the README states.
+// Scan submission validation: the metadata limits docs/scan.md states.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { validateSubmission } from '../src/scan/validate';
@@ -17,7 +17,7 @@ function refusal(metadata: unknown): string | null {
   }
 }
 
-test('metadata may nest exactly as deep as the README says, and no deeper', () => {
+test('metadata may nest exactly as deep as docs/scan.md says, and no deeper', () => {
   assert.equal(METADATA_LIMITS.maxDepth, 4);
   assert.equal(refusal({ a: { b: { c: { d: 1 } } } }), null, 'four levels of objects');
   assert.equal(refusal({ a: [[{ d: 'x' }]] }), null, 'four levels mixing arrays and objects');

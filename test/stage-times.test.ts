@@ -1,4 +1,4 @@
-// Where the time goes (src/pipeline/stage-times.ts, README "Where the time goes"): every v1, v2 and
+// Where the time goes (src/pipeline/stage-times.ts, docs/performance.md "Where the time goes"): every v1, v2 and
 // OIP answer of the real service carries a Server-Timing header whose stages add up to the
 // request's time; /v2/stats shows the batching in effect and each stage's summary; /metrics has
 // every stage. The stage arithmetic is checked on injected times too.

@@ -108,7 +108,7 @@ describe('the next candidates, in process at fp32', () => {
 
 test('Sphynx cats as the verifier sees them: a hairless cat ImageNet calls a dog passes (not a look-alike)', async () => {
   // ImageNet's top class for this Sphynx is "Mexican hairless" (a dog): no look-alike mass, so the
-  // verifier lets it through and it is classified. README "Model packs" lists the Sphynx results.
+  // verifier lets it through and it is classified. docs/packs.md "Model packs" lists the Sphynx results.
   const v2 = await predict('097_oxford_Sphynx_127.jpg');
   assert.equal(v2.detection, 'detected');
   assert.notEqual(v2.prediction, null);

@@ -1,4 +1,4 @@
-"""Infer photos over gRPC and over REST, and print one line per photo (README "Open Inference Protocol").
+"""Infer photos over gRPC and over REST, and print one line per photo (docs/oip.md "Open Inference Protocol").
 
     clients/python/.venv/bin/python clients/python/example.py 127.0.0.1:8001 http://127.0.0.1:8080 "$KEY" cat.jpg [more.jpg ...]
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `catcomfort`: the operator command line (README "Command line"). One table entry per
+// `catcomfort`: the operator command line (docs/cli.md "Command line"). One table entry per
 // subcommand; each module is loaded only when its command runs, so `catcomfort keys list` never
 // loads the native addon. Exit codes: 0 done, 1 failed, 2 bad usage or configuration.
 import { commandList, dispatch, UsageError, type Subcommand } from './args';
@@ -30,7 +30,7 @@ const USAGE = `Usage: catcomfort <command> [options]
 ${commandList(COMMANDS)}
 
 "catcomfort <command> --help" describes each command. Settings are the service's CATCOMFORT_*
-environment variables (README "Configuration").
+environment variables (docs/configuration.md "Configuration").
 Exit codes: 0 done, 1 failed (predict: at least one file could not be analysed), 2 bad usage or
 configuration.
 `;

@@ -17,7 +17,7 @@ const COMMANDS: Record<string, Subcommand> = {
 
 const USAGE = `Usage: catcomfort packs <command>
 
-Pack versions, changed while the service serves (README "Rolling out a pack"). Talks to the
+Pack versions, changed while the service serves (docs/packs.md "Rolling out a pack"). Talks to the
 service's admin listener: CATCOMFORT_ADMIN_URL (default http://127.0.0.1:$CATCOMFORT_ADMIN_PORT)
 with the key in CATCOMFORT_ADMIN_KEY (CATCOMFORT_ADMIN_KEYS, or catcomfort keys create --admin).
 

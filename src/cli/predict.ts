@@ -35,7 +35,7 @@ Options:
   -h, --help        This text
 
 Settings: the service's (CATCOMFORT_MODELS_DIR, CATCOMFORT_MAX_PIXELS, CATCOMFORT_EXECUTION_PROVIDERS,
-CATCOMFORT_POOL_THREADS, CATCOMFORT_BATCH_*, ...; README "Configuration").
+CATCOMFORT_POOL_THREADS, CATCOMFORT_BATCH_*, ...; docs/configuration.md "Configuration").
 Exit codes: 0 every file analysed, 1 at least one error line, the model could not be loaded or
 stdout was closed early, 2 bad usage or configuration.
 `;

@@ -1,6 +1,6 @@
-// The service's stage times and main-thread load over one measured window (README "Where the time
-// goes"): its catcomfort_stage_duration_seconds sums and counts, event loop busy seconds and
-// main-thread CPU and GC seconds scraped from /metrics before and after, so each figure is that window's
+// The service's stage times and main-thread load over one measured window (docs/performance.md
+// "Where the time goes"): its catcomfort_stage_duration_seconds sums and counts, event loop busy
+// seconds and main-thread CPU and GC seconds scraped from /metrics before and after, so each figure is that window's
 // alone (the bench's levels and gpu-check's HTTP levels). Peers have no such metrics: null. In
 // the process itself, stageWindow reads the same figures without a scrape.
 import { eventLoopBusySeconds, gcSeconds, gcShareOf, mainThreadCpuSeconds } from '../ops/event-loop';

@@ -22,7 +22,7 @@ import { writePack } from '../train/pack-writer';
 
 const repoRoot = path.resolve(__dirname, '../../..');
 
-/** Chosen on the proxy task (README "Training the comfort head"). */
+/** Chosen on the proxy task (docs/training.md "Proof on a proxy task"). */
 export const DEFAULT_BACKBONE: BackboneKind = 'imagenet';
 export const DEFAULT_STAGE: StageName = 'conv-1280';
 export const DEFAULT_SIZE = 224;
@@ -38,8 +38,8 @@ Trains the comfort head on your labelled photos and writes a model pack.
                              in the service's models folder (CATCOMFORT_MODELS_DIR) to serve it
   --base ID|DIR              pack whose detector, cutoffs and crop are used (default bc-v1)
   --id ID                    pack id (default: the name of PACK_DIR). A new version of a serving pack
-                             has its id: --id bc-v1 --version 1.3.0 --out models/bc-v1@1.3.0 (README
-                             "Rolling out a pack")
+                             has its id: --id bc-v1 --version 1.3.0 --out models/bc-v1@1.3.0
+                             (docs/packs.md "Rolling out a pack")
   --version V                pack version (default 1.0.0)
   --backbone ${BACKBONE_KINDS.join('|').padEnd(15)} imagenet (default): the base pack's ImageNet MobileNetV2 features;
                              the pack written holds only the head (a few KB) and takes the

@@ -16,7 +16,7 @@ const COMMANDS: Record<string, Subcommand> = {
 
 const USAGE = `Usage: catcomfort webhooks <command>
 
-Webhooks of scans (README "Webhooks"). A redelivery is sent by a running instance within a second.
+Webhooks of scans (docs/scan.md "Webhooks"). A redelivery is sent by a running instance within a second.
 
 ${commandList(COMMANDS)}
 

@@ -1,6 +1,6 @@
 // The kinds of setting: each reads one CATCOMFORT_* variable (unset or blank: its default) and
 // throws a ConfigError naming the variable when the value is invalid. `shown` is the default as
-// the README's table writes it; `doc` is that table's line.
+// docs/configuration.md's table writes it; `doc` is that table's line.
 import os from 'node:os';
 import path from 'node:path';
 

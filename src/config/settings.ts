@@ -2,7 +2,8 @@
 // default and docs line, nested as the service's Config reads it. Config's type and loadConfig
 // (index.ts) come from this table (shape.ts), so a new setting is one row here; settings only
 // tools, the CLI or tests read are marked toolOnly. The unknown-variable check (unknown.ts) knows
-// its names, and the docs' table is written from it in this order (`npm run docs:settings`).
+// its names, and docs/configuration.md's table is written from it in this order (`npm run
+// docs:settings`; its links are relative to docs/, checked by test/config.test.ts).
 import os from 'node:os';
 import { addresses, ffmpeg, keys, providers, retrySchedule } from './kinds';
 import { bool, choice, date, folder, int, optionalChoice, optionalDate, optionalInt, optionalText, text, tmpFolder } from './parse';
@@ -20,19 +21,19 @@ export function defaultHttpThreads(cores: number): number {
 
 export const SETTINGS = {
   host: text('CATCOMFORT_HOST', '0.0.0.0', 'Listen address'),
-  port: int('CATCOMFORT_PORT', 8080, 0, 65535, 'Listen port (`0` = any free port; the `listening` log line names it). It opens before the packs load; see "Health, metrics and logs"'),
+  port: int('CATCOMFORT_PORT', 8080, 0, 65535, 'Listen port (`0` = any free port; the `listening` log line names it). It opens before the packs load; see [Health, metrics and logs](operations.md#health-metrics-and-logs)'),
   apiKeys: keys('CATCOMFORT_API_KEYS', 'Comma-separated API keys (16-256 printable ASCII characters each). Unset: one random key is generated at start and printed once; there is never a fixed default key'),
   modelsDir: folder('CATCOMFORT_MODELS_DIR', 'models', 'Folder of model packs (each sub-folder with a `manifest.json`)'),
   defaultModel: text('CATCOMFORT_DEFAULT_MODEL', 'bc-v1', 'Model of `/v2/predict`'),
   modelMirror: toolOnly(optionalText('CATCOMFORT_MODEL_MIRROR', "Install-time only: folder holding `yolox-nano/yolox_nano.onnx` (bc-legacy's detector); unset = download from the release URL")),
-  providers: providers('CATCOMFORT_EXECUTION_PROVIDERS', 'Ordered ONNX Runtime providers, e.g. `tensorrt,cuda,cpu`. CPU is always appended. Each accelerated provider is first proven in a child process (see "GPU execution providers"); one that fails its probe is disabled, one whose libraries are missing is skipped, each with one log line'),
+  providers: providers('CATCOMFORT_EXECUTION_PROVIDERS', 'Ordered ONNX Runtime providers, e.g. `tensorrt,cuda,cpu`. CPU is always appended. Each accelerated provider is first proven in a child process (see [GPU execution providers](gpu.md#gpu-execution-providers)); one that fails its probe is disabled, one whose libraries are missing is skipped, each with one log line'),
   providerProbeTimeoutMs: int('CATCOMFORT_PROVIDER_PROBE_TIMEOUT_MS', 300_000, 1000, 3_600_000, "Longest a provider's probe may take (building every loaded pack's sessions on it and running each at every batch size); past it the provider is disabled. Allow for TensorRT engine builds on a cold `CATCOMFORT_TRT_CACHE_DIR`"),
   cudnnConvAlgoSearch: choice('CATCOMFORT_CUDNN_CONV_ALGO_SEARCH', ['EXHAUSTIVE', 'HEURISTIC', 'DEFAULT'] as const, 'HEURISTIC', "CUDA provider option `cudnn_conv_algo_search`: `EXHAUSTIVE` (benchmarks every algorithm: seconds per convolution shape at the first Run), `HEURISTIC` (cuDNN's heuristics), `DEFAULT`: **not** one fixed algorithm but, since ONNX Runtime 1.20, its slow fallback mode (measured on an H200: every request about 500 ms; onnxruntime issue 22705). Keep `HEURISTIC`", 'upper'),
   deviceId: int('CATCOMFORT_CUDA_DEVICE_ID', 0, 0, 64, 'GPU for CUDA/TensorRT'),
   trtCacheDir: tmpFolder('CATCOMFORT_TRT_CACHE_DIR', 'catcomfort-trt-cache', 'TensorRT engine cache folder'),
   trtFp16: bool('CATCOMFORT_TRT_FP16', false, 'TensorRT fp16'),
-  precision: optionalChoice('CATCOMFORT_PRECISION', ['int8', 'fp32'] as const, 'Precision of the detector and the ImageNet backbone: `int8` or `fp32`. Auto: `int8` on CPU where a pack ships an int8 form (bc-v1 does) **and its int8 self-check passes on this CPU** ("int8 on every CPU" under "Model packs"), else `fp32`; `fp32` on GPU providers. `int8` forces int8 even when the self-check fails (with a warning). `GET /v2/models` (`detector.precision`, `detector.precision_reason`) and `/v2/stats` say which serves and why', 'auto'),
-  pinnedMemory: bool('CATCOMFORT_PINNED_MEMORY', true, "Stage session inputs and outputs in the GPU provider's pinned host memory when it offers it (\"GPU execution providers\"); `false`: plain memory"),
+  precision: optionalChoice('CATCOMFORT_PRECISION', ['int8', 'fp32'] as const, 'Precision of the detector and the ImageNet backbone: `int8` or `fp32`. Auto: `int8` on CPU where a pack ships an int8 form (bc-v1 does) **and its int8 self-check passes on this CPU** ([int8 on every CPU](packs.md#int8-on-every-cpu-bc-v1) under "Model packs"), else `fp32`; `fp32` on GPU providers. `int8` forces int8 even when the self-check fails (with a warning). `GET /v2/models` (`detector.precision`, `detector.precision_reason`) and `/v2/stats` say which serves and why', 'auto'),
+  pinnedMemory: bool('CATCOMFORT_PINNED_MEMORY', true, "Stage session inputs and outputs in the GPU provider's pinned host memory when it offers it ([GPU execution providers](gpu.md#gpu-execution-providers)); `false`: plain memory"),
   poolThreads: int('CATCOMFORT_POOL_THREADS', () => Math.max(1, os.availableParallelism()), 1, 256, "Threads of the addon's pool (decode, preprocessing, session runs)", 'number of cores'),
   intraOpThreads: int('CATCOMFORT_INTRA_OP_THREADS', 1, 1, 256, 'ONNX Runtime intra-op threads per run. Keep pool x intra-op <= cores'),
   lowLoadThreads: int(
@@ -40,21 +41,21 @@ export const SETTINGS = {
     1,
     1,
     256,
-    'CPU only: above `1`, each stage gets a second batch-1 session with this many ONNX Runtime intra-op threads; a lone image takes it while at most `CATCOMFORT_LOW_LOAD_IN_FLIGHT` analyses run, so one request spreads over idle cores. Off by default: on the 2-core machine measured it did not pay ("Low load")',
+    'CPU only: above `1`, each stage gets a second batch-1 session with this many ONNX Runtime intra-op threads; a lone image takes it while at most `CATCOMFORT_LOW_LOAD_IN_FLIGHT` analyses run, so one request spreads over idle cores. Off by default: on the 2-core machine measured it did not pay ([Low load](performance.md#low-load-one-request-over-several-cores-off-by-default))',
   ),
   lowLoadInFlight: int('CATCOMFORT_LOW_LOAD_IN_FLIGHT', 1, 1, 256, 'Analyses (micro-batches, of every pack) running at most, this one included, for a lone image to take the low-load sessions'),
-  sessionBatch: optionalInt('CATCOMFORT_SESSION_BATCH', 1, 1024, "Largest number of images per ONNX Runtime Run. Auto: 1 on CPU (a batched Run costs the same per image there, so a request's views run in parallel on the pool), a whole request batch with all its views on a GPU (`CATCOMFORT_BATCH_MAX_SIZE` x views). Runs are padded up to fixed sizes: the powers of two below it, then it (8: 1, 2, 4, 8), **each size its own ONNX Runtime session**, which sees that one input shape for its whole life; at warm-up each size is timed and only the sizes that pay stay (\"GPU execution providers\")", 'auto'),
+  sessionBatch: optionalInt('CATCOMFORT_SESSION_BATCH', 1, 1024, "Largest number of images per ONNX Runtime Run. Auto: 1 on CPU (a batched Run costs the same per image there, so a request's views run in parallel on the pool), a whole request batch with all its views on a GPU (`CATCOMFORT_BATCH_MAX_SIZE` x views). Runs are padded up to fixed sizes: the powers of two below it, then it (8: 1, 2, 4, 8), **each size its own ONNX Runtime session**, which sees that one input shape for its whole life; at warm-up each size is timed and only the sizes that pay stay ([GPU execution providers](gpu.md#gpu-execution-providers))", 'auto'),
   maxBodyBytes: int('CATCOMFORT_MAX_BODY_BYTES', MAX_BODY_BYTES, 1024, 512 * 1024 * 1024, 'Largest request body, at most 512 MiB; over it: 413 (`http_error`)'),
   maxPixels: int('CATCOMFORT_MAX_PIXELS', 40_000_000, 1, 1_000_000_000, 'Largest image (width x height), checked from the header before decoding'),
   front: {
-    upstreamConnections: int('CATCOMFORT_UPSTREAM_CONNECTIONS', 256, 1, 4096, 'Connections from the HTTP front to the server behind it, shared by all clients; a request holds one from its head to the end of its answer (see "HTTP front")'),
+    upstreamConnections: int('CATCOMFORT_UPSTREAM_CONNECTIONS', 256, 1, 4096, 'Connections from the HTTP front to the server behind it, shared by all clients; a request holds one from its head to the end of its answer (see [HTTP front](operations.md#http-front))'),
     upstreamQueue: int('CATCOMFORT_UPSTREAM_QUEUE', 1024, 0, 1_000_000, 'Requests waiting for such a connection; past it, or after `CATCOMFORT_REQUEST_TIMEOUT_MS` of waiting, the front answers 429 with `Retry-After: 1`'),
-    trustedProxies: addresses('CATCOMFORT_TRUSTED_PROXIES', 'Comma-separated addresses and CIDRs (`127.0.0.1,10.0.0.0/8,fd00::/8`) of reverse proxies whose `Forwarded` / `X-Forwarded-For` name the client (see "Behind a reverse proxy")'),
-    httpThreads: int('CATCOMFORT_HTTP_THREADS', () => defaultHttpThreads(os.availableParallelism()), 1, 64, 'Threads of the HTTP front (see "HTTP front"). `1`: the front runs on the main thread; `2` or more: on that many worker threads, each accepting on the public port and relaying to uWS with its share of `CATCOMFORT_UPSTREAM_CONNECTIONS` and `CATCOMFORT_UPSTREAM_QUEUE`, so the main thread keeps only uWS, the interfaces and batching', '`1` below 8 cores, else one per 4 cores (at most 8)'),
-    idleTimeoutMs: int('CATCOMFORT_CLIENT_IDLE_TIMEOUT_MS', 10_000, 100, 3_600_000, 'Idle limit of a client connection to the HTTP front: between requests, and while a head or a chunked body arrives; past it the connection closes (see "HTTP front")'),
+    trustedProxies: addresses('CATCOMFORT_TRUSTED_PROXIES', 'Comma-separated addresses and CIDRs (`127.0.0.1,10.0.0.0/8,fd00::/8`) of reverse proxies whose `Forwarded` / `X-Forwarded-For` name the client (see [Behind a reverse proxy](operations.md#behind-a-reverse-proxy))'),
+    httpThreads: int('CATCOMFORT_HTTP_THREADS', () => defaultHttpThreads(os.availableParallelism()), 1, 64, 'Threads of the HTTP front (see [HTTP front](operations.md#http-front)). `1`: the front runs on the main thread; `2` or more: on that many worker threads, each accepting on the public port and relaying to uWS with its share of `CATCOMFORT_UPSTREAM_CONNECTIONS` and `CATCOMFORT_UPSTREAM_QUEUE`, so the main thread keeps only uWS, the interfaces and batching', '`1` below 8 cores, else one per 4 cores (at most 8)'),
+    idleTimeoutMs: int('CATCOMFORT_CLIENT_IDLE_TIMEOUT_MS', 10_000, 100, 3_600_000, 'Idle limit of a client connection to the HTTP front: between requests, and while a head or a chunked body arrives; past it the connection closes (see [HTTP front](operations.md#http-front))'),
   },
   batching: {
-    maxBatchSize: optionalInt('CATCOMFORT_BATCH_MAX_SIZE', 1, 64, 'Micro-batch size limit (per-model override: manifest `batching.maxBatchSize`). Auto: `4` on CPU; with a GPU provider `16`, then at warm-up the largest session size that paid (at least `4`; see "How batching is chosen")', 'auto'),
+    maxBatchSize: optionalInt('CATCOMFORT_BATCH_MAX_SIZE', 1, 64, 'Micro-batch size limit (per-model override: manifest `batching.maxBatchSize`). Auto: `4` on CPU; with a GPU provider `16`, then at warm-up the largest session size that paid (at least `4`; see [How batching is chosen](gpu.md#how-batching-is-chosen))', 'auto'),
     maxQueueDelayUs: int('CATCOMFORT_BATCH_MAX_DELAY_US', 500, 0, 10_000_000, 'Longest wait of the oldest queued request before its batch closes (override: `batching.maxQueueDelayUs`)'),
     maxQueue: optionalInt('CATCOMFORT_QUEUE_MAX', 1, 100_000, 'Queued requests per model; past it: 429 with `Retry-After` (override: `batching.maxQueue`). Auto: `64` on CPU; with a GPU provider 4 x batch size x batches in flight (at least `64`)', 'auto'),
     maxInFlight: optionalInt('CATCOMFORT_BATCH_IN_FLIGHT', 1, 64, 'Batches running at once per model. Auto: `2` on CPU; with a GPU provider one per 4 cores (2 to 8)', 'auto'),
@@ -65,7 +66,7 @@ export const SETTINGS = {
     access: choice('CATCOMFORT_METRICS', ['key', 'open', 'off'] as const, 'key', '`GET /metrics` on the service port: `key` (needs the `api-key` header), `open` (no key), `off` (not served)'),
     port: optionalInt('CATCOMFORT_METRICS_PORT', 0, 65535, 'A second listener on `CATCOMFORT_HOST` serving only `GET /metrics`, without a key (`0` = any free port; the `listening` line names it as `metrics_port`). For a scrape port that is not published to clients'),
   },
-  grpcPort: optionalInt('CATCOMFORT_GRPC_PORT', 0, 65535, "The Open Inference Protocol's gRPC service (`inference.GRPCInferenceService`) on `CATCOMFORT_HOST` at this port (`0` = any free port; the `grpc listening` line names it); unset: no gRPC. Same keys, limits and deadlines as HTTP (see \"Open Inference Protocol\")"),
+  grpcPort: optionalInt('CATCOMFORT_GRPC_PORT', 0, 65535, "The Open Inference Protocol's gRPC service (`inference.GRPCInferenceService`) on `CATCOMFORT_HOST` at this port (`0` = any free port; the `grpc listening` line names it); unset: no gRPC. Same keys, limits and deadlines as HTTP (see [Open Inference Protocol](oip.md#open-inference-protocol-rest-and-grpc))"),
   buildNumber: text('CATCOMFORT_BUILD_NUMBER', 'local', 'v1 `inference_metadata.build_number`'),
   legacy: {
     deprecatedSince: date('CATCOMFORT_LEGACY_DEPRECATED_SINCE', '2023-11-22T00:00:00Z', 'Date in the `Deprecation` header of bc-legacy responses'),
@@ -87,7 +88,7 @@ export const SETTINGS = {
     leaseMs: int('CATCOMFORT_SCAN_LEASE_MS', 30_000, 100, 3_600_000, 'Lease of a claimed scan; after it, another worker may take it'),
     maxAttempts: int('CATCOMFORT_SCAN_MAX_ATTEMPTS', 3, 1, 100, 'Expired attempts before a scan FAILS with `processing_failed`'),
     retentionMs: converted(int('CATCOMFORT_SCAN_RETENTION_HOURS', 720, 1, 87_600, 'Finished scans are purged after this'), (hours) => hours * 3_600_000),
-    authFailuresPerMinute: int('CATCOMFORT_SCAN_AUTH_FAILURES_PER_MINUTE', 20, 1, 1_000_000, 'Failed scan credential checks per client address, refilled over a minute; past them, checks that would run scrypt get 429 `too_many_failed_attempts` (pairs verified within the last 30 s keep working; see "Scan interface")'),
+    authFailuresPerMinute: int('CATCOMFORT_SCAN_AUTH_FAILURES_PER_MINUTE', 20, 1, 1_000_000, 'Failed scan credential checks per client address, refilled over a minute; past them, checks that would run scrypt get 429 `too_many_failed_attempts` (pairs verified within the last 30 s keep working; see [Scan interface](scan.md#scan-interface-scan))'),
     allowPrivateUrls: bool('CATCOMFORT_FETCH_ALLOW_PRIVATE', false, '**Unsafe.** Lets scan image and callback URLs reach private/loopback addresses, and callback URLs use http (tests, local development only)'),
     webhooks: {
       concurrency: int('CATCOMFORT_WEBHOOK_CONCURRENCY', 64, 0, 1024, 'Webhook attempts in flight per instance (`0`: this instance sends none)'),
@@ -100,7 +101,7 @@ export const SETTINGS = {
     port: optionalInt('CATCOMFORT_ADMIN_PORT', 0, 65535, "The admin listener's port (`0` = any free port; the `admin listening` line names it); unset: no admin listener. Never the public port"),
     host: text('CATCOMFORT_ADMIN_HOST', '127.0.0.1', 'Where the admin listener binds'),
     keys: keys('CATCOMFORT_ADMIN_KEYS', 'Comma-separated admin keys (`Authorization: Bearer`), beside those of `catcomfort keys create --admin`; none configured: one is generated and printed once. An API key is refused there, an admin key on the API'),
-    syncMs: int('CATCOMFORT_PACK_SYNC_MS', 10_000, 100, 3_600_000, 'How often an instance converges to the pack versions recorded in the store (see "Rolling out a pack")'),
+    syncMs: int('CATCOMFORT_PACK_SYNC_MS', 10_000, 100, 3_600_000, 'How often an instance converges to the pack versions recorded in the store (see [Rolling out a pack](packs.md#rolling-out-a-pack))'),
     keepPreviousMs: converted(int('CATCOMFORT_PREVIOUS_VERSION_KEEP_MINUTES', 60, 0, 10_080, 'How long the previous version stays loaded after a promotion or rollback (`0`: until unloaded)'), (minutes) => minutes * 60_000),
   },
   adminUrl: toolOnly(optionalText('CATCOMFORT_ADMIN_URL', 'Where `catcomfort packs` finds the admin listener', '`http://127.0.0.1:$CATCOMFORT_ADMIN_PORT`')),

@@ -129,7 +129,7 @@ export function oipOperations(serviceVersion: string, exampleImage: string) {
         id: 'oip_infer',
         summary: 'Analyse N images',
         description:
-          'Each image is analysed as `/v2/predict` would and batched with everything in flight. JSON form: images in base64 in `data`. Binary form: `Inference-Header-Content-Length` and the images after the JSON header (see the README); outputs come back as binary when asked (`binary_data`, `binary_data_output`), then as `application/octet-stream` with the same header. Fill values: confidence 0 and box zeros without a cat, score -1 and label "" unless detected.',
+          'Each image is analysed as `/v2/predict` would and batched with everything in flight. JSON form: images in base64 in `data`. Binary form: `Inference-Header-Content-Length` and the images after the JSON header (see docs/oip.md); outputs come back as binary when asked (`binary_data`, `binary_data_output`), then as `application/octet-stream` with the same header. Fill values: confidence 0 and box zeros without a cat, score -1 and label "" unless detected.',
         keyed: true,
         versioned,
         requestBody: inferBody(exampleImage),

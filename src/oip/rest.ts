@@ -1,4 +1,4 @@
-// The Open Inference Protocol over HTTP (README "Open Inference Protocol"), beside our own /v2 API:
+// The Open Inference Protocol over HTTP (docs/oip.md "Open Inference Protocol"), beside our own /v2 API:
 // server and model metadata, health and readiness, and infer with JSON or binary tensor data
 // (`Inference-Header-Content-Length`: the JSON header, then each binary tensor's bytes in order).
 // Errors are the protocol's `{"error": message}` with our code, details and request id inside.

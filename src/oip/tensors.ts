@@ -1,4 +1,4 @@
-// The model's tensors in the Open Inference Protocol (README "Open Inference Protocol"): one BYTES
+// The model's tensors in the Open Inference Protocol (docs/oip.md "Open Inference Protocol"): one BYTES
 // input of encoded images, and per image the answer of /v2/predict as typed outputs. Values with no
 // meaning for an image (no cat, no score) are written as documented fill values, since tensors have no null.
 import { isDiscomfort, type Analysis } from '../pipeline/analysis';

@@ -1,5 +1,5 @@
 // Prometheus metrics of the service, on a registry of its own (prom-client's global default
-// registry stays empty). Names and labels are documented in README.md ("Health, metrics and logs")
+// registry stays empty). Names and labels are documented in docs/operations.md "Health, metrics and logs"
 // and queried by ops/grafana/catcomfort-dashboard.json.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { eventLoopBusySeconds, eventLoopFigures, gcSeconds, mainThreadCpuSeconds } from './event-loop';

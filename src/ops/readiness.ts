@@ -1,6 +1,6 @@
 // What GET /readyz reports: the service phase, each model pack's state, and the scan store's. The
 // port opens before the packs load, so an orchestrator sees them go loading -> warming -> ready.
-// The scan store's state is shown but does not decide readiness (README "Scan store faults").
+// The scan store's state is shown but does not decide readiness (docs/scan.md "Scan store faults").
 /** The scan store as its last calls found it (src/scan/store-health.ts). */
 export type StoreState = 'ok' | 'unavailable';
 

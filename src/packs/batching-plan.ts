@@ -1,7 +1,7 @@
 // The batching the service runs when its settings leave it to the service (unset = auto): images
 // per micro-batch, batches in flight and the queue. One rule, from the provider
 // and the core count, then fitted at warm-up to the session sizes that paid:
-// - CPU: 4 x 2 in flight, queue 64, as measured on 2 cores (README "Performance"): a batched Run
+// - CPU: 4 x 2 in flight, queue 64, as measured on 2 cores (docs/performance.md "Performance"): a batched Run
 //   costs the same per image there, so larger batches only add waiting.
 // - GPU: a Run of 8 costs what a Run of 1 costs (H200, ../shared/gpu/README.md), so the device
 //   fills only with many images in flight: up to GPU_BATCH per batch, a batch in flight per

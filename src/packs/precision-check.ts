@@ -3,7 +3,7 @@
 // its manifest's `selfCheck` side by side: int8 serves only when every photo gets the same
 // detection state, its confidence and verifier class masses move by at most the manifest's
 // `tolerance` and its comfort score by at most `scoreTolerance` (a head on 1280 int8 features moves
-// more: README "int8 on every CPU"). Otherwise fp32 serves, with one warning naming what moved and the CPU's
+// more: docs/packs.md "int8 on every CPU"). Otherwise fp32 serves, with one warning naming what moved and the CPU's
 // vector features. CATCOMFORT_PRECISION=int8 keeps int8 whatever the check says (with a warning
 // when it failed or could not run).
 import { log } from '../log';

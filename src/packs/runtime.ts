@@ -59,7 +59,7 @@ export function batchingPlanFor(config: Pick<Config, 'batching'>, info: NativeIn
 
 /**
  * The precision wanted: CATCOMFORT_PRECISION, else int8 on CPU (measured 2.4x faster per Run
- * here, quality held: README "Model packs"; each pack proves it first, precision-check.ts) and
+ * here, quality held: docs/packs.md "Model packs"; each pack proves it first, precision-check.ts) and
  * fp32 on GPU providers (no int8 kernels there).
  */
 export function precisionFor(config: Pick<Config, 'precision'>, info: NativeInfo): Precision {

@@ -1,6 +1,6 @@
 // `npm run bundle [-- --cuda [--cuda-arch sm_90 ...]] [-- --bench] [-- --out FILE] [-- --fast] [-- --split MIB] [-- --dir DIR]`:
 // one self-contained archive that runs the service on a Linux x64 machine without npm or internet
-// (README "Offline bundle"):
+// (docs/operations.md "Offline bundle"):
 //   catcomfort/run                 the one command: starts the service with the Node binary below
 //   catcomfort/catcomfort          the command line (src/cli/main.ts) with the same Node binary
 //   catcomfort/node/bin/node       this Node.js (process.execPath), stripped
@@ -17,8 +17,8 @@
 //   catcomfort/app/dist/bench/     the compiled suite, with catcomfort_bench.node, tinybench and autocannon
 // Built from what `npm ci` installed and built here. Compressed with xz -9 and its x86 filter
 // (--fast: xz -0, for tests; --split 60: in parts of at most 60 MiB with a sha256 of the whole,
-// src/tools/split-file.ts): the smallest of the common formats (README "Offline bundle" has the
-// measured sizes), and GNU tar unpacks it anywhere with xz-utils. --dir DIR writes the catcomfort/
+// src/tools/split-file.ts): the smallest of the common formats (docs/operations.md "Offline bundle"
+// has the measured sizes), and GNU tar unpacks it anywhere with xz-utils. --dir DIR writes the catcomfort/
 // folder into DIR instead of an archive (the container image's build stage, Dockerfile).
 import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, cpSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -41,7 +41,7 @@ const release = path.join(repoRoot, 'build/Release');
 function launcher(what: string, script: string, args: string): string {
   return `#!/bin/sh
 # ${what} with the Node.js shipped beside this file. Settings are CATCOMFORT_*
-# environment variables (README "Configuration"); scans are kept in app/data unless
+# environment variables (docs/configuration.md "Configuration"); scans are kept in app/data unless
 # CATCOMFORT_DATA_DIR names another folder. Uses no program from PATH.
 case "$0" in */*) here=\${0%/*} ;; *) here=. ;; esac
 here=$(cd "$here" && pwd -P) || exit 1
@@ -51,7 +51,7 @@ exec "$here/node/bin/node" "$here/app/${script}"${args}
 
 const LAUNCHERS: Record<string, string> = {
   run: launcher('Starts the Cat Comfort service', 'dist/src/main.js', ''),
-  catcomfort: launcher('The catcomfort command line (README "Command line")', 'dist/src/cli/main.js', ' "$@"'),
+  catcomfort: launcher('The catcomfort command line (docs/cli.md "Command line")', 'dist/src/cli/main.js', ' "$@"'),
 };
 const BENCH_LAUNCHER = launcher('Runs the benchmark suite (bench/README.md; the fixture photos from CATCOMFORT_SHARED_DIR)', 'dist/bench/run.js', '');
 /** What the benchmark suite loads beyond the service's own dependencies. */

@@ -1,7 +1,7 @@
-// `npm run docs:settings`: writes README.md's table of settings from src/config/settings.ts.
+// `npm run docs:settings`: writes docs/configuration.md's table of settings from src/config/settings.ts.
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { withSettingsTable } from '../config/doc-table';
 
-const readme = path.resolve(__dirname, '../../../README.md');
-writeFileSync(readme, withSettingsTable(readFileSync(readme, 'utf8')));
+const page = path.resolve(__dirname, '../../../docs/configuration.md');
+writeFileSync(page, withSettingsTable(readFileSync(page, 'utf8')));

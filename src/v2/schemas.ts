@@ -223,7 +223,7 @@ const Batching = Type.Object(
     maxQueue: Type.Integer({ description: 'Queued images at most; past it 429' }),
     maxInFlight: Type.Integer({ description: 'Micro-batches running at once' }),
     poolThreads: Type.Integer({ description: "Threads of the addon's pool (CATCOMFORT_POOL_THREADS)" }),
-    chosenBy: Type.String({ description: 'settings, cpu rule, or gpu rule (N cores), and whether the manifest overrides them (README "How batching is chosen")' }),
+    chosenBy: Type.String({ description: 'settings, cpu rule, or gpu rule (N cores), and whether the manifest overrides them (docs/gpu.md "How batching is chosen")' }),
   },
   { description: 'The batching in effect' },
 );
@@ -246,7 +246,7 @@ const Stages = Type.Partial(
     loop: StageSummary,
     convert: StageSummary,
   }),
-  { description: 'Where the time goes, per stage (the Server-Timing names; README "Where the time goes"): per image for queue to loop, per HTTP request for read and convert' },
+  { description: 'Where the time goes, per stage (the Server-Timing names; docs/performance.md "Where the time goes"): per image for queue to loop, per HTTP request for read and convert' },
 );
 
 const ModelStats = Type.Object(
@@ -273,7 +273,7 @@ const ModelStats = Type.Object(
         threads: Type.Integer({ description: 'Intra-op threads of the low-load sessions (CATCOMFORT_LOW_LOAD_THREADS); 1: none' }),
         maxInFlight: Type.Integer({ description: 'Analyses running at most for a lone image to take them (CATCOMFORT_LOW_LOAD_IN_FLIGHT)' }),
       },
-      { description: 'When one request spreads over idle cores (README "Low load"); sessionBatches.*.lowLoadRuns counts the Runs that did' },
+      { description: 'When one request spreads over idle cores (docs/performance.md "Low load"); sessionBatches.*.lowLoadRuns counts the Runs that did' },
     ),
     sessionBatchTimings: Type.Object(
       { detector: Type.Array(SizeTiming), classifier: Type.Array(SizeTiming) },
@@ -302,7 +302,7 @@ const EventLoop = Type.Object(
     gcSeconds: Type.Number({ description: 'Seconds the garbage collector held the main thread since start' }),
     requests: Type.Integer({ description: 'Requests answered since start (HTTP and gRPC)' }),
   },
-  { description: "The main thread's load (README \"Where the time goes\")" },
+  { description: "The main thread's load (docs/performance.md \"Where the time goes\")" },
 );
 
 export const StatsResponse = Type.Object(

@@ -63,9 +63,10 @@ export class Rows {
 }
 
 /**
- * Where the time went at each load level of each configuration (README "Where the time goes"):
- * each stage's mean ms (in-process has no read or convert), the event loop's busy share, the
- * main thread's CPU microseconds per request and the collector's share of it; every level is also in the --json file.
+ * Where the time went at each load level of each configuration (docs/performance.md "Where the
+ * time goes"): each stage's mean ms (in-process has no read or convert), the event loop's busy
+ * share, the main thread's CPU microseconds per request and the collector's share of it; every
+ * level is also in the --json file.
  */
 export function stageTable(reports: readonly ChildReport[]): string {
   const lines = [

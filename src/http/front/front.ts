@@ -5,7 +5,7 @@
 // (request smuggling), Content-Length with Transfer-Encoding, chunked bodies with extensions or
 // trailers split across reads; and it sends 100 Continue to bodies it will refuse, and body bytes
 // after HEAD answers, and it answers HTTP/1.0 with 505. What the front checks and answers is listed
-// in README.md ("HTTP front").
+// in docs/operations.md "HTTP front".
 //
 // The port is opened without SO_REUSEPORT, so a second instance on the same port fails to start
 // (ListenError) instead of silently sharing it.

@@ -1,5 +1,5 @@
 // GET /inspect: a page that sends photos to /v2/predict with the user's key and draws each answer
-// on its photo (README "Inspection page"). The page, its stylesheet and its ES modules (compiled
+// on its photo (docs/api-v2.md "Inspection page"). The page, its stylesheet and its ES modules (compiled
 // from page/ by page/tsconfig.json) are read once at start and served with SECURITY_HEADERS.
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
