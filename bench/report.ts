@@ -9,7 +9,7 @@ import type { LoadLevel } from './load';
 import { microMarkdown, type MicroResult } from './micro';
 import type { Answer, LoadProtocol, OipProtocol } from './protocols';
 import type { GpuUtilisation } from '../src/ops/gpu-sampler';
-import { STAGES } from '../src/pipeline/stage-times';
+import { STAGES } from '../src/timing/stage-times';
 import { LOOP_COLUMNS, loopCells } from '../src/cli/stage-scrape';
 
 const SERVER_LABELS: Record<ServerName, string> = {

@@ -1,11 +1,11 @@
-// Where the time goes (src/pipeline/stage-times.ts, docs/performance.md "Where the time goes"): every v1, v2 and
+// Where the time goes (src/timing/stage-times.ts, docs/performance.md "Where the time goes"): every v1, v2 and
 // OIP answer of the real service carries a Server-Timing header whose stages add up to the
 // request's time; /v2/stats shows the batching in effect and each stage's summary; /metrics has
 // every stage. The stage arithmetic is checked on injected times too.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
-import { analysisTimes, RequestTiming, serverTimingHeader } from '../src/pipeline/stage-times';
+import { analysisTimes, RequestTiming, serverTimingHeader } from '../src/timing/stage-times';
 import { gcShareOf } from '../src/ops/event-loop';
 import { loopCells, loopFigures } from '../src/cli/stage-scrape';
 import { postJson, request } from './helpers/http';

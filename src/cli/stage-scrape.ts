@@ -5,7 +5,7 @@
 // the process itself, stageWindow reads the same figures without a scrape.
 import { eventLoopBusySeconds, gcSeconds, gcShareOf, mainThreadCpuSeconds } from '../ops/event-loop';
 import { stageTotals } from '../ops/stage-summary';
-import { STAGES, type Stage } from '../pipeline/stage-times';
+import { STAGES, type Stage } from '../timing/stage-times';
 
 export type Totals = Partial<Record<Stage, { sum: number; count: number }>> & { loopBusyS?: number; mainCpuS?: number; gcS?: number; requests?: number };
 

@@ -8,7 +8,7 @@
 // and the connection closed.
 import { STATUS_CODES } from 'node:http';
 import { BadContentLengthError, BodyTooLargeError, ClientGoneError } from '../errors';
-import { RequestTiming, serverTimingHeader } from '../pipeline/stage-times';
+import { RequestTiming, serverTimingHeader } from '../timing/stage-times';
 import { PEER_ADDRESS_HEADER } from './front/head';
 import type { HttpRequest, HttpResponse } from './uws';
 

@@ -78,7 +78,7 @@ export interface ItemSuccess {
   output?: Float32Array;
   /**
    * Wall milliseconds of each stage of the analysis (micro-batch) this item ran in, shared by its
-   * items; the four stages add up to analyzeMs (src/pipeline/stage-times.ts names them).
+   * items; the four stages add up to analyzeMs (src/timing/stage-times.ts names them).
    */
   timings: { decodeMs: number; detectMs: number; cropMs: number; classifyMs: number; analyzeMs: number };
 }

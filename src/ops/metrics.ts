@@ -34,7 +34,7 @@ export class ServiceMetrics {
 
   readonly requestDuration = this.histogram('catcomfort_http_request_duration_seconds', 'End-to-end request latency, from the request head to the last byte of the answer handed to the HTTP front', ['interface', 'route'], LATENCY_BUCKETS);
 
-  readonly stageDuration = this.histogram('catcomfort_stage_duration_seconds', 'Time by stage (src/pipeline/stage-times.ts), per image: queue, decode, detect, crop, classify, loop; per HTTP request that analysed an image: read, convert', ['model', 'stage'], STAGE_BUCKETS);
+  readonly stageDuration = this.histogram('catcomfort_stage_duration_seconds', 'Time by stage (src/timing/stage-times.ts), per image: queue, decode, detect, crop, classify, loop; per HTTP request that analysed an image: read, convert', ['model', 'stage'], STAGE_BUCKETS);
 
   readonly batchSize = this.histogram('catcomfort_batch_size', 'Images per micro-batch handed to the native pipeline', ['model'], [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64]);
 

@@ -1,7 +1,7 @@
-// Per-stage times (src/pipeline/stage-times.ts) as the operator reads them: each observation goes
+// Per-stage times (src/timing/stage-times.ts) as the operator reads them: each observation goes
 // to the `catcomfort_stage_duration_seconds` histogram and to a window of the last WINDOW values
 // per model and stage, whose count, mean, p50 and p99 `/v2/stats` shows.
-import { STAGES, type Stage } from '../pipeline/stage-times';
+import { STAGES, type Stage } from '../timing/stage-times';
 import { metrics } from './metrics';
 
 /** Values kept per model and stage for the summaries. */

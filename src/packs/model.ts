@@ -7,7 +7,7 @@ import { metrics } from '../ops/metrics';
 import { observeStages } from '../ops/stage-summary';
 import { toAnalysis, type Analysis } from '../pipeline/analysis';
 import { DeadlineError, MicroBatcher, QueueFullError, type SubmitOptions } from '../pipeline/batcher';
-import { analysisStages, analysisTimes, type RequestTiming } from '../pipeline/stage-times';
+import { analysisStages, analysisTimes, type RequestTiming } from '../timing/stage-times';
 import { kneeBatchSize } from './batching-plan';
 import type { Manifest } from './manifest';
 import { PackError, preprocessSpec, type Precision } from './pack';

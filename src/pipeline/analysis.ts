@@ -3,7 +3,7 @@
 // probability; failures become ImageError (client's fault) or PipelineError.
 import { ApiError, CodedFailure } from '../errors';
 import type { Base64Reason, CatCandidate, DetectionState, ItemErrorCode, ItemResult, Proposal, Verification } from '../native/addon';
-import { analysisTimes, type AnalysisTimes } from './stage-times';
+import { analysisTimes, type AnalysisTimes } from '../timing/stage-times';
 
 export type { DetectionState };
 

@@ -55,6 +55,8 @@ interface FileGate {
 }
 const gates = new Map<string, FileGate>();
 
+const MAX_PREPARED = 256;
+
 export class SqliteDb implements SqlDb {
   readonly dialect = dialect;
   private readonly db: Database.Database;
@@ -79,9 +81,18 @@ export class SqliteDb implements SqlDb {
     this.db.pragma('foreign_keys = ON');
   }
 
+  /** Prepared statements by SQL text (the store's queries are a fixed set; the bound keeps a generated one from growing it without end). */
+  private readonly prepared = new Map<string, Database.Statement>();
+
   private statement(sql: string, params: readonly SqlValue[]) {
     const { sql: text, values } = positional(sql, params);
-    return { stmt: this.db.prepare(text), values };
+    let stmt = this.prepared.get(text);
+    if (stmt === undefined) {
+      if (this.prepared.size >= MAX_PREPARED) this.prepared.clear();
+      stmt = this.db.prepare(text);
+      this.prepared.set(text, stmt);
+    }
+    return { stmt, values };
   }
 
   private queryNow<R>(sql: string, params: readonly SqlValue[]): R[] {

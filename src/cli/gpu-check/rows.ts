@@ -5,7 +5,7 @@
 // end).
 import { renameSync, writeFileSync } from 'node:fs';
 import type { GpuUtilisation } from '../../ops/gpu-sampler';
-import { STAGES } from '../../pipeline/stage-times';
+import { STAGES } from '../../timing/stage-times';
 import { LOOP_COLUMNS, loopCells, type WindowFigures } from '../stage-scrape';
 import { CLIENTS, problems, scanRatio, type ChildReport } from './report';
 
