@@ -112,61 +112,28 @@ export class ServiceMetrics {
         for (const state of ['open', 'idle', 'waiting'] as const) this.set({ state }, counts[state]);
       },
     });
-    new Counter({
-      name: 'catcomfort_event_loop_busy_seconds_total',
-      help: 'Seconds the main thread\'s event loop was busy (performance.eventLoopUtilization); its rate is the loop\'s utilisation',
-      registers: [this.registry],
-      collect() {
-        this.reset();
-        this.inc(eventLoopBusySeconds());
-      },
-    });
-    new Counter({
-      name: 'catcomfort_main_thread_cpu_seconds_total',
-      help: 'User + system CPU seconds of the main thread alone (HTTP, JSON, batching, answers); divided by the requests answered, its cost per request',
-      registers: [this.registry],
-      collect() {
-        const seconds = mainThreadCpuSeconds();
-        this.reset();
-        if (seconds !== null) this.inc(seconds);
-      },
-    });
-    new Counter({
-      name: 'catcomfort_gc_seconds_total',
-      help: "Seconds the garbage collector held the main thread (its gc performance entries); over catcomfort_main_thread_cpu_seconds_total, the collector's share",
-      registers: [this.registry],
-      collect() {
-        this.reset();
-        this.inc(gcSeconds());
-      },
-    });
-    new Gauge({
-      name: 'catcomfort_gc_share',
-      help: "The garbage collector's pauses as a share of the main thread's CPU time over the last 10 s window (0..1)",
-      registers: [this.registry],
-      collect() {
-        const { gcShare } = eventLoopFigures();
-        if (gcShare !== null) this.set(gcShare);
-      },
-    });
-    new Gauge({
-      name: 'catcomfort_event_loop_utilization',
-      help: 'Busy share of the event loop over the last 10 s window (0..1)',
-      registers: [this.registry],
-      collect() {
-        const { utilization } = eventLoopFigures();
-        if (utilization !== null) this.set(utilization);
-      },
-    });
-    new Gauge({
-      name: 'catcomfort_main_thread_cpu_us_per_request',
-      help: 'Main-thread CPU microseconds per request answered (HTTP and gRPC) over the last 10 s window',
-      registers: [this.registry],
-      collect() {
-        const { mainThreadUsPerRequest } = eventLoopFigures();
-        if (mainThreadUsPerRequest !== null) this.set(mainThreadUsPerRequest);
-      },
-    });
+    this.readCounter(
+      'catcomfort_event_loop_busy_seconds_total',
+      "Seconds the main thread's event loop was busy (performance.eventLoopUtilization); its rate is the loop's utilisation",
+      eventLoopBusySeconds,
+    );
+    this.readCounter(
+      'catcomfort_main_thread_cpu_seconds_total',
+      'User + system CPU seconds of the main thread alone (HTTP, JSON, batching, answers); divided by the requests answered, its cost per request',
+      mainThreadCpuSeconds,
+    );
+    this.readCounter(
+      'catcomfort_gc_seconds_total',
+      "Seconds the garbage collector held the main thread (its gc performance entries); over catcomfort_main_thread_cpu_seconds_total, the collector's share",
+      gcSeconds,
+    );
+    this.readGauge('catcomfort_gc_share', "The garbage collector's pauses as a share of the main thread's CPU time over the last 10 s window (0..1)", () => eventLoopFigures().gcShare);
+    this.readGauge('catcomfort_event_loop_utilization', 'Busy share of the event loop over the last 10 s window (0..1)', () => eventLoopFigures().utilization);
+    this.readGauge(
+      'catcomfort_main_thread_cpu_us_per_request',
+      'Main-thread CPU microseconds per request answered (HTTP and gRPC) over the last 10 s window',
+      () => eventLoopFigures().mainThreadUsPerRequest,
+    );
     this.storeDepthGauge('catcomfort_scan_queue_depth', 'Scans in the shared store by state: pending (waiting for a worker) and processing', () => metrics.sources.scanQueue?.());
     this.storeDepthGauge(
       'catcomfort_webhook_queue_depth',
@@ -176,6 +143,33 @@ export class ServiceMetrics {
   }
 
   /** A gauge of counts by `state` read from the store at each scrape; a store that cannot answer leaves it out of that scrape rather than failing it. */
+  /** A counter whose value is a running total read at each scrape (left out while `read` has none). */
+  private readCounter(name: string, help: string, read: () => number | null): void {
+    new Counter({
+      name,
+      help,
+      registers: [this.registry],
+      collect() {
+        const value = read();
+        this.reset();
+        if (value !== null) this.inc(value);
+      },
+    });
+  }
+
+  /** A gauge read at each scrape (left out while `read` has none). */
+  private readGauge(name: string, help: string, read: () => number | null): void {
+    new Gauge({
+      name,
+      help,
+      registers: [this.registry],
+      collect() {
+        const value = read();
+        if (value !== null) this.set(value);
+      },
+    });
+  }
+
   private storeDepthGauge(name: string, help: string, read: () => Promise<Record<string, number>> | undefined): void {
     new Gauge({
       name,
