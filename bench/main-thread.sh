@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The main thread's cost per request, side by side in one run: an older build (OLD_TREE, a built
+# worktree) and this checkout with the HTTP front on the main thread (CATCOMFORT_HTTP_THREADS=1) and
+# on 2 threads, started one at a time in the order OLD T1 T2 T2 T1 OLD. Each is loaded with
+# POST /v2/predict of one fixture photo (autocannon, keep-alive, no Retry-After honoured) at each
+# concurrency; per level it prints answers per second (all, and 200s), p99, and the main thread's CPU
+# microseconds per answer (/proc/<pid>/task/<pid>/stat around the level), and for this checkout the
+# collector's share of that CPU (catcomfort_gc_seconds_total).
+# Usage: bash bench/main-thread.sh OLD_TREE   (MT_PHOTO, MT_CONCURRENCY=1,8,32,128, MT_DURATION_S=15)
+set -euo pipefail
+old=$(cd "${1:?usage: bench/main-thread.sh OLD_TREE}" && pwd)
+new=$(cd "$(dirname "$0")/.." && pwd)
+photo=${MT_PHOTO:-$new/../shared/fixtures/photos/007_oxford_Siamese_151.jpg}
+levels=${MT_CONCURRENCY:-1,8,32,128}
+duration=${MT_DURATION_S:-15}
+key=main-thread-key-0123456789
+port=${MT_PORT:-18620}
+out=$(mktemp -d)
+{ printf '{"image":"'; base64 -w0 "$photo"; printf '"}'; } >"$out/body.json"
+cannon="$new/node_modules/.bin/autocannon"
+load() { # concurrency seconds [json]
+  "$cannon" ${3:+-j} -c "$1" -d "$2" -m POST -H "api-key=$key" -H content-type=application/json -i "$out/body.json" "http://127.0.0.1:$port/v2/predict" 2>/dev/null
+}
+run() { # tree threads label
+  local data pid; data=$(mktemp -d)
+  (cd "$1" && CATCOMFORT_HTTP_THREADS=$2 CATCOMFORT_API_KEYS=$key CATCOMFORT_PORT=$port CATCOMFORT_HOST=127.0.0.1 CATCOMFORT_DATA_DIR=$data CATCOMFORT_LOG_LEVEL=warn exec node dist/src/main.js) >"$out/$3.log" 2>&1 &
+  pid=$!
+  until curl -sf -o /dev/null "http://127.0.0.1:$port/readyz"; do
+    kill -0 $pid 2>/dev/null || { cat "$out/$3.log"; exit 1; }
+    sleep 0.5
+  done
+  cpu() { awk '{print $14 + $15}' "/proc/$pid/task/$pid/stat"; }
+  gc() { curl -s -H "api-key: $key" "http://127.0.0.1:$port/metrics?name=catcomfort_gc_seconds_total" | awk '/^catcomfort_gc_seconds_total /{print $2}'; }
+  load 8 3 >/dev/null
+  for c in ${levels//,/ }; do
+    local c0 g0 c1 g1
+    c0=$(cpu); g0=$(gc)
+    load "$c" "$duration" json >"$out/$3-$c.json"
+    c1=$(cpu); g1=$(gc)
+    echo "{\"run\":\"$3\",\"c\":$c,\"cpuTicks\":$((c1 - c0)),\"gcS\":${g1:-null},\"gcS0\":${g0:-null}}" >>"$out/rows.jsonl"
+  done
+  kill $pid; wait $pid 2>/dev/null || true
+  rm -rf "$data"
+}
+run "$old" 1 old1; run "$new" 1 t1a; run "$new" 2 t2a; run "$new" 2 t2b; run "$new" 1 t1b; run "$old" 1 old2
+node -e '
+const fs = require("fs"), dir = process.argv[1];
+const rows = fs.readFileSync(`${dir}/rows.jsonl`, "utf8").trim().split("\n").map((l) => JSON.parse(l)).map((r) => {
+  const a = JSON.parse(fs.readFileSync(`${dir}/${r.run}-${r.c}.json`, "utf8"));
+  const cpuS = r.cpuTicks / 100, n = a.requests.total;
+  return { ...r, rps: n / a.duration, ok: (n - a.non2xx) / a.duration, p99: a.latency.p99, non2xx: a.non2xx, us: Math.round((cpuS * 1e6) / n), gc: r.gcS === null ? null : (r.gcS - r.gcS0) / cpuS };
+});
+console.log("| run | clients | answers/s | 200/s | p99 ms | main thread us/answer | GC share |\n|---|---:|---:|---:|---:|---:|---:|");
+for (const r of rows) console.log(`| ${r.run} | ${r.c} | ${r.rps.toFixed(1)} | ${r.ok.toFixed(1)} | ${r.p99} | ${r.us} | ${r.gc === null ? "–" : (100 * r.gc).toFixed(0) + " %"} |`);
+const mean = (runs, c, f) => { const xs = rows.filter((r) => runs.includes(r.run) && r.c === c).map((r) => r[f]); return xs.reduce((s, x) => s + x, 0) / xs.length; };
+console.log("\n| clients | 200/s T1/old | 200/s T2/old | p99 old/T1 | p99 old/T2 | main us old | T1 | T2 | T2/old |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+for (const c of [...new Set(rows.map((r) => r.c))]) {
+  const o = ["old1", "old2"], t1 = ["t1a", "t1b"], t2 = ["t2a", "t2b"];
+  console.log(`| ${c} | ${(mean(t1, c, "ok") / mean(o, c, "ok")).toFixed(3)} | ${(mean(t2, c, "ok") / mean(o, c, "ok")).toFixed(3)} | ${(mean(o, c, "p99") / mean(t1, c, "p99")).toFixed(2)} | ${(mean(o, c, "p99") / mean(t2, c, "p99")).toFixed(2)} | ${mean(o, c, "us").toFixed(0)} | ${mean(t1, c, "us").toFixed(0)} | ${mean(t2, c, "us").toFixed(0)} | ${(mean(t2, c, "us") / mean(o, c, "us")).toFixed(2)} |`);
+}' "$out"
