@@ -31,7 +31,6 @@ export function mainThreadCpuSeconds(): number | null {
 }
 
 let gcMs = 0;
-let gcObserver: PerformanceObserver | null = null;
 
 /** Seconds the garbage collector held the main thread since sampling started (its `gc` entries' durations). */
 export function gcSeconds(): number {
@@ -72,10 +71,9 @@ let sampler: NodeJS.Timeout | null = null;
 /** Starts closing a window every WINDOW_MS (the timer does not keep the process alive) and summing GC pauses. */
 export function sampleEventLoop(): void {
   if (sampler) return;
-  gcObserver = new PerformanceObserver((list) => {
+  new PerformanceObserver((list) => {
     for (const entry of list.getEntries()) gcMs += entry.duration;
-  });
-  gcObserver.observe({ entryTypes: ['gc'] });
+  }).observe({ entryTypes: ['gc'] });
   previous = mark();
   sampler = setInterval(() => {
     const now = mark();

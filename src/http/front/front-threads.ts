@@ -6,13 +6,13 @@
 // threads report their own answers (for the access log) and pool counts; a thread that ends
 // unexpectedly is started again on a fresh descriptor.
 import { closeSync } from 'node:fs';
-import net, { type AddressInfo } from 'node:net';
+import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import type { RouterOutline } from '../router';
+import { listenExclusive } from './front';
 import type { FrontAnswer } from './settings';
 import type { PoolCounts } from './upstream-pool';
-import { ListenError } from '../listen-error';
 import { log } from '../../log';
 
 /** What a front thread is started with (structured-cloned to it). */
@@ -46,8 +46,6 @@ export interface FrontThreadsOptions {
   onAnswer?(answer: FrontAnswer): void;
 }
 
-const LISTEN_BACKLOG = 4096;
-
 interface Thread {
   worker: Worker;
   counts: PoolCounts;
@@ -66,16 +64,10 @@ export class FrontThreads {
   /** Opens host:port (0 = any free port), starts the threads on it and resolves with the port; rejects with ListenError. */
   async listen(host: string, port: number): Promise<number> {
     const server = net.createServer();
-    const bound = await new Promise<number>((resolve, reject) => {
-      server.once('error', (error: NodeJS.ErrnoException) => reject(ListenError.from(host, port, error)));
-      server.listen({ host, port, exclusive: true, backlog: LISTEN_BACKLOG }, () => {
-        // Synchronously, before the loop could accept: the threads' descriptors, then ours closed.
-        const bound = (server.address() as AddressInfo).port;
-        this.spare = this.options.dupFd((server as unknown as { _handle: { fd: number } })._handle.fd);
-        server.close();
-        resolve(bound);
-      });
-    });
+    const bound = await listenExclusive(server, host, port);
+    // Still before the loop could accept: the threads' descriptors are made from this one, then it closes.
+    this.spare = this.options.dupFd((server as unknown as { _handle: { fd: number } })._handle.fd);
+    server.close();
     try {
       await Promise.all(Array.from({ length: this.options.count }, () => this.start()));
     } catch (error) {

@@ -19,6 +19,22 @@ import { log } from '../../log';
 /** Connections the kernel may hold for accepting (capped by net.core.somaxconn), for bursts of clients. */
 const LISTEN_BACKLOG = 4096;
 
+/**
+ * Opens host:port (0 = any free port) on `server` without SO_REUSEPORT and with the front's backlog;
+ * resolves with the port (in the same turn of the loop, before any connection is accepted), rejects
+ * with ListenError.
+ */
+export function listenExclusive(server: net.Server, host: string, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const failed = (error: NodeJS.ErrnoException) => reject(ListenError.from(host, port, error));
+    server.once('error', failed);
+    server.listen({ host, port, exclusive: true, backlog: LISTEN_BACKLOG }, () => {
+      server.off('error', failed);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
 export class HttpFront {
   private readonly server: net.Server;
   private readonly connections = new Set<ClientConnection>();
@@ -45,16 +61,10 @@ export class HttpFront {
   }
 
   /** Opens host:port (0 = any free port) and resolves with the port; rejects with ListenError. */
-  listen(host: string, port: number): Promise<number> {
-    return new Promise((resolve, reject) => {
-      const failed = (error: NodeJS.ErrnoException) => reject(ListenError.from(host, port, error));
-      this.server.once('error', failed);
-      this.server.listen({ host, port, exclusive: true, backlog: LISTEN_BACKLOG }, () => {
-        this.server.off('error', failed);
-        this.server.on('error', (error) => log.error('http front: server error', { error: String(error) }));
-        resolve((this.server.address() as AddressInfo).port);
-      });
-    });
+  async listen(host: string, port: number): Promise<number> {
+    const bound = await listenExclusive(this.server, host, port);
+    this.server.on('error', (error) => log.error('http front: server error', { error: String(error) }));
+    return bound;
   }
 
   /** Accepts on a socket already listening (one of the front threads' descriptors, front-threads.ts). */
