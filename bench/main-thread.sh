@@ -6,9 +6,12 @@
 # concurrency; per level it prints answers per second (all, and 200s), p99, and the main thread's CPU
 # microseconds per answer (/proc/<pid>/task/<pid>/stat around the level), and for this checkout the
 # collector's share of that CPU (catcomfort_gc_seconds_total).
-# Usage: bash bench/main-thread.sh OLD_TREE   (MT_PHOTO, MT_CONCURRENCY=1,8,32,128, MT_DURATION_S=15)
+# With OLD_TREE `free`, this checkout alone with the model made free (CATCOMFORT_BENCH_FREE_MODEL):
+# T1 T2 T2 T1, so the loop and the front are the wall, and req/s shows what the threads add.
+# Usage: bash bench/main-thread.sh OLD_TREE|free   (MT_PHOTO, MT_CONCURRENCY=1,8,32,128, MT_DURATION_S=15)
 set -euo pipefail
-old=$(cd "${1:?usage: bench/main-thread.sh OLD_TREE}" && pwd)
+free=""
+if [ "${1:-}" = free ]; then free=true; old=""; else old=$(cd "${1:?usage: bench/main-thread.sh OLD_TREE|free}" && pwd); fi
 new=$(cd "$(dirname "$0")/.." && pwd)
 photo=${MT_PHOTO:-$new/../shared/fixtures/photos/007_oxford_Siamese_151.jpg}
 levels=${MT_CONCURRENCY:-1,8,32,128}
@@ -23,7 +26,7 @@ load() { # concurrency seconds [json]
 }
 run() { # tree threads label
   local data pid; data=$(mktemp -d)
-  (cd "$1" && CATCOMFORT_HTTP_THREADS=$2 CATCOMFORT_API_KEYS=$key CATCOMFORT_PORT=$port CATCOMFORT_HOST=127.0.0.1 CATCOMFORT_DATA_DIR=$data CATCOMFORT_LOG_LEVEL=warn exec node dist/src/main.js) >"$out/$3.log" 2>&1 &
+  (cd "$1" && CATCOMFORT_BENCH_FREE_MODEL=${free:-false} CATCOMFORT_HTTP_THREADS=$2 CATCOMFORT_API_KEYS=$key CATCOMFORT_PORT=$port CATCOMFORT_HOST=127.0.0.1 CATCOMFORT_DATA_DIR=$data CATCOMFORT_LOG_LEVEL=warn exec node dist/src/main.js) >"$out/$3.log" 2>&1 &
   pid=$!
   until curl -sf -o /dev/null "http://127.0.0.1:$port/readyz"; do
     kill -0 $pid 2>/dev/null || { cat "$out/$3.log"; exit 1; }
@@ -42,7 +45,11 @@ run() { # tree threads label
   kill $pid; wait $pid 2>/dev/null || true
   rm -rf "$data"
 }
-run "$old" 1 old1; run "$new" 1 t1a; run "$new" 2 t2a; run "$new" 2 t2b; run "$new" 1 t1b; run "$old" 1 old2
+if [ -n "$free" ]; then
+  run "$new" 1 t1a; run "$new" 2 t2a; run "$new" 2 t2b; run "$new" 1 t1b
+else
+  run "$old" 1 old1; run "$new" 1 t1a; run "$new" 2 t2a; run "$new" 2 t2b; run "$new" 1 t1b; run "$old" 1 old2
+fi
 node -e '
 const fs = require("fs"), dir = process.argv[1];
 const rows = fs.readFileSync(`${dir}/rows.jsonl`, "utf8").trim().split("\n").map((l) => JSON.parse(l)).map((r) => {
@@ -53,8 +60,13 @@ const rows = fs.readFileSync(`${dir}/rows.jsonl`, "utf8").trim().split("\n").map
 console.log("| run | clients | answers/s | 200/s | p99 ms | main thread us/answer | GC share |\n|---|---:|---:|---:|---:|---:|---:|");
 for (const r of rows) console.log(`| ${r.run} | ${r.c} | ${r.rps.toFixed(1)} | ${r.ok.toFixed(1)} | ${r.p99} | ${r.us} | ${r.gc === null ? "–" : (100 * r.gc).toFixed(0) + " %"} |`);
 const mean = (runs, c, f) => { const xs = rows.filter((r) => runs.includes(r.run) && r.c === c).map((r) => r[f]); return xs.reduce((s, x) => s + x, 0) / xs.length; };
-console.log("\n| clients | 200/s T1/old | 200/s T2/old | p99 old/T1 | p99 old/T2 | main us old | T1 | T2 | T2/old |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+const free = !rows.some((r) => r.run === "old1");
+console.log(free ? "\n| clients | 200/s T1 | 200/s T2 | T2/T1 | p99 T1 | p99 T2 | main us T1 | T2 |\n|---:|---:|---:|---:|---:|---:|---:|---:|" : "\n| clients | 200/s T1/old | 200/s T2/old | p99 old/T1 | p99 old/T2 | main us old | T1 | T2 | T2/old |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
 for (const c of [...new Set(rows.map((r) => r.c))]) {
   const o = ["old1", "old2"], t1 = ["t1a", "t1b"], t2 = ["t2a", "t2b"];
+  if (free) {
+    console.log(`| ${c} | ${mean(t1, c, "ok").toFixed(0)} | ${mean(t2, c, "ok").toFixed(0)} | ${(mean(t2, c, "ok") / mean(t1, c, "ok")).toFixed(2)} | ${mean(t1, c, "p99").toFixed(0)} | ${mean(t2, c, "p99").toFixed(0)} | ${mean(t1, c, "us").toFixed(0)} | ${mean(t2, c, "us").toFixed(0)} |`);
+    continue;
+  }
   console.log(`| ${c} | ${(mean(t1, c, "ok") / mean(o, c, "ok")).toFixed(3)} | ${(mean(t2, c, "ok") / mean(o, c, "ok")).toFixed(3)} | ${(mean(o, c, "p99") / mean(t1, c, "p99")).toFixed(2)} | ${(mean(o, c, "p99") / mean(t2, c, "p99")).toFixed(2)} | ${mean(o, c, "us").toFixed(0)} | ${mean(t1, c, "us").toFixed(0)} | ${mean(t2, c, "us").toFixed(0)} | ${(mean(t2, c, "us") / mean(o, c, "us")).toFixed(2)} |`);
 }' "$out"

@@ -1,11 +1,13 @@
 // A thread of the HTTP front (http/front/front-threads.ts starts it): an HttpFront accepting on its
-// own descriptor of the public port and relaying to uWS's private socket, with a router rebuilt
+// own descriptor of the public port and relaying to uWS's private socket (POST bodies that fit go
+// the direct way to the main thread: http/front/direct-exchange.ts), with a router rebuilt
 // from the main thread's outline (sent again whenever the routes change) for its own answers. It reports those answers and its pool's
 // counts to the main thread, stops accepting on `close`, and drains on `drain`.
 import { performance } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
 import { rendererNamed } from './error-renderers';
 import { TrustedProxies } from './http/front/client-address';
+import { DirectLink } from './http/front/direct-exchange';
 import { HttpFront } from './http/front/front';
 import type { FromFrontThread, FrontThreadData, ToFrontThread } from './http/front/front-threads';
 import type { PoolCounts } from './http/front/upstream-pool';
@@ -18,6 +20,8 @@ const data = workerData as FrontThreadData;
 const port = parentPort!;
 const send = (message: FromFrontThread) => port.postMessage(message);
 let router = Router.fromOutline(data.router, rendererNamed);
+// As many direct requests at once as the thread's share of connections to uWS and their queue.
+const direct = new DirectLink((message, transfer) => port.postMessage(message, transfer), data.upstreamConnections + data.upstreamQueue);
 
 const front = new HttpFront({
   upstreamPath: data.upstreamPath,
@@ -29,6 +33,7 @@ const front = new HttpFront({
   idleTimeoutMs: data.idleTimeoutMs,
   allowedMethods: (path) => router.allowedMethods(path),
   rendererFor: (path) => router.rendererFor(path),
+  direct,
   onAnswer: (answer) => send({ type: 'answer', answer: { ...answer, startedAt: performance.timeOrigin + answer.startedAt } }),
 });
 
@@ -41,7 +46,8 @@ const reportCounts = (counts: PoolCounts) => {
 setInterval(() => reportCounts(front.upstream), COUNTS_MS).unref();
 
 port.on('message', (message: ToFrontThread) => {
-  if (message.type === 'close') front.close();
+  if (message.type === 'direct-answer' || message.type === 'direct-drop') direct.answered(message);
+  else if (message.type === 'close') front.close();
   else if (message.type === 'drain') void front.drain(message.timeoutMs).then(() => send({ type: 'drained' }));
   else if (message.type === 'router') router = Router.fromOutline(message.router, rendererNamed);
 });

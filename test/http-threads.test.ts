@@ -3,6 +3,8 @@
 // unknown methods on routes added after the port opened) get the same bytes back from both, but
 // for request ids, dates and timings; the threads report their answers to the access log and
 // their pool to /metrics; shutdown waits for a request in progress; the port stays exclusive.
+// POST bodies that fit go the threads' direct way to the main thread (direct-exchange.ts): the
+// cases below cover it too (HTTP/1.0, pipelining, a body in pieces, errors, a client that leaves).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
@@ -33,7 +35,7 @@ function normalized(text: string): string {
     .replace(/"(latency_ms|score|confidence)":[0-9.e-]+/g, '"$1":N');
 }
 
-const CASES: Array<{ name: string; pieces: string[]; closes?: boolean }> = [
+const CASES: Array<{ name: string; pieces: string[]; closes?: boolean; enough?: number }> = [
   { name: 'GET /healthz', pieces: ['GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'] },
   { name: 'HTTP/1.0 without Host', pieces: ['GET /healthz HTTP/1.0\r\n\r\n'], closes: true },
   { name: 'predict', pieces: [`POST /v2/predict HTTP/1.1\r\nHost: x\r\n${K}Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`] },
@@ -41,11 +43,19 @@ const CASES: Array<{ name: string; pieces: string[]; closes?: boolean }> = [
   { name: 'unknown method on a pack route', pieces: ['BREW /v2/models/bc-v1/infer HTTP/1.1\r\nHost: x\r\n\r\n'] },
   { name: 'DELETE on a pack route', pieces: ['DELETE /v2/models/bc-v1/infer HTTP/1.1\r\nHost: x\r\n\r\n'] },
   { name: 'HTTP/2.0', pieces: ['GET / HTTP/2.0\r\nHost: x\r\n\r\n'], closes: true },
+  { name: 'predict, HTTP/1.0 keep-alive', pieces: [`POST /v2/predict HTTP/1.0\r\nConnection: keep-alive\r\n${K}Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`] },
+  { name: 'predict, HTTP/1.0', pieces: [`POST /v2/predict HTTP/1.0\r\n${K}Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`], closes: true },
+  { name: 'predict, head and body apart, a query and a spaced request id', pieces: [`POST /v2/predict?explain=true HTTP/1.1\r\nHost: x\r\n${K}X-Request-ID: \t spaced-id \t\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`, body.slice(0, 5000), body.slice(5000)] },
+  { name: 'two predicts pipelined', pieces: [`POST /v2/predict HTTP/1.1\r\nHost: x\r\n${K}Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`.repeat(2)], enough: 2 },
+  { name: 'predict with a wrong key', pieces: [`POST /v2/predict HTTP/1.1\r\nHost: x\r\napi-key: wrong-key-0123456789\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`] },
+  { name: 'predict, malformed JSON', pieces: [`POST /v2/predict HTTP/1.1\r\nHost: x\r\n${K}Content-Type: application/json\r\nContent-Length: 9\r\n\r\n{"image":`] },
+  { name: 'POST to no route', pieces: [`POST /v2/nowhere HTTP/1.1\r\nHost: x\r\n${K}Content-Length: 2\r\n\r\n{}`] },
+  { name: 'OIP infer, invalid', pieces: [`POST /v2/models/bc-v1/infer HTTP/1.1\r\nHost: x\r\n${K}Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`] },
 ];
 
 test('the same raw requests get the same answers from the front on two threads as on the main thread', async () => {
   for (const c of CASES) {
-    const ask = (port: number) => talk(port, c.pieces, c.closes ? () => false : atLeast(1));
+    const ask = (port: number) => talk(port, c.pieces, c.closes ? () => false : atLeast(c.enough ?? 1));
     const [a, b] = [await ask(one.port), await ask(two.port)];
     assert.ok(a.text.length > 0, c.name);
     assert.equal(normalized(b.text), normalized(a.text), c.name);
@@ -71,6 +81,26 @@ test("the threads' own answers reach the access log with their route; their pool
     return n > 0 ? n : null;
   });
   assert.ok(open >= 1);
+});
+
+test('a client that leaves while its body arrives is logged as on the main thread, and the service goes on', async () => {
+  const leave = async (server: TestServer, id: string) => {
+    const socket = net.connect(server.port, '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.write(`POST /v2/predict HTTP/1.1\r\nHost: x\r\n${K}X-Request-ID: ${id}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 100)}`);
+    await waitFor('the request in progress', async () => {
+      const metrics = parseMetrics(await (await fetch(`${server.url}/metrics`, { headers: { 'api-key': TEST_KEY } })).text());
+      return total(metrics, 'catcomfort_http_requests_in_flight') >= 2;
+    });
+    socket.destroy();
+    const line = await waitFor('its access log line', () => server.output().split('\n').find((l) => l.includes(`"request_id":"${id}"`)));
+    return JSON.parse(line) as Record<string, unknown>;
+  };
+  const [a, b] = [await leave(one, 'leaves-main'), await leave(two, 'leaves-threads')];
+  for (const key of ['status', 'route', 'bytes_in', 'bytes_out']) assert.equal(b[key], a[key], key);
+  assert.equal(b.status, 'client_closed');
+  const after = await talk(two.port, [CASES[2]!.pieces[0]!], atLeast(1));
+  assert.equal(responses(after.text)[0]?.status, 200);
 });
 
 test('a second instance on the same port fails to start; SIGTERM waits for a request in progress', async () => {

@@ -41,6 +41,7 @@ export type RuntimeConfig = Pick<
   | 'modelsDir'
   | 'maxPixels'
   | 'batching'
+  | 'benchFreeModel'
 >;
 
 /** The service's settings from `env` (the table in settings.ts), then the checks between them. */

@@ -1,6 +1,6 @@
-// One HTTP request/response pair over uWS. Copies what it needs from the stack-bound
-// HttpRequest up front, reads the body with a hard limit, and makes every write corked
-// and safe after the client has gone away.
+// One HTTP request/response pair over uWS (or a front thread's direct request, which acts as uWS
+// does: front/direct-transport.ts). Copies what it needs from the stack-bound HttpRequest up front,
+// reads the body with a hard limit, and makes every write corked and safe after the client has gone away.
 //
 // An answer given before the request body has fully arrived (401, 413, ...) waits until the
 // rest of the body has been received and discarded, so clients that upload first and read
@@ -10,7 +10,29 @@ import { STATUS_CODES } from 'node:http';
 import { BadContentLengthError, BodyTooLargeError, ClientGoneError } from '../errors';
 import { RequestTiming, serverTimingHeader } from '../timing/stage-times';
 import { PEER_ADDRESS_HEADER } from './front/head';
-import type { HttpRequest, HttpResponse } from './uws';
+
+/** What an exchange uses of uWS's HttpResponse. */
+export interface ResponseSink {
+  onAborted(handler: () => void): unknown;
+  onData(handler: (chunk: ArrayBuffer, isLast: boolean) => void): unknown;
+  cork(write: () => void): unknown;
+  writeStatus(status: string): unknown;
+  writeHeader(name: string, value: string): unknown;
+  end(body: string | Buffer, closeConnection: boolean): unknown;
+  close(): unknown;
+  /** Its chunks stay valid after the data handler returns (uWS's do not), so a whole body is kept without a copy. */
+  readonly keepsChunks?: boolean;
+  /** Body bytes the client sent that no data handler saw (a direct request whose client left mid-body). */
+  readonly bytesIn?: number;
+}
+
+/** What an exchange reads of uWS's HttpRequest (method in lower case, path, query without `?`, fields). */
+export interface RequestSource {
+  getMethod(): string;
+  getUrl(): string;
+  getQuery(): string | undefined;
+  forEach(each: (name: string, value: string) => void): void;
+}
 
 export const MAX_DISCARD_BYTES = 64 * 1024 * 1024;
 
@@ -27,7 +49,7 @@ export class Exchange {
   aborted = false;
   finished = false;
   /** When the request head arrived (performance.now()). */
-  readonly startedAt = performance.now();
+  readonly startedAt: number;
   /** The route pattern that took the request; empty when none did. */
   route = '';
   /** The analyses this request ran hand their stage times here (Model.analyze's `timing`). */
@@ -48,11 +70,14 @@ export class Exchange {
   private abortListeners: Array<() => void> = [];
 
   constructor(
-    private readonly res: HttpResponse,
-    req: HttpRequest,
+    private readonly res: ResponseSink,
+    req: RequestSource,
     /** Called once when the exchange ends: response written or client gone. */
     private readonly settledHook: (ex: Exchange) => void = () => undefined,
+    /** When the head arrived, if before now (a front thread's direct request). */
+    startedAt = performance.now(),
   ) {
+    this.startedAt = startedAt;
     this.method = req.getMethod().toUpperCase();
     this.path = req.getUrl();
     this.query = req.getQuery() ?? '';
@@ -82,7 +107,7 @@ export class Exchange {
 
   /** Body bytes received so far. */
   get bytesIn(): number {
-    return this.received;
+    return Math.max(this.received, this.res.bytesIn ?? 0);
   }
 
   header(name: string): string | undefined {
@@ -154,8 +179,9 @@ export class Exchange {
         settle(() => reject(new BodyTooLargeError(limit)));
         return;
       }
-      // Preallocate when the length is known so each chunk is copied exactly once.
-      let buffer = Buffer.allocUnsafe(this.declaredLength ?? 0);
+      // Preallocated when the length is known so each chunk is copied exactly once; a whole body
+      // in one chunk that stays valid is taken as it is.
+      let buffer: Buffer | null = null;
       let used = 0;
       this.sink = (chunk, isLast) => {
         if (settled) return;
@@ -164,6 +190,10 @@ export class Exchange {
           settle(() => reject(new BodyTooLargeError(limit)));
           return;
         }
+        if (buffer === null) {
+          if (isLast && this.res.keepsChunks) return settle(() => resolve(Buffer.from(chunk)));
+          buffer = Buffer.allocUnsafe(this.declaredLength ?? 0);
+        }
         if (used + size > buffer.length) {
           const grown = Buffer.allocUnsafe(Math.min(limit, Math.max(buffer.length * 2, used + size, 64 * 1024)));
           buffer.copy(grown, 0, 0, used);
@@ -171,7 +201,10 @@ export class Exchange {
         }
         buffer.set(new Uint8Array(chunk), used);
         used += size;
-        if (isLast) settle(() => resolve(buffer.subarray(0, used)));
+        if (isLast) {
+          const body = buffer.subarray(0, used);
+          settle(() => resolve(body));
+        }
       };
     });
   }

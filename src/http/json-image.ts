@@ -6,10 +6,14 @@
 // (not an object, the member missing, empty or given twice, a backslash escape in it, malformed
 // JSON on the way) it answers null and the caller parses the whole body as before, so answers
 // do not change; the one difference left, a control character inside the image, is for the caller
-// to word as before (hasControlByte).
+// to word as before (hasControlByte). A front thread may have found the member already (the scan is
+// the costly part): its span comes noted with the body (noteMemberSpan) and is not searched again.
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
+
+/** v2 predict's image member, the one a front thread looks for (direct-exchange.ts). */
+export const IMAGE_MEMBER = 'image';
 
 /** A stand-in for the member's value while the rest is parsed: a non-empty string, as a schema wants. */
 export const PLACEHOLDER = '@';
@@ -52,8 +56,8 @@ function valueEnd(body: Buffer, i: number): number {
   return -1;
 }
 
-/** `body`'s members, `key` holding its string's bytes (see the file's header); null: parse it whole. */
-export function splitImage(body: Buffer, key: string): Record<string, unknown> | null {
+/** Where `key`'s value lies in `body` (its quotes included), or null when the shape is not the plain one (see the file's header). */
+export function locateMember(body: Buffer, key: string): [number, number] | null {
   let i = skipSpace(body, 0);
   if (body[i] !== 0x7b) return null;
   i = skipSpace(body, i + 1);
@@ -78,6 +82,21 @@ export function splitImage(body: Buffer, key: string): Record<string, unknown> |
     if (body[i] !== 0x2c) break;
     i = skipSpace(body, i + 1);
   }
+  return found;
+}
+
+/** Spans found before the body reached the main thread, by the body's own ArrayBuffer. */
+const noted = new WeakMap<ArrayBuffer, { key: string; span: [number, number] | null }>();
+
+/** `body` (a whole ArrayBuffer) has `key`'s value at `span` (locateMember's answer). */
+export function noteMemberSpan(body: ArrayBuffer, key: string, span: [number, number] | null): void {
+  noted.set(body, { key, span });
+}
+
+/** `body`'s members, `key` holding its string's bytes (see the file's header); null: parse it whole. */
+export function splitImage(body: Buffer, key: string): Record<string, unknown> | null {
+  const note = body.byteOffset === 0 && body.length === body.buffer.byteLength ? noted.get(body.buffer as ArrayBuffer) : undefined;
+  const found = note && note.key === key ? note.span : locateMember(body, key);
   if (!found) return null;
   const [start, end] = found;
   let members: unknown;

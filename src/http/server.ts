@@ -3,7 +3,7 @@
 // uWS listens on a private unix socket; the public port belongs to the HTTP front (front/front.ts).
 import { rmSync } from 'node:fs';
 import path from 'node:path';
-import { Exchange } from './exchange';
+import { Exchange, type RequestSource, type ResponseSink } from './exchange';
 import { TrustedProxies } from './front/client-address';
 import { HttpFront } from './front/front';
 import { FrontThreads } from './front/front-threads';
@@ -97,14 +97,17 @@ export class HttpServer {
     private readonly options: HttpServerOptions,
   ) {
     this.app = uws.App();
-    this.app.any('/*', (res, req) => {
-      this.inFlight++;
-      const ex = new Exchange(res, req, (done) => this.settled(done));
-      if (this.options.alwaysOpen?.(ex.path)) dispatch(router, ex);
-      else if (this.closing) refuse(router, ex, true);
-      else if (this.options.isReady && !this.options.isReady()) refuse(router, ex, false);
-      else dispatch(router, ex);
-    });
+    this.app.any('/*', (res, req) => this.serve(res, req));
+  }
+
+  /** One request, from uWS or a front thread's direct way. */
+  private serve(res: ResponseSink, req: RequestSource, startedAt?: number): void {
+    this.inFlight++;
+    const ex = new Exchange(res, req, (done) => this.settled(done), startedAt);
+    if (this.options.alwaysOpen?.(ex.path)) dispatch(this.router, ex);
+    else if (this.closing) refuse(this.router, ex, true);
+    else if (this.options.isReady && !this.options.isReady()) refuse(this.router, ex, false);
+    else dispatch(this.router, ex);
   }
 
   /** The front's connections to uWS (open, idle) and requests waiting for one. */
@@ -192,6 +195,7 @@ export class HttpServer {
       entry: start.entry,
       dupFd: start.dupFd,
       onAnswer,
+      serve: (res, req, startedAt) => this.serve(res, req, startedAt),
       data: {
         ...common,
         upstreamConnections: share(limits.upstreamConnections),

@@ -6,6 +6,7 @@ import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { BatchingConfig } from '../pipeline/batcher';
 import type { LowLoadSessions, NativeAddon } from '../native/addon';
+import { log } from '../log';
 import { Model } from './model';
 import { checkPackFolder, PackError, readManifest, type Precision } from './pack';
 import { loadProven } from './precision-check';
@@ -28,13 +29,16 @@ export interface RegistryOptions {
   precisionForced: boolean;
   /** PackLimits.jpegShrinkOnLoad (default true). */
   jpegShrinkOnLoad?: boolean;
+  /** CATCOMFORT_BENCH_FREE_MODEL: after warm-up, analyses answer the warm-up result without running (Model). */
+  freeModel?: boolean;
 }
 
 /** Loads the pack in `dir` into a Model (not warmed up), at the precision it proved here. */
 export async function loadModel(addon: NativeAddon, dir: string, options: RegistryOptions): Promise<Model> {
   const { pack, pipeline, choice } = await loadProven(addon, dir, options, { precision: options.precision, forced: options.precisionForced });
   const batching = { config: options.batching, fitToSessions: options.fitBatchToSessions ?? false, chosenBy: options.batchingChosenBy ?? 'settings' };
-  return new Model(pack.manifest, dir, addon, pipeline, options.maxPixels, batching, pack.precision, pack.backbonePrecision, choice.reason, options.lowLoad);
+  if (options.freeModel) log.warn('CATCOMFORT_BENCH_FREE_MODEL is on: after warm-up every analysis answers the warm-up photo\'s result (benchmarks only)', { model: pack.manifest.id });
+  return new Model(pack.manifest, dir, addon, pipeline, options.maxPixels, batching, pack.precision, pack.backbonePrecision, choice.reason, options.lowLoad, options.freeModel ?? false);
 }
 
 export class ModelRegistry {

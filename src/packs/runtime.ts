@@ -79,6 +79,7 @@ export function registryOptions(config: RuntimeConfig, info: NativeInfo): Regist
     lowLoad: lowLoadFor(config, info),
     precision: precisionFor(config, info),
     precisionForced: config.precision !== null,
+    freeModel: config.benchFreeModel,
   };
 }
 

@@ -30,6 +30,8 @@ export class ScanWorkers {
   /** Workers waiting: idle ones (woken by a new scan) and those backing off from a store failure. */
   private readonly waiters = new Set<{ byNewScan: boolean; wake: () => void }>();
   private loops: Array<Promise<void>> = [];
+  /** An idle worker waits on the poll timer. */
+  private polling = false;
   private purgeTimer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -70,18 +72,18 @@ export class ScanWorkers {
     await Promise.all(this.loops);
   }
 
-  /** Waits `ms`, cut short by stop() and, when `byNewScan` (an idle worker), by a new scan stored. */
-  private wait(ms: number, byNewScan: boolean): Promise<void> {
+  /** Waits `ms` (null: until woken), cut short by stop() and, when `byNewScan` (an idle worker), by a new scan stored. */
+  private wait(ms: number | null, byNewScan: boolean): Promise<void> {
     return new Promise((resolve) => {
       const waiter = {
         byNewScan,
         wake: () => {
-          clearTimeout(timer);
+          if (timer) clearTimeout(timer);
           this.waiters.delete(waiter);
           resolve();
         },
       };
-      const timer = setTimeout(waiter.wake, ms);
+      const timer = ms === null ? null : setTimeout(waiter.wake, ms);
       this.waiters.add(waiter);
     });
   }
@@ -99,9 +101,15 @@ export class ScanWorkers {
         continue;
       }
       if (!claimed) {
-        await this.wait(this.options.idlePollMs, true);
+        // One idle worker polls the store (for scans other instances stored); the others wait to be
+        // woken, so an idle service queries once per poll, not once per worker.
+        const polls = !this.polling;
+        this.polling ||= polls;
+        await this.wait(polls ? this.options.idlePollMs : null, true);
+        if (polls) this.polling = false;
         continue;
       }
+      this.notify(); // more may be queued: the next idle worker looks at once
       // The lease is renewed while the scan is worked on, so a slow fetch or a busy model never
       // hands a live scan to a second worker.
       const scan = claimed;

@@ -9,6 +9,7 @@ import { errorResponse } from '../http/error-answers';
 import type { Router } from '../http/router';
 import { routesInterface, type Service, type ServiceInterface } from '../service';
 import { parseJsonObjectWithImage } from '../http/json-body';
+import { IMAGE_MEMBER } from '../http/json-image';
 import { sendError, sendJson } from '../http/respond';
 import { modelSummary } from './model-summary';
 import { buildV2OpenApi, v2Operations, type DocumentAddition } from './openapi';
@@ -55,7 +56,7 @@ function predictRoute(service: Service, modelFrom: (ex: Exchange) => string) {
       requestId,
       body.then(async (raw) => {
         const opts = predictOptions(ex.query);
-        const response = await predict({ serviceVersion: service.version }, service.registry, modelId, parseJsonObjectWithImage(raw, 'image'), requestId, {
+        const response = await predict({ serviceVersion: service.version }, service.registry, modelId, parseJsonObjectWithImage(raw, IMAGE_MEMBER), requestId, {
           deadline,
           signal: ex.signal(),
           timing: ex.timing,

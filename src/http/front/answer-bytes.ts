@@ -5,7 +5,8 @@ import type { Answer } from '../error-answers';
 
 let dateSecond = 0;
 let dateText = '';
-function httpDate(): string {
+/** The Date field's value, made once a second. */
+export function answerDate(): string {
   const now = Date.now();
   if (now - dateSecond >= 1000) {
     dateSecond = now - (now % 1000);
@@ -20,7 +21,7 @@ function httpDate(): string {
  */
 export function answerBytes(answer: Answer, close: boolean, http10: boolean, omitBody: boolean): Buffer {
   const body = Buffer.from(answer.body, 'utf8');
-  let head = `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? ''}\r\nDate: ${httpDate()}\r\n`;
+  let head = `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? ''}\r\nDate: ${answerDate()}\r\n`;
   for (const name in answer.headers) head += `${name}: ${answer.headers[name]}\r\n`;
   head += `Content-Length: ${body.length}\r\n`;
   if (close) head += 'Connection: close\r\n';

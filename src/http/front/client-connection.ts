@@ -2,7 +2,8 @@
 // client's socket (heads collected by client-head.ts), refuses what uWS would mishandle (the HTTP/1.1
 // and HTTP/1.0 checks of head.ts), hands valid requests one at a time to its UpstreamExchange
 // (upstream-exchange.ts), which forwards them to uWS and passes the answers back, and writes the
-// front's own answers. Bodies are forwarded as the Buffers that arrive; no per-byte work in JS.
+// front's own answers. On a front thread, a POST whose body fits goes the direct way to the main
+// thread instead (direct-exchange.ts). Bodies are forwarded as the Buffers that arrive; no per-byte work in JS.
 //
 // Order: the next request is read only once the previous answer has been passed on completely, so
 // the front's own answers are always in order. A refusal that leaves the connection's framing in
@@ -18,7 +19,8 @@ import { answerBytes } from './answer-bytes';
 import { plainAddress } from './client-address';
 import { HeadReader } from './client-head';
 import type { FrontSettings } from './settings';
-import { UpstreamExchange, type UpstreamLoss } from './upstream-exchange';
+import { DirectExchange, goesDirect, type FrontExchange } from './direct-exchange';
+import { UpstreamExchange, type ExchangeClient, type UpstreamLoss } from './upstream-exchange';
 import type { UpstreamPool } from './upstream-pool';
 
 /** Retry-After of the front's 429 when no connection to uWS is free in time. */
@@ -59,7 +61,10 @@ type Send = (sent: () => void, refused: () => void) => boolean;
 
 export class ClientConnection {
   private state = In.Head;
-  private readonly exchange: UpstreamExchange;
+  /** The current request's exchange: the relay, or the direct one. */
+  private exchange: FrontExchange;
+  private readonly relay: UpstreamExchange;
+  private readonly direct: DirectExchange | null;
   private readonly heads = new HeadReader({ head: (raw) => this.onHead(raw), refuse: (refusal) => this.refuse(refusal) });
   private clientPaused = false;
   /** Client bytes not read yet (pipelined requests while an answer is awaited). */
@@ -90,13 +95,16 @@ export class ClientConnection {
     pool: UpstreamPool,
     private readonly events: ConnectionEvents,
   ) {
-    this.exchange = new UpstreamExchange(pool, {
+    const side: ExchangeClient = {
       write: (bytes) => this.client.write(bytes),
       answered: (close) => this.answered(close),
       drained: () => this.flow(),
       broken: () => this.client.destroy(),
       lost: (loss) => this.upstreamLost(loss),
-    });
+    };
+    this.relay = new UpstreamExchange(pool, side);
+    this.direct = settings.direct ? new DirectExchange(settings.direct, side) : null;
+    this.exchange = this.relay;
     this.peer = plainAddress(client.remoteAddress);
     this.clientAddress = this.peer;
     this.trailer = settings.trustedProxies.has(this.peer) ? null : peerTrailer(this.peer);
@@ -209,6 +217,7 @@ export class ClientConnection {
     if (head.contentLength > this.settings.maxBodyBytes && (head.expectContinue || head.contentLength > MAX_DISCARD_BYTES)) {
       return this.refuse(tooLarge(head, this.settings.maxBodyBytes), head);
     }
+    this.exchange = this.direct && goesDirect(head, this.settings.maxBodyBytes) ? this.direct : this.relay;
     if (head.chunked) {
       if (head.expectContinue) this.client.write(CONTINUE);
       this.chunks = new ChunkedReader();

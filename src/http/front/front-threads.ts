@@ -2,14 +2,18 @@
 // port as the one-thread front does (exclusive, so a second instance fails with ListenError), gives
 // each thread its own descriptor of that listening socket (dupFd) and closes its own, so only the
 // threads accept. Each thread runs an HttpFront (front-thread-main.ts) relaying to uWS's private
-// socket with its share of the upstream pool's limits; the main thread then does no front work. The
+// socket with its share of the upstream pool's limits, and sending POST bodies that fit the direct
+// way (direct-exchange.ts), served here as uWS requests are; the main thread then does no front work. The
 // threads report their own answers (for the access log) and pool counts; a thread that ends
 // unexpectedly is started again on a fresh descriptor.
 import { closeSync } from 'node:fs';
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
+import type { RequestSource, ResponseSink } from '../exchange';
 import type { RouterOutline } from '../router';
+import type { DirectAbortMessage, DirectAnswerMessage, DirectBodyMessage, DirectRequestMessage } from './direct-exchange';
+import { DirectRequest, DirectResponse } from './direct-transport';
 import { listenExclusive } from './front';
 import type { FrontAnswer } from './settings';
 import type { PoolCounts } from './upstream-pool';
@@ -33,9 +37,12 @@ export type FromFrontThread =
   | { type: 'listening' }
   | { type: 'answer'; answer: FrontAnswer }
   | { type: 'counts'; counts: PoolCounts }
-  | { type: 'drained' };
+  | { type: 'drained' }
+  | DirectRequestMessage
+  | DirectBodyMessage
+  | DirectAbortMessage;
 
-export type ToFrontThread = { type: 'close' } | { type: 'drain'; timeoutMs: number } | { type: 'router'; router: RouterOutline };
+export type ToFrontThread = { type: 'close' } | { type: 'drain'; timeoutMs: number } | { type: 'router'; router: RouterOutline } | DirectAnswerMessage;
 
 export interface FrontThreadsOptions {
   count: number;
@@ -44,6 +51,8 @@ export interface FrontThreadsOptions {
   data: Omit<FrontThreadData, 'fd'>;
   dupFd(fd: number): number;
   onAnswer?(answer: FrontAnswer): void;
+  /** Serves a direct request as uWS's handler serves one; `startedAt` on performance.now()'s clock. */
+  serve(res: ResponseSink, req: RequestSource, startedAt: number): void;
 }
 
 interface Thread {
@@ -51,6 +60,8 @@ interface Thread {
   counts: PoolCounts;
   listening: boolean;
   drained: boolean;
+  /** Its direct requests not answered yet, by id. */
+  direct: Map<number, DirectResponse>;
 }
 
 export class FrontThreads {
@@ -79,7 +90,7 @@ export class FrontThreads {
   }
 
   private start(): Promise<void> {
-    const thread: Thread = { worker: new Worker(this.options.entry, { workerData: { ...this.options.data, fd: this.options.dupFd(this.spare!) } }), counts: { open: 0, idle: 0, waiting: 0 }, listening: false, drained: false };
+    const thread: Thread = { worker: new Worker(this.options.entry, { workerData: { ...this.options.data, fd: this.options.dupFd(this.spare!) } }), counts: { open: 0, idle: 0, waiting: 0 }, listening: false, drained: false, direct: new Map() };
     this.threads.add(thread);
     thread.worker.unref();
     return new Promise((resolve, reject) => {
@@ -88,6 +99,9 @@ export class FrontThreads {
           thread.listening = true;
           resolve();
         }
+        else if (message.type === 'direct-request') this.serveDirect(thread, message);
+        else if (message.type === 'direct-body') thread.direct.get(message.id)?.deliver(message.body);
+        else if (message.type === 'direct-abort') thread.direct.get(message.id)?.abort(message.received);
         else if (message.type === 'counts') thread.counts = message.counts;
         else if (message.type === 'answer') this.options.onAnswer?.({ ...message.answer, startedAt: message.answer.startedAt - performance.timeOrigin });
         else if (message.type === 'drained') this.markDrained(thread);
@@ -98,12 +112,21 @@ export class FrontThreads {
       });
       thread.worker.once('exit', (code) => {
         this.threads.delete(thread);
+        for (const res of [...thread.direct.values()]) res.abort(); // their clients' connections ended with the thread
         this.markDrained(thread);
         if (this.closing || this.spare === null || !thread.listening) return;
         log.error('http front thread ended; starting another', { code });
         this.start().catch(() => undefined);
       });
     });
+  }
+
+  private serveDirect(thread: Thread, message: DirectRequestMessage): void {
+    const { id } = message;
+    const res = new DirectResponse(id, (answer) => thread.worker.postMessage(answer), () => thread.direct.delete(id));
+    thread.direct.set(id, res);
+    this.options.serve(res, new DirectRequest(message.head), message.startedAt - performance.timeOrigin);
+    if (message.body) res.deliver(message.body);
   }
 
   private markDrained(thread: Thread): void {

@@ -3,6 +3,7 @@
 // client connections.
 import type { ErrorRenderer } from '../error-answers';
 import type { TrustedProxies } from './client-address';
+import type { DirectLink } from './direct-exchange';
 
 export interface FrontSettings {
   /** uWS's private unix socket. */
@@ -20,6 +21,8 @@ export interface FrontSettings {
   allowedMethods(path: string): string[];
   /** How the interface a path belongs to writes errors. */
   rendererFor(path: string): ErrorRenderer;
+  /** On a front thread: the direct way to the main thread for POST bodies that fit (direct-exchange.ts). */
+  direct?: DirectLink;
   /** Hears every answer the front gives itself (refusals, 429 and 503), and every request it held whose client left, for the access log and metrics. */
   onAnswer?(record: FrontAnswer): void;
 }

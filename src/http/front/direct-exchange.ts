@@ -1,0 +1,193 @@
+// The direct way from a front thread to the service (front-threads.ts): a POST with a Content-Length
+// body within the limit is posted to the main thread as its head arrives (the forwarded head, so the
+// service holds it from then on, as uWS would), and its body, read whole on the thread into a buffer
+// of its own, follows transferred (not copied); with the head when it came in the same read, and with
+// where v2's image member lies in it (json-image.ts), found here rather than on the main thread. The
+// main thread serves it as uWS's handler does (direct-transport.ts) and posts the answer's parts
+// back, which are framed here as uWS frames its answers and passed to the client through the same
+// ResponseReader as uWS's bytes. So the main thread never reads the request's bytes off a socket,
+// parses HTTP, or copies the body.
+import { performance } from 'node:perf_hooks';
+import { IMAGE_MEMBER, locateMember } from '../json-image';
+import { answerDate } from './answer-bytes';
+import type { RequestHead } from './head';
+import { ResponseError, ResponseReader } from './response';
+import type { ExchangeClient, UpstreamExchange } from './upstream-exchange';
+import { log } from '../../log';
+
+/** What the client side uses of an exchange: the relay to uWS (upstream-exchange.ts) or this one. */
+export type FrontExchange = Pick<UpstreamExchange, 'blocked' | 'forward' | 'resend' | 'write' | 'uncork' | 'resume' | 'release' | 'drop' | 'abandon'>;
+
+/** A whole body, with where IMAGE_MEMBER's value lies in it (null: not the plain shape). */
+export interface DirectBody {
+  bytes: ArrayBuffer;
+  image: [number, number] | null;
+}
+
+/** A request for the main thread: its forwarded head (latin1), and its whole body if it has come; `startedAt` on the epoch clock. */
+export interface DirectRequestMessage {
+  type: 'direct-request';
+  id: number;
+  head: string;
+  startedAt: number;
+  body: DirectBody | null;
+}
+
+/** The whole body of a request posted before it. */
+export type DirectBodyMessage = { type: 'direct-body'; id: number; body: DirectBody };
+
+/** The answer's parts as the service wrote them (status text, field lines, body, whether it closes), or `drop`: no answer. */
+export type DirectAnswerMessage =
+  | { type: 'direct-answer'; id: number; status: string; fields: string; body: string | Uint8Array; close: boolean }
+  | { type: 'direct-drop'; id: number };
+
+/** The client left; `received`: the body bytes it had sent. */
+export type DirectAbortMessage = { type: 'direct-abort'; id: number; received: number };
+
+/** Whether a request goes the direct way: a POST whose whole body is known to fit, nothing to answer before it. */
+export function goesDirect(head: RequestHead, maxBodyBytes: number): boolean {
+  return head.method === 'POST' && !head.chunked && !head.expectContinue && head.contentLength > 0 && head.contentLength <= maxBodyBytes;
+}
+
+/** One thread's requests on the direct way, at most `limit` at once (the thread's share of the pool and its queue). */
+export class DirectLink {
+  private nextId = 1;
+  private readonly open = new Map<number, DirectExchange>();
+
+  constructor(
+    private readonly post: (message: DirectRequestMessage | DirectBodyMessage | DirectAbortMessage, transfer?: ArrayBuffer[]) => void,
+    private readonly limit: number,
+  ) {}
+
+  /** A place for one request, or null when `limit` are open. */
+  reserve(exchange: DirectExchange): number | null {
+    if (this.open.size >= this.limit) return null;
+    const id = this.nextId++;
+    this.open.set(id, exchange);
+    return id;
+  }
+
+  sendHead(id: number, head: string, startedAt: number, body: Buffer | null): void {
+    const whole = body && bodyOf(body);
+    this.post({ type: 'direct-request', id, head, startedAt, body: whole }, whole ? [whole.bytes] : []);
+  }
+
+  sendBody(id: number, body: Buffer): void {
+    const whole = bodyOf(body);
+    this.post({ type: 'direct-body', id, body: whole }, [whole.bytes]);
+  }
+
+  /** The client left: the place is freed, and the service told if it has the request. */
+  abort(id: number, sent: boolean, received: number): void {
+    if (this.open.delete(id) && sent) this.post({ type: 'direct-abort', id, received });
+  }
+
+  /** An answer (or drop) from the main thread. */
+  answered(message: DirectAnswerMessage): void {
+    const exchange = this.open.get(message.id);
+    if (!exchange) return; // its client left meanwhile
+    this.open.delete(message.id);
+    exchange.answered(message);
+  }
+}
+
+function bodyOf(body: Buffer): DirectBody {
+  return { bytes: body.buffer as ArrayBuffer, image: locateMember(body, IMAGE_MEMBER) };
+}
+
+export class DirectExchange implements FrontExchange {
+  /** The current request's place in the link; 0 when none. */
+  private id = 0;
+  private head = '';
+  private startedAt = 0;
+  private body: Buffer | null = null;
+  private used = 0;
+  /** The head has been posted. */
+  private posted = false;
+  private readonly response = new ResponseReader();
+
+  constructor(
+    private readonly link: DirectLink,
+    private readonly client: ExchangeClient,
+  ) {}
+
+  /** Never: the body is buffered here. */
+  get blocked(): boolean {
+    return false;
+  }
+
+  /** Takes a request (its body follows through write; both are posted by uncork); false when the link is full. `refused` is never called: nothing waits. */
+  forward(headBytes: Buffer, body: Buffer | null, head: RequestHead, sent: () => void): boolean {
+    const id = this.link.reserve(this);
+    if (id === null) return false;
+    this.id = id;
+    this.head = headBytes.toString('latin1');
+    this.startedAt = performance.timeOrigin + performance.now();
+    this.response.begin(false, head.http10 ? { keepAlive: !head.close } : null);
+    // Its own ArrayBuffer (not the pool's), so it can be transferred.
+    this.body = Buffer.allocUnsafeSlow(head.contentLength);
+    this.used = 0;
+    this.posted = false;
+    if (body) this.write(body);
+    sent();
+    return true;
+  }
+
+  /** Never: only bodiless requests are sent again, and they go to uWS. */
+  resend(): boolean {
+    return false;
+  }
+
+  write(bytes: Buffer): boolean {
+    if (!this.body) return false;
+    bytes.copy(this.body, this.used);
+    this.used += bytes.length;
+    return true;
+  }
+
+  /** Posts what the last read brought: the head (with the body if it is whole), or the body once it is. */
+  uncork(): void {
+    if (this.id === 0) return;
+    const body = this.body && this.used >= this.body.length ? this.body : null;
+    if (body) this.body = null;
+    if (!this.posted) {
+      this.posted = true;
+      this.link.sendHead(this.id, this.head, this.startedAt, body);
+    } else if (body) {
+      this.link.sendBody(this.id, body);
+    }
+  }
+
+  resume(): void {}
+
+  /** Nothing is held once the answer is passed on. */
+  release(): void {}
+
+  drop(): void {
+    this.abandon();
+  }
+
+  abandon(): void {
+    if (this.id !== 0) this.link.abort(this.id, this.posted, this.used);
+    this.id = 0;
+    this.body = null;
+  }
+
+  answered(message: DirectAnswerMessage): void {
+    this.id = 0;
+    this.body = null; // an answer before the whole body (a closing one): the rest has nowhere to go
+    if (message.type === 'direct-drop') return this.client.lost('dropped');
+    const body = typeof message.body === 'string' ? Buffer.from(message.body, 'utf8') : Buffer.from(message.body.buffer, message.body.byteOffset, message.body.byteLength);
+    // Framed as uWS frames an answer: the service's fields, then Connection, Date, its mark and the length.
+    const head = `HTTP/1.1 ${message.status}\r\n${message.fields}${message.close ? 'Connection: close\r\n' : ''}Date: ${answerDate()}\r\nuWebSockets: 20\r\nContent-Length: ${body.length}\r\n\r\n`;
+    let ended: boolean;
+    try {
+      ended = this.response.read(Buffer.concat([Buffer.from(head, 'utf8'), body]), (bytes) => this.client.write(bytes));
+    } catch (error) {
+      if (!(error instanceof ResponseError)) throw error;
+      log.error('http front: unreadable answer from the service', { reason: error.message });
+      return this.client.broken();
+    }
+    if (ended) this.client.answered(this.response.closeAfter);
+  }
+}
