@@ -8,7 +8,9 @@
 # collector's share of that CPU (catcomfort_gc_seconds_total).
 # With OLD_TREE `free`, this checkout alone with the model made free (CATCOMFORT_BENCH_FREE_MODEL):
 # T1 T2 T2 T1, so the loop and the front are the wall, and req/s shows what the threads add.
-# Usage: bash bench/main-thread.sh OLD_TREE|free   (MT_PHOTO, MT_CONCURRENCY=1,8,32,128, MT_DURATION_S=15)
+# MT_PROTOCOL=oip loads the Open Inference Protocol's REST infer with the photo as binary tensor data
+# (bench/protocols.ts) instead of /v2/predict.
+# Usage: bash bench/main-thread.sh OLD_TREE|free   (MT_PHOTO, MT_PROTOCOL=predict|oip, MT_CONCURRENCY=1,8,32,128, MT_DURATION_S=15)
 set -euo pipefail
 free=""
 if [ "${1:-}" = free ]; then free=true; old=""; else old=$(cd "${1:?usage: bench/main-thread.sh OLD_TREE|free}" && pwd); fi
@@ -19,10 +21,16 @@ duration=${MT_DURATION_S:-15}
 key=main-thread-key-0123456789
 port=${MT_PORT:-18620}
 out=$(mktemp -d)
-{ printf '{"image":"'; base64 -w0 "$photo"; printf '"}'; } >"$out/body.json"
+if [ "${MT_PROTOCOL:-predict}" = oip ]; then
+  header_length=$(cd "$new" && node -e 'const { oipBinaryRequest } = require("./dist/bench/protocols"); const r = oipBinaryRequest(require("fs").readFileSync(process.argv[1])); require("fs").writeFileSync(process.argv[2], r.body); console.log(r.headers["inference-header-content-length"])' "$photo" "$out/body")
+  target=(-H content-type=application/octet-stream -H "inference-header-content-length=$header_length" -i "$out/body" "http://127.0.0.1:$port/v2/models/bc-v1/infer")
+else
+  { printf '{"image":"'; base64 -w0 "$photo"; printf '"}'; } >"$out/body"
+  target=(-H content-type=application/json -i "$out/body" "http://127.0.0.1:$port/v2/predict")
+fi
 cannon="$new/node_modules/.bin/autocannon"
 load() { # concurrency seconds [json]
-  "$cannon" ${3:+-j} -c "$1" -d "$2" -m POST -H "api-key=$key" -H content-type=application/json -i "$out/body.json" "http://127.0.0.1:$port/v2/predict" 2>/dev/null
+  "$cannon" ${3:+-j} -c "$1" -d "$2" -m POST -H "api-key=$key" "${target[@]}" 2>/dev/null
 }
 run() { # tree threads label
   local data pid; data=$(mktemp -d)
