@@ -21,16 +21,22 @@ duration=${MT_DURATION_S:-15}
 key=main-thread-key-0123456789
 port=${MT_PORT:-18620}
 out=$(mktemp -d)
+header_length=""
 if [ "${MT_PROTOCOL:-predict}" = oip ]; then
   header_length=$(cd "$new" && node -e 'const { oipBinaryRequest } = require("./dist/bench/protocols"); const r = oipBinaryRequest(require("fs").readFileSync(process.argv[1])); require("fs").writeFileSync(process.argv[2], r.body); console.log(r.headers["inference-header-content-length"])' "$photo" "$out/body")
-  target=(-H content-type=application/octet-stream -H "inference-header-content-length=$header_length" -i "$out/body" "http://127.0.0.1:$port/v2/models/bc-v1/infer")
+  type=application/octet-stream path=/v2/models/bc-v1/infer
 else
   { printf '{"image":"'; base64 -w0 "$photo"; printf '"}'; } >"$out/body"
-  target=(-H content-type=application/json -i "$out/body" "http://127.0.0.1:$port/v2/predict")
+  type=application/json path=/v2/predict
 fi
-cannon="$new/node_modules/.bin/autocannon"
-load() { # concurrency seconds [json]
-  "$cannon" ${3:+-j} -c "$1" -d "$2" -m POST -H "api-key=$key" "${target[@]}" 2>/dev/null
+load() { # concurrency seconds: autocannon's JSON result (its API: the body sent as bytes, which its command line would read as text)
+  (cd "$new" && node -e '
+const [url, key, file, type, headerLength, connections, duration] = process.argv.slice(1);
+const headers = { "api-key": key, "content-type": type, ...(headerLength ? { "inference-header-content-length": headerLength } : {}) };
+require("autocannon")({ url, connections: +connections, duration: +duration, method: "POST", headers, body: require("fs").readFileSync(file) }, (error, result) => {
+  if (error) throw error;
+  console.log(JSON.stringify(result));
+});' "http://127.0.0.1:$port$path" "$key" "$out/body" "$type" "$header_length" "$1" "$2")
 }
 run() { # tree threads label
   local data pid; data=$(mktemp -d)
@@ -46,7 +52,7 @@ run() { # tree threads label
   for c in ${levels//,/ }; do
     local c0 g0 c1 g1
     c0=$(cpu); g0=$(gc)
-    load "$c" "$duration" json >"$out/$3-$c.json"
+    load "$c" "$duration" >"$out/$3-$c.json"
     c1=$(cpu); g1=$(gc)
     echo "{\"run\":\"$3\",\"c\":$c,\"cpuTicks\":$((c1 - c0)),\"gcS\":${g1:-null},\"gcS0\":${g0:-null}}" >>"$out/rows.jsonl"
   done

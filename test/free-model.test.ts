@@ -1,15 +1,18 @@
 // CATCOMFORT_BENCH_FREE_MODEL (benchmarks only): after warm-up every analysis answers the warm-up
 // photo's result without running the networks, the start log says so, and the HTTP and batching
-// around it stay the same (request ids, errors before the model).
+// around it stay the same (request ids, errors before the model). The server runs the front on two
+// threads with a short idle limit, for a body that stalls on their direct way to the main thread.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { photo } from './helpers/paths';
 import { startServer, TEST_KEY, type TestServer } from './helpers/server';
+import { waitFor } from './helpers/wait';
 
 let free: TestServer;
 before(async () => {
-  free = await startServer({ CATCOMFORT_BENCH_FREE_MODEL: 'true' });
+  free = await startServer({ CATCOMFORT_BENCH_FREE_MODEL: 'true', CATCOMFORT_HTTP_THREADS: '2', CATCOMFORT_CLIENT_IDLE_TIMEOUT_MS: '1000' });
 });
 after(() => free?.stop());
 
@@ -34,4 +37,15 @@ test('every photo gets the warm-up photo\'s answer, and the start log warns', as
 test('what is refused before the model is refused as always', async () => {
   const response = await fetch(`${free.url}/v2/predict`, { method: 'POST', headers: { 'api-key': TEST_KEY, 'content-type': 'application/json' }, body: '{}' });
   assert.equal(response.status, 422);
+});
+
+test('a body that stalls on the threads\' direct way is cut after the idle limit and logged as its client leaving', async () => {
+  const socket = net.connect(free.port, '127.0.0.1');
+  await new Promise((resolve) => socket.once('connect', resolve));
+  const closed = new Promise((resolve) => socket.once('close', resolve));
+  socket.on('error', () => undefined);
+  socket.write(`POST /v2/predict HTTP/1.1\r\nHost: x\r\napi-key: ${TEST_KEY}\r\nX-Request-ID: stalled-body\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"image":"`);
+  await closed;
+  const line = await waitFor('its access log line', () => free.output().split('\n').find((l) => l.includes('"request_id":"stalled-body"')));
+  assert.deepEqual([JSON.parse(line).status, JSON.parse(line).bytes_in], ['client_closed', 10]);
 });

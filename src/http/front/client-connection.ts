@@ -217,7 +217,7 @@ export class ClientConnection {
     if (head.contentLength > this.settings.maxBodyBytes && (head.expectContinue || head.contentLength > MAX_DISCARD_BYTES)) {
       return this.refuse(tooLarge(head, this.settings.maxBodyBytes), head);
     }
-    this.exchange = this.direct && goesDirect(head, this.settings.maxBodyBytes) ? this.direct : this.relay;
+    this.exchange = this.direct && goesDirect(head, this.settings.maxBodyBytes) && this.settings.direct?.fits(head.contentLength) ? this.direct : this.relay;
     if (head.chunked) {
       if (head.expectContinue) this.client.write(CONTINUE);
       this.chunks = new ChunkedReader();
@@ -392,6 +392,8 @@ export class ClientConnection {
   }
 
   private onTimeout(): void {
+    // A body stalled on the direct way is the front's to time out (uWS times out those it reads).
+    if (this.awaiting && this.exchange === this.direct && this.direct.receiving) return void this.client.destroy();
     if (this.awaiting) return; // the service is answering; its own deadlines and uWS's timeouts apply
     const late = this.state === In.Head ? this.heads.lateRefusal() : null;
     if (late) return this.refuse(late);

@@ -44,27 +44,49 @@ export type DirectAnswerMessage =
 /** The client left; `received`: the body bytes it had sent. */
 export type DirectAbortMessage = { type: 'direct-abort'; id: number; received: number };
 
-/** Whether a request goes the direct way: a POST whose whole body is known to fit, nothing to answer before it. */
+/** Body bytes one thread holds for direct requests at most (declared lengths, before any arrive); the rest go to uWS. */
+export const DIRECT_BYTES = 64 * 1024 * 1024;
+
+/** Whether a request may go the direct way: a POST whose whole body is known to fit, nothing to answer before it. */
 export function goesDirect(head: RequestHead, maxBodyBytes: number): boolean {
   return head.method === 'POST' && !head.chunked && !head.expectContinue && head.contentLength > 0 && head.contentLength <= maxBodyBytes;
 }
 
-/** One thread's requests on the direct way, at most `limit` at once (the thread's share of the pool and its queue). */
+/**
+ * One thread's requests on the direct way: at most `limit` at once (the thread's share of the pool
+ * and its queue) holding at most DIRECT_BYTES of bodies, so a client that declares large bodies and
+ * sends them slowly cannot make the thread hold more; what does not fit is relayed to uWS as before.
+ */
 export class DirectLink {
   private nextId = 1;
-  private readonly open = new Map<number, DirectExchange>();
+  private readonly open = new Map<number, { exchange: DirectExchange; bytes: number }>();
+  private bytes = 0;
 
   constructor(
     private readonly post: (message: DirectRequestMessage | DirectBodyMessage | DirectAbortMessage, transfer?: ArrayBuffer[]) => void,
     private readonly limit: number,
   ) {}
 
-  /** A place for one request, or null when `limit` are open. */
-  reserve(exchange: DirectExchange): number | null {
-    if (this.open.size >= this.limit) return null;
+  /** Whether a request with a body of `bytes` fits now. */
+  fits(bytes: number): boolean {
+    return this.open.size < this.limit && this.bytes + bytes <= DIRECT_BYTES;
+  }
+
+  /** A place for one request with a body of `bytes`, or null when it does not fit. */
+  reserve(exchange: DirectExchange, bytes: number): number | null {
+    if (!this.fits(bytes)) return null;
     const id = this.nextId++;
-    this.open.set(id, exchange);
+    this.open.set(id, { exchange, bytes });
+    this.bytes += bytes;
     return id;
+  }
+
+  private close(id: number): DirectExchange | null {
+    const entry = this.open.get(id);
+    if (!entry) return null;
+    this.open.delete(id);
+    this.bytes -= entry.bytes;
+    return entry.exchange;
   }
 
   sendHead(id: number, head: string, startedAt: number, body: Buffer | null): void {
@@ -79,15 +101,12 @@ export class DirectLink {
 
   /** The client left: the place is freed, and the service told if it has the request. */
   abort(id: number, sent: boolean, received: number): void {
-    if (this.open.delete(id) && sent) this.post({ type: 'direct-abort', id, received });
+    if (this.close(id) && sent) this.post({ type: 'direct-abort', id, received });
   }
 
   /** An answer (or drop) from the main thread. */
   answered(message: DirectAnswerMessage): void {
-    const exchange = this.open.get(message.id);
-    if (!exchange) return; // its client left meanwhile
-    this.open.delete(message.id);
-    exchange.answered(message);
+    this.close(message.id)?.answered(message); // none: its client left meanwhile
   }
 }
 
@@ -116,9 +135,14 @@ export class DirectExchange implements FrontExchange {
     return false;
   }
 
+  /** The current request's body is still arriving. */
+  get receiving(): boolean {
+    return this.body !== null;
+  }
+
   /** Takes a request (its body follows through write; both are posted by uncork); false when the link is full. `refused` is never called: nothing waits. */
   forward(headBytes: Buffer, body: Buffer | null, head: RequestHead, sent: () => void): boolean {
-    const id = this.link.reserve(this);
+    const id = this.link.reserve(this, head.contentLength);
     if (id === null) return false;
     this.id = id;
     this.head = headBytes.toString('latin1');
