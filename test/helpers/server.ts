@@ -45,18 +45,22 @@ export async function startServer(env: Record<string, string> = {}, options: Sta
   let output = '';
   const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
   const exited = () => child.exitCode !== null || child.signalCode !== null;
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 60_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
+    // Looked for until found, then no more: scanning the whole output on every chunk of a busy
+    // service's access log slowed this process enough to fill the pipe, and the service blocks on
+    // a full pipe (stdout to a pipe is synchronous on Linux).
+    const onData = () => {
       const found = listeningPort(output);
       if (found !== null) {
+        child.stdout!.off('data', onData);
         clearTimeout(timer);
         resolve(found);
       }
     };
     child.stdout!.on('data', onData);
-    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.on('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`server exited with ${code} before listening:\n${output}`));
