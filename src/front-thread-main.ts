@@ -7,6 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
 import { rendererNamed } from './error-renderers';
 import { TrustedProxies } from './http/front/client-address';
+import { SlabWriter } from './http/front/body-slab';
 import { DirectLink } from './http/front/direct-exchange';
 import { HttpFront } from './http/front/front';
 import type { FromFrontThread, FrontThreadData, ToFrontThread } from './http/front/front-threads';
@@ -21,7 +22,7 @@ const port = parentPort!;
 const send = (message: FromFrontThread) => port.postMessage(message);
 let router = Router.fromOutline(data.router, rendererNamed);
 // As many direct requests at once as the thread's share of connections to uWS and their queue.
-const direct = new DirectLink((message, transfer) => port.postMessage(message, transfer), data.upstreamConnections + data.upstreamQueue);
+const direct = new DirectLink(send, data.upstreamConnections + data.upstreamQueue, new SlabWriter(data.slab));
 
 const front = new HttpFront({
   upstreamPath: data.upstreamPath,

@@ -4,11 +4,14 @@
 // for request ids, dates and timings; the threads report their answers to the access log and
 // their pool to /metrics; shutdown waits for a request in progress; the port stays exclusive.
 // POST bodies that fit go the threads' direct way to the main thread (direct-exchange.ts): the
-// cases below cover it too (HTTP/1.0, pipelining, a body in pieces, errors, a client that leaves).
+// cases below cover it too (HTTP/1.0, pipelining, a body in pieces, errors, a client that leaves),
+// and its bodies lent in memory shared with the main thread (body-slab.ts): many at once, of
+// different photos, each answered for its own photo, and every lent byte back once they are answered.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
+import { oipBinaryRequest } from '../bench/protocols';
 import { parseMetrics, total } from './helpers/metrics';
 import { photo } from './helpers/paths';
 import { atLeast, responses, talk } from './helpers/raw-http';
@@ -101,6 +104,26 @@ test('a client that leaves while its body arrives is logged as on the main threa
   assert.equal(b.status, 'client_closed');
   const after = await talk(two.port, [CASES[2]!.pieces[0]!], atLeast(1));
   assert.equal(responses(after.text)[0]?.status, 200);
+});
+
+test("bodies lent by the threads at once, of different photos, each get their own photo's answer, and all come back", async () => {
+  const photos = ['007_oxford_Siamese_151.jpg', '000_skimage_chelsea.png', '070_darknet_dog.jpg', '041_ggoni_cats_couch.jpg'].map((name) => readFileSync(photo(name)));
+  const ask = async (port: number, photoBytes: Buffer, oip: boolean) => {
+    const request = oip
+      ? { path: '/v2/models/bc-v1/infer', ...oipBinaryRequest(photoBytes) }
+      : { path: '/v2/predict', headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify({ image: photoBytes.toString('base64') })) };
+    const response = await fetch(`http://127.0.0.1:${port}${request.path}`, { method: 'POST', headers: { ...request.headers, 'api-key': TEST_KEY }, body: new Uint8Array(request.body) });
+    assert.equal(response.status, 200);
+    return normalized(await response.text());
+  };
+  const asks = Array.from({ length: 24 }, (_, i) => ({ photo: photos[i % photos.length]!, oip: i % 3 === 2 }));
+  const expected = await Promise.all(asks.map((a) => ask(one.port, a.photo, a.oip)));
+  for (let round = 0; round < 2; round++) {
+    const got = await Promise.all(asks.map((a) => ask(two.port, a.photo, a.oip)));
+    for (let i = 0; i < asks.length; i++) assert.equal(got[i], expected[i], `request ${i}, round ${round}`);
+  }
+  const metrics = parseMetrics(await (await fetch(`${two.url}/metrics`, { headers: { 'api-key': TEST_KEY } })).text());
+  assert.equal(total(metrics, 'catcomfort_http_direct_lent_bytes'), 0);
 });
 
 test('a second instance on the same port fails to start; SIGTERM waits for a request in progress', async () => {

@@ -14,13 +14,16 @@ import { PEER_ADDRESS_HEADER } from './front/head';
 /** What an exchange uses of uWS's HttpResponse. */
 export interface ResponseSink {
   onAborted(handler: () => void): unknown;
-  onData(handler: (chunk: ArrayBuffer, isLast: boolean) => void): unknown;
+  onData(handler: (chunk: ArrayBuffer | Buffer, isLast: boolean) => void): unknown;
   cork(write: () => void): unknown;
   writeStatus(status: string): unknown;
   writeHeader(name: string, value: string): unknown;
   end(body: string | Buffer, closeConnection: boolean): unknown;
   close(): unknown;
-  /** Its chunks stay valid after the data handler returns (uWS's do not), so a whole body is kept without a copy. */
+  /**
+   * Its chunks stay valid after the data handler returns (uWS's do not), until the exchange ends and
+   * no analysis reads them (pipeline/lent-bytes.ts), so a whole body may be kept without a copy.
+   */
   readonly keepsChunks?: boolean;
   /** Body bytes the client sent that no data handler saw (a direct request whose client left mid-body). */
   readonly bytesIn?: number;
@@ -36,7 +39,7 @@ export interface RequestSource {
 
 export const MAX_DISCARD_BYTES = 64 * 1024 * 1024;
 
-type Sink = (chunk: ArrayBuffer, isLast: boolean) => void;
+type Sink = (chunk: ArrayBuffer | Buffer, isLast: boolean) => void;
 
 export class Exchange {
   readonly method: string;
@@ -154,9 +157,11 @@ export class Exchange {
   /**
    * Reads the whole body. Must be called synchronously inside the uWS handler (before any chunk).
    * Rejects with BodyTooLargeError past `limit` (declared or streamed), BadContentLengthError,
-   * and ClientGoneError on abort.
+   * and ClientGoneError on abort. `borrow`: a whole body the transport keeps (a front thread's direct
+   * body) may be given as it is, valid until the exchange ends, for a caller that reads it no later
+   * or holds it (analyses do: Model.analyze); otherwise the body is the exchange's own copy.
    */
-  readBody(limit: number): Promise<Buffer> {
+  readBody(limit: number, borrow = false): Promise<Buffer> {
     return new Promise((resolve, reject) => {
       const rawLength = this.headers.get('content-length');
       if (rawLength !== undefined && this.declaredLength === null) {
@@ -191,7 +196,7 @@ export class Exchange {
           return;
         }
         if (buffer === null) {
-          if (isLast && this.res.keepsChunks) return settle(() => resolve(Buffer.from(chunk)));
+          if (isLast && this.res.keepsChunks) return settle(() => resolve(keptBody(chunk, borrow)));
           buffer = Buffer.allocUnsafe(this.declaredLength ?? 0);
         }
         if (used + size > buffer.length) {
@@ -199,7 +204,7 @@ export class Exchange {
           buffer.copy(grown, 0, 0, used);
           buffer = grown;
         }
-        buffer.set(new Uint8Array(chunk), used);
+        buffer.set(Buffer.isBuffer(chunk) ? chunk : new Uint8Array(chunk), used);
         used += size;
         if (isLast) {
           const body = buffer.subarray(0, used);
@@ -236,4 +241,9 @@ export class Exchange {
       this.pendingWrite = () => write(false);
     }
   }
+}
+
+/** A whole body the transport keeps: as it is when borrowed, else the exchange's own (Buffer.from copies a Buffer, views an ArrayBuffer). */
+function keptBody(chunk: ArrayBuffer | Buffer, borrow: boolean): Buffer {
+  return borrow && Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Buffer);
 }

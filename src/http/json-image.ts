@@ -85,17 +85,17 @@ export function locateMember(body: Buffer, key: string): [number, number] | null
   return found;
 }
 
-/** Spans found before the body reached the main thread, by the body's own ArrayBuffer. */
-const noted = new WeakMap<ArrayBuffer, { key: string; span: [number, number] | null }>();
+/** Spans found before the body reached the main thread, by the body's Buffer. */
+const noted = new WeakMap<Buffer, { key: string; span: [number, number] | null }>();
 
-/** `body` (a whole ArrayBuffer) has `key`'s value at `span` (locateMember's answer). */
-export function noteMemberSpan(body: ArrayBuffer, key: string, span: [number, number] | null): void {
+/** `body` has `key`'s value at `span` (locateMember's answer). */
+export function noteMemberSpan(body: Buffer, key: string, span: [number, number] | null): void {
   noted.set(body, { key, span });
 }
 
 /** `body`'s members, `key` holding its string's bytes (see the file's header); null: parse it whole. */
 export function splitImage(body: Buffer, key: string): Record<string, unknown> | null {
-  const note = body.byteOffset === 0 && body.length === body.buffer.byteLength ? noted.get(body.buffer as ArrayBuffer) : undefined;
+  const note = noted.get(body);
   const found = note && note.key === key ? note.span : locateMember(body, key);
   if (!found) return null;
   const [start, end] = found;

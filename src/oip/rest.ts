@@ -108,7 +108,7 @@ async function inferHttp(ex: Exchange, requestId: string, service: Service): Pro
     throw new ApiError('unsupported_media_type', `Content-Type must be application/json, or send binary tensor data with ${HEADER_LENGTH}.`);
   }
   const deadline = performance.now() + service.config.requestTimeoutMs;
-  const body = await ex.readBody(service.config.maxBodyBytes);
+  const body = await ex.readBody(service.config.maxBodyBytes, true);
   const { json, binary } = splitBody(body, headerLength);
   const request = parseInferRequest(parseJsonObject(json), binary, ex.params.model_id!, ex.params.version);
   const answer = await infer(service.registry, request.call, { deadline, signal: ex.signal(), timing: ex.timing });

@@ -2,6 +2,7 @@
 // registry stays empty). Names and labels are documented in docs/operations.md "Health, metrics and logs"
 // and queried by ops/grafana/catcomfort-dashboard.json.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { lentBytes } from '../pipeline/lent-bytes';
 import { eventLoopBusySeconds, eventLoopFigures, gcSeconds, mainThreadCpuSeconds } from './event-loop';
 
 /** Sampling step of nodejs_eventloop_lag_* (ms). */
@@ -137,6 +138,11 @@ export class ServiceMetrics {
       'Main-thread CPU microseconds per request answered (HTTP and gRPC) over the last 10 s window',
       () => eventLoopFigures().mainThreadUsPerRequest,
     );
+    this.readGauge(
+      'catcomfort_http_direct_lent_bytes',
+      "Direct bodies' bytes the HTTP front's threads have lent the main thread and not yet had back (held by a request or an analysis)",
+      lentBytes,
+    );
     this.storeDepthGauge('catcomfort_scan_queue_depth', 'Scans in the shared store by state: pending (waiting for a worker) and processing', () => metrics.sources.scanQueue?.());
     this.storeDepthGauge(
       'catcomfort_webhook_queue_depth',
@@ -145,7 +151,6 @@ export class ServiceMetrics {
     );
   }
 
-  /** A gauge of counts by `state` read from the store at each scrape; a store that cannot answer leaves it out of that scrape rather than failing it. */
   /** A counter whose value is a running total read at each scrape (left out while `read` has none). */
   private readCounter(name: string, help: string, read: () => number | null): void {
     new Counter({
@@ -173,6 +178,7 @@ export class ServiceMetrics {
     });
   }
 
+  /** A gauge of counts by `state` read from the store at each scrape; a store that cannot answer leaves it out of that scrape rather than failing it. */
   private storeDepthGauge(name: string, help: string, read: () => Promise<Record<string, number>> | undefined): void {
     new Gauge({
       name,

@@ -6,6 +6,7 @@ import { describeFailure, type AnalyzeItem, type HostMemory, type ItemResult, ty
 import { metrics } from '../ops/metrics';
 import { observeStages } from '../ops/stage-summary';
 import { toAnalysis, type Analysis } from '../pipeline/analysis';
+import { holdLentBytes } from '../pipeline/lent-bytes';
 import { DeadlineError, MicroBatcher, QueueFullError, type SubmitOptions } from '../pipeline/batcher';
 import { analysisStages, analysisTimes, type RequestTiming } from '../timing/stage-times';
 import { kneeBatchSize } from './batching-plan';
@@ -75,6 +76,8 @@ export class Model {
 
   async analyze(item: AnalyzeItem, options: AnalyzeOptions = {}): Promise<Analysis> {
     const submittedAt = performance.now();
+    // Lent bytes (a direct body) stay where they are until the addon has read them.
+    const letGo = holdLentBytes(item.data);
     let result: ItemResult;
     try {
       result = await this.batcher.submit(item, options);
@@ -82,6 +85,8 @@ export class Model {
       if (error instanceof QueueFullError) metrics.rejections.inc({ model: this.id, reason: 'queue_full' });
       if (error instanceof DeadlineError) metrics.rejections.inc({ model: this.id, reason: 'deadline' });
       throw error;
+    } finally {
+      letGo?.();
     }
     const { dispatchedAt, settledAt } = batchTimes.get(result) ?? { dispatchedAt: submittedAt, settledAt: submittedAt };
     const times = analysisTimes(result.ok ? result.timings : null, submittedAt, dispatchedAt, settledAt);

@@ -50,7 +50,7 @@ function predictRoute(service: Service, modelFrom: (ex: Exchange) => string) {
       return sendError(ex, errorResponse, requestId, new ApiError('unsupported_media_type'));
     }
     const deadline = performance.now() + service.config.requestTimeoutMs;
-    const body = ex.readBody(service.config.maxBodyBytes);
+    const body = ex.readBody(service.config.maxBodyBytes, true);
     run(
       ex,
       requestId,

@@ -1,8 +1,9 @@
 // The direct way from a front thread to the service (front-threads.ts): a POST with a Content-Length
 // body within the limit is posted to the main thread as its head arrives (the forwarded head, so the
-// service holds it from then on, as uWS would), and its body, read whole on the thread into a buffer
-// of its own, follows transferred (not copied); with the head when it came in the same read, and with
-// where v2's image member lies in it (json-image.ts), found here rather than on the main thread. The
+// service holds it from then on, as uWS would), and its body, read whole on the thread into a block of
+// the slab it shares with the main thread (body-slab.ts), follows lent (not copied); with the head when
+// it came in the same read, and with where v2's image member lies in it (json-image.ts), found here
+// rather than on the main thread. The
 // main thread serves it as uWS's handler does (direct-transport.ts) and posts the answer's parts
 // back, which are framed here as uWS frames its answers and passed to the client through the same
 // ResponseReader as uWS's bytes. So the main thread never reads the request's bytes off a socket,
@@ -10,6 +11,7 @@
 import { performance } from 'node:perf_hooks';
 import { IMAGE_MEMBER, locateMember } from '../json-image';
 import { answerDate } from './answer-bytes';
+import { type SlabBlock, SlabWriter } from './body-slab';
 import type { RequestHead } from './head';
 import { ResponseError, ResponseReader } from './response';
 import type { ExchangeClient, UpstreamExchange } from './upstream-exchange';
@@ -18,9 +20,9 @@ import { log } from '../../log';
 /** What the client side uses of an exchange: the relay to uWS (upstream-exchange.ts) or this one. */
 export type FrontExchange = Pick<UpstreamExchange, 'blocked' | 'forward' | 'resend' | 'write' | 'uncork' | 'resume' | 'release' | 'drop' | 'abandon'>;
 
-/** A whole body, with where IMAGE_MEMBER's value lies in it (null: not the plain shape). */
+/** A whole body (its block of the thread's slab), with where IMAGE_MEMBER's value lies in it (null: not the plain shape). */
 export interface DirectBody {
-  bytes: ArrayBuffer;
+  block: SlabBlock;
   image: [number, number] | null;
 }
 
@@ -44,9 +46,6 @@ export type DirectAnswerMessage =
 /** The client left; `received`: the body bytes it had sent. */
 export type DirectAbortMessage = { type: 'direct-abort'; id: number; received: number };
 
-/** Body bytes one thread holds for direct requests at most (declared lengths, before any arrive); the rest go to uWS. */
-export const DIRECT_BYTES = 64 * 1024 * 1024;
-
 /** Whether a request may go the direct way: a POST whose whole body is known to fit, nothing to answer before it. */
 export function goesDirect(head: RequestHead, maxBodyBytes: number): boolean {
   return head.method === 'POST' && !head.chunked && !head.expectContinue && head.contentLength > 0 && head.contentLength <= maxBodyBytes;
@@ -54,49 +53,55 @@ export function goesDirect(head: RequestHead, maxBodyBytes: number): boolean {
 
 /**
  * One thread's requests on the direct way: at most `limit` at once (the thread's share of the pool
- * and its queue) holding at most DIRECT_BYTES of bodies, so a client that declares large bodies and
- * sends them slowly cannot make the thread hold more; what does not fit is relayed to uWS as before.
+ * and its queue), their bodies in the thread's slab, so a client that declares large bodies and
+ * sends them slowly cannot make the thread hold more than the slab; what does not fit is relayed to
+ * uWS as before.
  */
 export class DirectLink {
   private nextId = 1;
-  private readonly open = new Map<number, { exchange: DirectExchange; bytes: number }>();
-  private bytes = 0;
+  private readonly open = new Map<number, { exchange: DirectExchange; block: SlabBlock }>();
 
   constructor(
-    private readonly post: (message: DirectRequestMessage | DirectBodyMessage | DirectAbortMessage, transfer?: ArrayBuffer[]) => void,
+    private readonly post: (message: DirectRequestMessage | DirectBodyMessage | DirectAbortMessage) => void,
     private readonly limit: number,
+    private readonly slab: SlabWriter,
   ) {}
 
   /** Whether a request with a body of `bytes` fits now. */
   fits(bytes: number): boolean {
-    return this.open.size < this.limit && this.bytes + bytes <= DIRECT_BYTES;
+    return this.open.size < this.limit && this.slab.fits(bytes);
   }
 
-  /** A place for one request with a body of `bytes`, or null when it does not fit. */
-  reserve(exchange: DirectExchange, bytes: number): number | null {
-    if (!this.fits(bytes)) return null;
+  /** A place for one request with a body of `bytes` (its id and where to write the body), or null when it does not fit. */
+  reserve(exchange: DirectExchange, bytes: number): { id: number; body: Buffer } | null {
+    const block = this.open.size < this.limit ? this.slab.place(bytes) : null;
+    if (!block) return null;
     const id = this.nextId++;
-    this.open.set(id, { exchange, bytes });
-    this.bytes += bytes;
-    return id;
+    this.open.set(id, { exchange, block });
+    return { id, body: this.slab.bytes(block) };
   }
 
+  /** The request ends here; its block, unless lent, is free again. */
   private close(id: number): DirectExchange | null {
     const entry = this.open.get(id);
     if (!entry) return null;
     this.open.delete(id);
-    this.bytes -= entry.bytes;
+    this.slab.free(entry.block);
     return entry.exchange;
   }
 
   sendHead(id: number, head: string, startedAt: number, body: Buffer | null): void {
-    const whole = body && bodyOf(body);
-    this.post({ type: 'direct-request', id, head, startedAt, body: whole }, whole ? [whole.bytes] : []);
+    this.post({ type: 'direct-request', id, head, startedAt, body: body && this.lend(id, body) });
   }
 
   sendBody(id: number, body: Buffer): void {
-    const whole = bodyOf(body);
-    this.post({ type: 'direct-body', id, body: whole }, [whole.bytes]);
+    this.post({ type: 'direct-body', id, body: this.lend(id, body) });
+  }
+
+  private lend(id: number, body: Buffer): DirectBody {
+    const { block } = this.open.get(id)!;
+    this.slab.lend(block);
+    return { block: { block: block.block, offset: block.offset, length: block.length }, image: locateMember(body, IMAGE_MEMBER) };
   }
 
   /** The client left: the place is freed, and the service told if it has the request. */
@@ -108,10 +113,6 @@ export class DirectLink {
   answered(message: DirectAnswerMessage): void {
     this.close(message.id)?.answered(message); // none: its client left meanwhile
   }
-}
-
-function bodyOf(body: Buffer): DirectBody {
-  return { bytes: body.buffer as ArrayBuffer, image: locateMember(body, IMAGE_MEMBER) };
 }
 
 export class DirectExchange implements FrontExchange {
@@ -142,14 +143,13 @@ export class DirectExchange implements FrontExchange {
 
   /** Takes a request (its body follows through write; both are posted by uncork); false when the link is full. `refused` is never called: nothing waits. */
   forward(headBytes: Buffer, body: Buffer | null, head: RequestHead, sent: () => void): boolean {
-    const id = this.link.reserve(this, head.contentLength);
-    if (id === null) return false;
-    this.id = id;
+    const place = this.link.reserve(this, head.contentLength);
+    if (place === null) return false;
+    this.id = place.id;
     this.head = headBytes.toString('latin1');
     this.startedAt = performance.timeOrigin + performance.now();
     this.response.begin(false, head.http10 ? { keepAlive: !head.close } : null);
-    // Its own ArrayBuffer (not the pool's), so it can be transferred.
-    this.body = Buffer.allocUnsafeSlow(head.contentLength);
+    this.body = place.body;
     this.used = 0;
     this.posted = false;
     if (body) this.write(body);

@@ -1,11 +1,13 @@
 // The main thread's side of a front thread's direct request (direct-exchange.ts): the forwarded
 // head read as uWS reads it (method in lower case, path up to `?`, query after it, field names in
 // lower case and values without surrounding blanks), the body handed over whole as one chunk that
-// stays valid, and the answer's parts posted back for the thread to frame. An Exchange cannot tell
+// stays valid until the exchange ends (a block lent from the thread's slab: body-slab.ts), and the
+// answer's parts posted back for the thread to frame. An Exchange cannot tell
 // it from uWS, so every route, limit, log line and metric is the same on both ways.
+import type { LentRange } from '../../pipeline/lent-bytes';
 import type { RequestSource, ResponseSink } from '../exchange';
 import { IMAGE_MEMBER, noteMemberSpan } from '../json-image';
-import type { DirectAnswerMessage, DirectBody } from './direct-exchange';
+import type { DirectAnswerMessage } from './direct-exchange';
 
 const BLANKS = /^[ \t]+|[ \t]+$/g;
 
@@ -49,7 +51,9 @@ export class DirectResponse implements ResponseSink {
   readonly keepsChunks = true;
   bytesIn = 0;
   private aborted: (() => void) | null = null;
-  private data: ((chunk: ArrayBuffer, isLast: boolean) => void) | null = null;
+  private data: ((chunk: ArrayBuffer | Buffer, isLast: boolean) => void) | null = null;
+  /** The lent body, held until the response is over. */
+  private body: LentRange | null = null;
   private status = '200 OK';
   private fields = '';
   private done = false;
@@ -67,7 +71,7 @@ export class DirectResponse implements ResponseSink {
     return this;
   }
 
-  onData(handler: (chunk: ArrayBuffer, isLast: boolean) => void): this {
+  onData(handler: (chunk: ArrayBuffer | Buffer, isLast: boolean) => void): this {
     this.data = handler;
     return this;
   }
@@ -98,10 +102,12 @@ export class DirectResponse implements ResponseSink {
     return this;
   }
 
-  /** The whole body, once the handler has attached its reader (as uWS calls onData after the handler). */
-  deliver(body: DirectBody): void {
-    noteMemberSpan(body.bytes, IMAGE_MEMBER, body.image);
-    if (!this.done) this.data?.(body.bytes, true);
+  /** The whole body, once the handler has attached its reader (as uWS calls onData after the handler); `image`: where IMAGE_MEMBER's value lies. */
+  deliver(body: LentRange, image: [number, number] | null): void {
+    if (this.done) return body.letGo();
+    this.body = body;
+    noteMemberSpan(body.bytes, IMAGE_MEMBER, image);
+    this.data?.(body.bytes, true);
   }
 
   /** The client left (or its thread ended), having sent `received` body bytes: as uWS's onAborted. */
@@ -113,6 +119,8 @@ export class DirectResponse implements ResponseSink {
   private finish(): boolean {
     if (this.done) return false;
     this.done = true;
+    this.body?.letGo();
+    this.body = null;
     this.over();
     return true;
   }

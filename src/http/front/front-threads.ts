@@ -12,7 +12,8 @@ import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import type { RequestSource, ResponseSink } from '../exchange';
 import type { RouterOutline } from '../router';
-import type { DirectAbortMessage, DirectAnswerMessage, DirectBodyMessage, DirectRequestMessage } from './direct-exchange';
+import { createSlab, type Slab, SlabReader } from './body-slab';
+import type { DirectAbortMessage, DirectAnswerMessage, DirectBody, DirectBodyMessage, DirectRequestMessage } from './direct-exchange';
 import { DirectRequest, DirectResponse } from './direct-transport';
 import { listenExclusive } from './front';
 import type { FrontAnswer } from './settings';
@@ -30,6 +31,8 @@ export interface FrontThreadData {
   maxBodyBytes: number;
   idleTimeoutMs: number;
   router: RouterOutline;
+  /** The memory its direct bodies are lent in (body-slab.ts). */
+  slab: Slab;
 }
 
 /** Messages from a front thread; `answer.startedAt` is on the epoch clock (performance.timeOrigin + now). */
@@ -48,7 +51,7 @@ export interface FrontThreadsOptions {
   count: number;
   /** The thread's script (front-thread-main.js), and its settings but the descriptor. */
   entry: string;
-  data: Omit<FrontThreadData, 'fd'>;
+  data: Omit<FrontThreadData, 'fd' | 'slab'>;
   dupFd(fd: number): number;
   onAnswer?(answer: FrontAnswer): void;
   /** Serves a direct request as uWS's handler serves one; `startedAt` on performance.now()'s clock. */
@@ -60,6 +63,8 @@ interface Thread {
   counts: PoolCounts;
   listening: boolean;
   drained: boolean;
+  /** The main thread's side of its slab. */
+  slab: SlabReader;
   /** Its direct requests not answered yet, by id. */
   direct: Map<number, DirectResponse>;
 }
@@ -90,7 +95,9 @@ export class FrontThreads {
   }
 
   private start(): Promise<void> {
-    const thread: Thread = { worker: new Worker(this.options.entry, { workerData: { ...this.options.data, fd: this.options.dupFd(this.spare!) } }), counts: { open: 0, idle: 0, waiting: 0 }, listening: false, drained: false, direct: new Map() };
+    const slab = createSlab(this.options.data.upstreamConnections + this.options.data.upstreamQueue);
+    const workerData: FrontThreadData = { ...this.options.data, fd: this.options.dupFd(this.spare!), slab };
+    const thread: Thread = { worker: new Worker(this.options.entry, { workerData }), counts: { open: 0, idle: 0, waiting: 0 }, listening: false, drained: false, direct: new Map(), slab: new SlabReader(slab) };
     this.threads.add(thread);
     thread.worker.unref();
     return new Promise((resolve, reject) => {
@@ -100,7 +107,7 @@ export class FrontThreads {
           resolve();
         }
         else if (message.type === 'direct-request') this.serveDirect(thread, message);
-        else if (message.type === 'direct-body') thread.direct.get(message.id)?.deliver(message.body);
+        else if (message.type === 'direct-body') this.deliver(thread, message.id, message.body);
         else if (message.type === 'direct-abort') thread.direct.get(message.id)?.abort(message.received);
         else if (message.type === 'counts') thread.counts = message.counts;
         else if (message.type === 'answer') this.options.onAnswer?.({ ...message.answer, startedAt: message.answer.startedAt - performance.timeOrigin });
@@ -126,7 +133,15 @@ export class FrontThreads {
     const res = new DirectResponse(id, (answer) => thread.worker.postMessage(answer), () => thread.direct.delete(id));
     thread.direct.set(id, res);
     this.options.serve(res, new DirectRequest(message.head), message.startedAt - performance.timeOrigin);
-    if (message.body) res.deliver(message.body);
+    if (message.body) this.deliver(thread, id, message.body);
+  }
+
+  /** A direct body, lent by its thread, to the request it is for (or given back at once when that has ended). */
+  private deliver(thread: Thread, id: number, body: DirectBody): void {
+    const lent = thread.slab.borrow(body.block);
+    const res = thread.direct.get(id);
+    if (res) res.deliver(lent, body.image);
+    else lent.letGo();
   }
 
   private markDrained(thread: Thread): void {
