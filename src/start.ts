@@ -35,6 +35,7 @@ import { registerInspect } from './http/inspect/routes';
 import { renderV1Error } from './v1/errors';
 import { nameOfRenderer } from './error-renderers';
 import { loadAddon } from './native/addon';
+import { tuneCollector } from './ops/v8-flags';
 
 export function serviceVersion(): string {
   const pkg = JSON.parse(readFileSync(path.join(__dirname, '../../package.json'), 'utf8')) as { version: string };
@@ -54,6 +55,7 @@ function urlHost(host: string): string {
 }
 
 export async function startService(config: Config): Promise<RunningService> {
+  tuneCollector();
   const version = serviceVersion();
   metrics.collectProcessMetrics();
   sampleEventLoop();

@@ -8,6 +8,7 @@
 // and the connection closed.
 import { STATUS_CODES } from 'node:http';
 import { BadContentLengthError, BodyTooLargeError, ClientGoneError } from '../errors';
+import type { Leaving } from '../pipeline/batcher';
 import { RequestTiming, serverTimingHeader } from '../timing/stage-times';
 import { PEER_ADDRESS_HEADER } from './front/head';
 
@@ -41,7 +42,7 @@ export const MAX_DISCARD_BYTES = 64 * 1024 * 1024;
 
 type Sink = (chunk: ArrayBuffer | Buffer, isLast: boolean) => void;
 
-export class Exchange {
+export class Exchange implements Leaving {
   readonly method: string;
   readonly path: string;
   readonly query: string;
@@ -117,11 +118,26 @@ export class Exchange {
     return this.headers.get(name);
   }
 
-  /** An AbortSignal that fires when the client disconnects before the response is sent. */
-  signal(): AbortSignal {
+  /** The client disconnecting before the response is sent, heard as an AbortSignal is (Leaving), without one. */
+  signal(): Leaving {
+    return this;
+  }
+
+  /** An AbortSignal that fires when the client disconnects before the response is sent (for APIs that want a real one). */
+  abortSignal(): AbortSignal {
     const controller = new AbortController();
     this.onAbort(() => controller.abort());
     return controller.signal;
+  }
+
+  /** As AbortSignal's: `listener` is called once if the client disconnects later (not if it already has). */
+  addEventListener(_type: 'abort', listener: () => void): void {
+    if (!this.aborted) this.abortListeners.push(listener);
+  }
+
+  removeEventListener(_type: 'abort', listener: () => void): void {
+    const index = this.abortListeners.indexOf(listener);
+    if (index >= 0) this.abortListeners.splice(index, 1);
   }
 
   /** Called once when the client disconnects before the response is sent. */

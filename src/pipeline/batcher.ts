@@ -77,10 +77,17 @@ const realClock: BatcherClock = {
   clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
 };
 
+/** How a request's client leaving is heard: an AbortSignal, or an HTTP exchange itself (no AbortController per request). */
+export interface Leaving {
+  readonly aborted: boolean;
+  addEventListener(type: 'abort', listener: () => void, options: { once: true }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
+}
+
 export interface SubmitOptions {
   /** Absolute time (clock.now() ms; performance.now() by default) after which the request is rejected. */
   deadline?: number;
-  signal?: AbortSignal;
+  signal?: Leaving;
 }
 
 export interface BatcherStats {
@@ -105,7 +112,7 @@ interface Pending<I, R> {
   resolve: (value: R) => void;
   reject: (error: Error) => void;
   timer?: unknown;
-  signal?: AbortSignal;
+  signal?: Leaving;
   onAbort?: () => void;
 }
 

@@ -32,7 +32,7 @@ export async function analyzeVideo(
   if (request.video === null || request.video === '') return withoutThreshold(failure('Error loading video from base64 string', null));
   const wanted = Math.max(1, Math.min(request.framesToAnalyze ?? 20, limits.maxFrames));
   const started = performance.now();
-  const signal = ex.signal();
+  const signal = ex.abortSignal();
   let frames: Buffer[];
   try {
     frames = await ffmpegSlots.run(() => extractFrames(Buffer.from(request.video!, 'base64'), wanted, limits, signal));
