@@ -84,7 +84,7 @@ function record(r: RequestRecord): void {
   const route = r.route || 'unmatched';
   const seconds = (performance.now() - r.startedAt) / 1000;
   metrics.requests.inc({ interface: iface, route, model: r.model ?? '', status: r.status });
-  metrics.requestDuration.observe({ interface: iface, route }, seconds);
+  metrics.requestDuration.of({ interface: iface, route }).observe(seconds);
   writeAccessLine({
     requestId: r.requestId,
     interface: iface,

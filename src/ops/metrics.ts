@@ -3,6 +3,7 @@
 // and queried by ops/grafana/catcomfort-dashboard.json.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { lentBytes } from '../pipeline/lent-bytes';
+import { TallyHistogram } from './tally-histogram';
 import { eventLoopBusySeconds, eventLoopFigures, gcSeconds, mainThreadCpuSeconds } from './event-loop';
 
 /** Sampling step of nodejs_eventloop_lag_* (ms). */
@@ -36,9 +37,9 @@ export class ServiceMetrics {
 
   readonly grpcCallDuration = this.histogram('catcomfort_grpc_call_duration_seconds', "gRPC call latency, from the call to its status or its client's leaving", ['method'], LATENCY_BUCKETS);
 
-  readonly requestDuration = this.histogram('catcomfort_http_request_duration_seconds', 'End-to-end request latency, from the request head to the last byte of the answer handed to the HTTP front', ['interface', 'route'], LATENCY_BUCKETS);
+  readonly requestDuration = this.tally('catcomfort_http_request_duration_seconds', 'End-to-end request latency, from the request head to the last byte of the answer handed to the HTTP front', ['interface', 'route'], LATENCY_BUCKETS);
 
-  readonly stageDuration = this.histogram('catcomfort_stage_duration_seconds', 'Time by stage (src/timing/stage-times.ts), per image: queue, decode, detect, crop, classify, loop; per HTTP request that analysed an image: read, convert', ['model', 'stage'], STAGE_BUCKETS);
+  readonly stageDuration = this.tally('catcomfort_stage_duration_seconds', 'Time by stage (src/timing/stage-times.ts), per image: queue, decode, detect, crop, classify, loop; per HTTP request that analysed an image: read, convert', ['model', 'stage'], STAGE_BUCKETS);
 
   readonly batchSize = this.histogram('catcomfort_batch_size', 'Images per micro-batch handed to the native pipeline', ['model'], [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64]);
 
@@ -80,6 +81,11 @@ export class ServiceMetrics {
 
   private histogram<L extends string>(name: string, help: string, labelNames: readonly L[], buckets: number[]): Histogram<L> {
     return new Histogram({ name, help, labelNames, buckets, registers: [this.registry] });
+  }
+
+  /** A histogram observed on every request: its series are looked up once (tally-histogram.ts). */
+  private tally<L extends string>(name: string, help: string, labelNames: readonly L[], buckets: number[]): TallyHistogram<L> {
+    return new TallyHistogram(name, help, labelNames, buckets, this.registry);
   }
 
   private gauge<L extends string>(name: string, help: string, labelNames: readonly L[]): Gauge<L> {

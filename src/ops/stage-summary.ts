@@ -1,8 +1,9 @@
 // Per-stage times (src/timing/stage-times.ts) as the operator reads them: each observation goes
-// to the `catcomfort_stage_duration_seconds` histogram and to a window of the last WINDOW values
-// per model and stage, whose count, mean, p50 and p99 `/v2/stats` shows.
+// to the `catcomfort_stage_duration_seconds` histogram (the window's own series of it) and to a
+// window of the last WINDOW values per model and stage, whose count, mean, p50 and p99 `/v2/stats` shows.
 import { STAGES, type Stage } from '../timing/stage-times';
 import { metrics } from './metrics';
+import type { HistogramSeries } from './tally-histogram';
 
 /** Values kept per model and stage for the summaries. */
 export const WINDOW = 2048;
@@ -18,14 +19,18 @@ export interface StageSummary {
 
 class Window {
   private readonly values = new Float64Array(WINDOW);
+  /** Its series of the stage histogram. */
+  readonly histogram: HistogramSeries;
   count = 0;
-  /** Of every observation since start. */
-  sumMs = 0;
+
+  constructor(model: string, stage: Stage) {
+    this.histogram = metrics.stageDuration.of({ model, stage });
+  }
 
   add(ms: number): void {
+    this.histogram.observe(ms / 1000);
     this.values[this.count % WINDOW] = ms;
     this.count++;
-    this.sumMs += ms;
   }
 
   summary(): StageSummary {
@@ -46,9 +51,8 @@ export function observeStages(model: string, stages: Partial<Record<Stage, numbe
   for (const stage of STAGES) {
     const ms = stages[stage];
     if (ms === undefined) continue;
-    metrics.stageDuration.observe({ model, stage }, ms / 1000);
     let w = byStage.get(stage);
-    if (!w) byStage.set(stage, (w = new Window()));
+    if (!w) byStage.set(stage, (w = new Window(model, stage)));
     w.add(ms);
   }
 }
@@ -64,9 +68,9 @@ export function stageSummaries(model: string): Partial<Record<Stage, StageSummar
   return out;
 }
 
-/** `model`'s cumulative stage sums (seconds, as the histogram's) and counts since start. */
+/** `model`'s cumulative stage sums (seconds) and counts since start: its stage histogram's. */
 export function stageTotals(model: string): Partial<Record<Stage, { sum: number; count: number }>> {
   const out: Partial<Record<Stage, { sum: number; count: number }>> = {};
-  for (const [stage, w] of windows.get(model) ?? []) out[stage] = { sum: w.sumMs / 1000, count: w.count };
+  for (const [stage, w] of windows.get(model) ?? []) out[stage] = { sum: w.histogram.sum, count: w.histogram.count };
   return out;
 }
