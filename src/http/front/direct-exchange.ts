@@ -20,19 +20,43 @@ import { log } from '../../log';
 /** What the client side uses of an exchange: the relay to uWS (upstream-exchange.ts) or this one. */
 export type FrontExchange = Pick<UpstreamExchange, 'blocked' | 'forward' | 'resend' | 'write' | 'uncork' | 'resume' | 'release' | 'drop' | 'abandon'>;
 
-/** A whole body (its block of the thread's slab), with where IMAGE_MEMBER's value lies in it (null: not the plain shape). */
-export interface DirectBody {
-  block: SlabBlock;
-  image: [number, number] | null;
-}
+/**
+ * A whole body: its block of the thread's slab (SlabBlock's block, offset, length) and where
+ * IMAGE_MEMBER's value lies in it (start -1: not the plain shape); numbers alone, the cheapest to post.
+ */
+export type DirectBody = readonly [block: number, offset: number, length: number, imageStart: number, imageEnd: number];
 
-/** A request for the main thread: its forwarded head (latin1), and its whole body if it has come; `startedAt` on the epoch clock. */
+/** A request for the main thread: its forwarded head read as uWS reads it (packHead), and its whole body if it has come; `startedAt` on the epoch clock. */
 export interface DirectRequestMessage {
   type: 'direct-request';
   id: number;
   head: string;
   startedAt: number;
   body: DirectBody | null;
+}
+
+/** Separates the parts of a packed head: a field value, a path or a query cannot hold it. */
+export const HEAD_SEPARATOR = '\0';
+/** A packed head's query when the target had no `?` (a target cannot hold it). */
+export const NO_QUERY = '\x01';
+const BLANKS = /^[ \t]+|[ \t]+$/g;
+
+/**
+ * The forwarded head (latin1) read as uWS reads it: method in lower case, path up to `?`, query
+ * after it (NO_QUERY: none), then each field's name in lower case and value without surrounding
+ * blanks, joined by HEAD_SEPARATOR; read here so the main thread only splits it (DirectRequest).
+ */
+export function packHead(head: string): string {
+  const lines = head.split('\r\n');
+  const [method = '', target = ''] = lines[0]!.split(' ');
+  const mark = target.indexOf('?');
+  const parts = [method.toLowerCase(), mark === -1 ? target : target.slice(0, mark), mark === -1 ? NO_QUERY : target.slice(mark + 1)];
+  for (let i = 1; i < lines.length; i++) {
+    const line = lines[i]!;
+    const colon = line.indexOf(':');
+    if (colon > 0) parts.push(line.slice(0, colon).toLowerCase(), line.slice(colon + 1).replace(BLANKS, ''));
+  }
+  return parts.join(HEAD_SEPARATOR);
 }
 
 /** The whole body of a request posted before it. */
@@ -101,7 +125,8 @@ export class DirectLink {
   private lend(id: number, body: Buffer): DirectBody {
     const { block } = this.open.get(id)!;
     this.slab.lend(block);
-    return { block: { block: block.block, offset: block.offset, length: block.length }, image: locateMember(body, IMAGE_MEMBER) };
+    const [start, end] = locateMember(body, IMAGE_MEMBER) ?? [-1, -1];
+    return [block.block, block.offset, block.length, start, end];
   }
 
   /** The client left: the place is freed, and the service told if it has the request. */
@@ -146,7 +171,7 @@ export class DirectExchange implements FrontExchange {
     const place = this.link.reserve(this, head.contentLength);
     if (place === null) return false;
     this.id = place.id;
-    this.head = headBytes.toString('latin1');
+    this.head = packHead(headBytes.toString('latin1'));
     this.startedAt = performance.timeOrigin + performance.now();
     this.response.begin(false, head.http10 ? { keepAlive: !head.close } : null);
     this.body = place.body;

@@ -1,49 +1,37 @@
 // The main thread's side of a front thread's direct request (direct-exchange.ts): the forwarded
-// head read as uWS reads it (method in lower case, path up to `?`, query after it, field names in
-// lower case and values without surrounding blanks), the body handed over whole as one chunk that
+// head as the thread read it for uWS's reading (packHead: method in lower case, path up to `?`,
+// query after it, field names in lower case and values without surrounding blanks), the body handed over whole as one chunk that
 // stays valid until the exchange ends (a block lent from the thread's slab: body-slab.ts), and the
 // answer's parts posted back for the thread to frame. An Exchange cannot tell
 // it from uWS, so every route, limit, log line and metric is the same on both ways.
 import type { LentRange } from '../../pipeline/lent-bytes';
 import type { RequestSource, ResponseSink } from '../exchange';
 import { IMAGE_MEMBER, noteMemberSpan } from '../json-image';
-import type { DirectAnswerMessage } from './direct-exchange';
-
-const BLANKS = /^[ \t]+|[ \t]+$/g;
+import { type DirectAnswerMessage, HEAD_SEPARATOR, NO_QUERY } from './direct-exchange';
 
 export class DirectRequest implements RequestSource {
-  private readonly lines: string[];
-  private readonly method: string;
-  private readonly url: string;
-  private readonly query: string | undefined;
+  private readonly parts: string[];
 
+  /** `head`: packed on the thread (packHead). */
   constructor(head: string) {
-    this.lines = head.split('\r\n');
-    const [method = '', target = ''] = this.lines[0]!.split(' ');
-    const mark = target.indexOf('?');
-    this.method = method.toLowerCase();
-    this.url = mark === -1 ? target : target.slice(0, mark);
-    this.query = mark === -1 ? undefined : target.slice(mark + 1);
+    this.parts = head.split(HEAD_SEPARATOR);
   }
 
   getMethod(): string {
-    return this.method;
+    return this.parts[0]!;
   }
 
   getUrl(): string {
-    return this.url;
+    return this.parts[1]!;
   }
 
   getQuery(): string | undefined {
-    return this.query;
+    const query = this.parts[2]!;
+    return query === NO_QUERY ? undefined : query;
   }
 
   forEach(each: (name: string, value: string) => void): void {
-    for (let i = 1; i < this.lines.length; i++) {
-      const line = this.lines[i]!;
-      const colon = line.indexOf(':');
-      if (colon > 0) each(line.slice(0, colon).toLowerCase(), line.slice(colon + 1).replace(BLANKS, ''));
-    }
+    for (let i = 3; i + 1 < this.parts.length; i += 2) each(this.parts[i]!, this.parts[i + 1]!);
   }
 }
 

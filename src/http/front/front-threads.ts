@@ -137,10 +137,10 @@ export class FrontThreads {
   }
 
   /** A direct body, lent by its thread, to the request it is for (or given back at once when that has ended). */
-  private deliver(thread: Thread, id: number, body: DirectBody): void {
-    const lent = thread.slab.borrow(body.block);
+  private deliver(thread: Thread, id: number, [block, offset, length, imageStart, imageEnd]: DirectBody): void {
+    const lent = thread.slab.borrow({ block, offset, length });
     const res = thread.direct.get(id);
-    if (res) res.deliver(lent, body.image);
+    if (res) res.deliver(lent, imageStart < 0 ? null : [imageStart, imageEnd]);
     else lent.letGo();
   }
 
