@@ -8,7 +8,6 @@
 // and the connection closed.
 import { STATUS_CODES } from 'node:http';
 import { BadContentLengthError, BodyTooLargeError, ClientGoneError } from '../errors';
-import type { Leaving } from '../pipeline/batcher';
 import { RequestTiming, serverTimingHeader } from '../timing/stage-times';
 import { PEER_ADDRESS_HEADER } from './front/head';
 
@@ -23,7 +22,7 @@ export interface ResponseSink {
   close(): unknown;
   /**
    * Its chunks stay valid after the data handler returns (uWS's do not), until the exchange ends and
-   * no analysis reads them (pipeline/lent-bytes.ts), so a whole body may be kept without a copy.
+   * no analysis reads them (http/lent-bytes.ts), so a whole body may be kept without a copy.
    */
   readonly keepsChunks?: boolean;
   /** Body bytes the client sent that no data handler saw (a direct request whose client left mid-body). */
@@ -36,6 +35,13 @@ export interface RequestSource {
   getUrl(): string;
   getQuery(): string | undefined;
   forEach(each: (name: string, value: string) => void): void;
+}
+
+/** How a request's client leaving is heard (by the batcher): an AbortSignal, or an Exchange itself (no AbortController per request). */
+export interface Leaving {
+  readonly aborted: boolean;
+  addEventListener(type: 'abort', listener: () => void, options: { once: true }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
 }
 
 export const MAX_DISCARD_BYTES = 64 * 1024 * 1024;

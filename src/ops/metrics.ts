@@ -2,7 +2,7 @@
 // registry stays empty). Names and labels are documented in docs/operations.md "Health, metrics and logs"
 // and queried by ops/grafana/catcomfort-dashboard.json.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { lentBytes } from '../pipeline/lent-bytes';
+import { lentBytes } from '../http/lent-bytes';
 import { TallyHistogram } from './tally-histogram';
 import { eventLoopBusySeconds, eventLoopFigures, gcSeconds, mainThreadCpuSeconds } from './event-loop';
 

@@ -4,6 +4,7 @@
 // expires or cannot be met), aborted requests leave the queue, and close() drains. Time and
 // timers come from a BatcherClock (the real ones unless a test passes its own).
 import { ApiError, CodedFailure, errorTable, retryAfter } from '../errors';
+import type { Leaving } from '../http/exchange';
 
 export class QueueFullError extends CodedFailure {
   constructor(readonly retryAfterSeconds: number) {
@@ -76,13 +77,6 @@ const realClock: BatcherClock = {
   setTimeout: (callback, ms) => setTimeout(callback, ms),
   clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
 };
-
-/** How a request's client leaving is heard: an AbortSignal, or an HTTP exchange itself (no AbortController per request). */
-export interface Leaving {
-  readonly aborted: boolean;
-  addEventListener(type: 'abort', listener: () => void, options: { once: true }): void;
-  removeEventListener(type: 'abort', listener: () => void): void;
-}
 
 export interface SubmitOptions {
   /** Absolute time (clock.now() ms; performance.now() by default) after which the request is rejected. */

@@ -1,9 +1,9 @@
 // Memory shared by one front thread and the main thread for direct bodies (direct-exchange.ts). The
 // thread writes each body into a block of the slab and lends it; the main thread views it in place
 // (no copy, and no ArrayBuffer per body, whose external memory V8 collects for). The main thread
-// gives a block back once its exchange has ended and no analysis reads it (pipeline/lent-bytes.ts)
+// gives a block back once its exchange has ended and no analysis reads it (http/lent-bytes.ts)
 // by clearing the block's flag; the thread takes the block again once it sees the flag clear.
-import { lendRange, type LentRange } from '../../pipeline/lent-bytes';
+import { lendRange, type LentRange } from '../lent-bytes';
 
 /** Body bytes one thread holds for direct requests at most, lent or arriving; what does not fit goes to uWS. */
 export const SLAB_BYTES = 64 * 1024 * 1024;

@@ -4,7 +4,7 @@
 // stays valid until the exchange ends (a block lent from the thread's slab: body-slab.ts), and the
 // answer's parts posted back for the thread to frame. An Exchange cannot tell
 // it from uWS, so every route, limit, log line and metric is the same on both ways.
-import type { LentRange } from '../../pipeline/lent-bytes';
+import type { LentRange } from '../lent-bytes';
 import type { RequestSource, ResponseSink } from '../exchange';
 import { IMAGE_MEMBER, noteMemberSpan } from '../json-image';
 import { type DirectAnswerMessage, HEAD_SEPARATOR, NO_QUERY } from './direct-exchange';
