@@ -1,8 +1,7 @@
 // The main thread's side of a front thread's direct request (direct-exchange.ts): the forwarded
-// head as the thread read it for uWS's reading (packHead: method in lower case, path up to `?`,
-// query after it, field names in lower case and values without surrounding blanks), the body handed over whole as one chunk that
-// stays valid until the exchange ends (a block lent from the thread's slab: body-slab.ts), and the
-// answer's parts posted back for the thread to frame. An Exchange cannot tell
+// head as the thread read it for the main thread, as uWS reads one (packHead), the body handed over
+// whole as one chunk that stays valid until the exchange ends (a block lent from the thread's slab:
+// body-slab.ts), and the answer's parts posted back for the thread to frame. An Exchange cannot tell
 // it from uWS, so every route, limit, log line and metric is the same on both ways.
 import type { LentRange } from '../lent-bytes';
 import type { RequestSource, ResponseSink } from '../exchange';
