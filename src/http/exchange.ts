@@ -265,7 +265,8 @@ export class Exchange implements Leaving {
   }
 }
 
-/** A whole body the transport keeps: as it is when borrowed, else the exchange's own (Buffer.from copies a Buffer, views an ArrayBuffer). */
+/** A whole body the transport keeps: as it is when borrowed, else the exchange's own copy (an ArrayBuffer is already its own). */
 function keptBody(chunk: ArrayBuffer | Buffer, borrow: boolean): Buffer {
-  return borrow && Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Buffer);
+  if (!Buffer.isBuffer(chunk)) return Buffer.from(chunk);
+  return borrow ? chunk : Buffer.from(chunk);
 }

@@ -60,8 +60,9 @@ export class SlabWriter {
 
   /** A block of `length` bytes, or null when none fits. */
   place(length: number): SlabBlock | null {
-    if (!this.fits(length)) return null;
-    const index = this.gapFor(length);
+    this.takeBack();
+    const index = this.unused.length > 0 ? this.gapFor(length) : -1;
+    if (index < 0) return null;
     const offset = index === 0 ? 0 : end(this.placed[index - 1]!);
     const block: Placed = { block: this.unused.pop()!, offset, length, lent: false };
     this.placed.splice(index, 0, block);
