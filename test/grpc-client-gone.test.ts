@@ -18,7 +18,8 @@ import { waitFor } from './helpers/wait';
 
 const CAT = photo('000_skimage_chelsea.png');
 const cat = readFileSync(CAT);
-const slow = encodeRgbPng(3000, 3000, Buffer.alloc(3000 * 3000 * 3, 128)); // many pixels to decode, few bytes to send
+// Many pixels to decode, few bytes to send: 50-200 ms of analysis here, never less than the stats polls below need.
+const slow = encodeRgbPng(4000, 4000, Buffer.alloc(4000 * 4000 * 3, 128));
 
 let server: TestServer;
 let grpcPort: number;
@@ -95,18 +96,25 @@ test('a deadline passed before the message fully arrived: DEADLINE_EXCEEDED, as 
 });
 
 test('cancelled while queued: CANCELLED, and its image leaves the queue', async () => {
+  // Three slow photos ahead of the cat. It is cancelled while at least two have not finished, so one
+  // whole slow analysis (not the tail of one) lies between seeing it queued and the cancel arriving.
   const before = await calls();
   const start = await stats();
-  const holder = handCall(grpcPort, metadata('holder-queued'));
-  await holder.write(modelInferFrame([slow]), true);
-  await waitFor('the slow photo being analysed', async () => (await stats()).inFlight === 1);
+  const holders = ['holder-1', 'holder-2', 'holder-3'].map((id) => handCall(grpcPort, metadata(id)));
+  for (const [i, holder] of holders.entries()) {
+    await holder.write(modelInferFrame([slow]), true);
+    await waitFor(`slow photo ${i + 1} submitted`, async () => (await stats()).submitted === start.submitted + i + 1);
+  }
   const call = handCall(grpcPort, metadata('gone-queued'));
   await call.write(modelInferFrame([cat]), true);
-  await waitFor('the cat queued behind it', async () => (await stats()).queued === 1);
+  await waitFor('the cat queued with two slow photos not done', async () => {
+    const s = await stats();
+    return s.submitted === start.submitted + holders.length + 1 && s.completed <= start.completed + holders.length - 2;
+  });
   await call.cancel();
   await assertOneCall('gone-queued', 'CANCELLED', before);
   assert.equal((await stats()).aborted, start.aborted + 1);
-  assert.equal(await holder.status, '0');
+  for (const holder of holders) assert.equal(await holder.status, '0');
   await idle();
 });
 
@@ -115,10 +123,14 @@ test('cancelled while its image is analysed: CANCELLED at once, not OK when the 
   const start = await stats();
   const call = handCall(grpcPort, metadata('gone-analysing'), { receiveWindow: 0 });
   await call.write(modelInferFrame([slow]), true);
-  await waitFor('the slow photo being analysed', async () => {
-    const s = await stats();
-    return s.submitted > start.submitted && s.queued === 0 && s.inFlight === 1;
-  });
+  await waitFor(
+    'the slow photo being analysed',
+    async () => {
+      const s = await stats();
+      return s.submitted > start.submitted && s.queued === 0 && s.inFlight === 1;
+    },
+    { intervalMs: 5 }, // the analysis is the only window: poll often enough not to step over it
+  );
   await call.cancel();
   await assertOneCall('gone-analysing', 'CANCELLED', before);
   await waitFor('the analysis done', async () => (await stats()).completed > start.completed);
