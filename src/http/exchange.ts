@@ -146,10 +146,10 @@ export class Exchange implements Leaving {
     if (index >= 0) this.abortListeners.splice(index, 1);
   }
 
-  /** Called once when the client disconnects before the response is sent. */
-  onAbort(listener: () => void): void {
+  /** As addEventListener, but called at once if the client has already left. */
+  private onAbort(listener: () => void): void {
     if (this.aborted) listener();
-    else this.abortListeners.push(listener);
+    else this.addEventListener('abort', listener);
   }
 
   private attachData(): void {
