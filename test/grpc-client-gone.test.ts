@@ -18,7 +18,7 @@ import { waitFor } from './helpers/wait';
 
 const CAT = photo('000_skimage_chelsea.png');
 const cat = readFileSync(CAT);
-// Many pixels to decode, few bytes to send: 50-200 ms of analysis here, never less than the stats polls below need.
+// Many pixels to decode, few bytes to send: 50-200 ms of analysis on the 2-core VM.
 const slow = encodeRgbPng(4000, 4000, Buffer.alloc(4000 * 4000 * 3, 128));
 
 let server: TestServer;

@@ -54,14 +54,12 @@ export class SlabWriter {
 
   /** Whether a body of `length` bytes can be placed now. */
   fits(length: number): boolean {
-    this.takeBack();
-    return this.unused.length > 0 && this.gapFor(length) >= 0;
+    return this.slotFor(length) >= 0;
   }
 
   /** A block of `length` bytes, or null when none fits. */
   place(length: number): SlabBlock | null {
-    this.takeBack();
-    const index = this.unused.length > 0 ? this.gapFor(length) : -1;
+    const index = this.slotFor(length);
     if (index < 0) return null;
     const offset = index === 0 ? 0 : end(this.placed[index - 1]!);
     const block: Placed = { block: this.unused.pop()!, offset, length, lent: false };
@@ -85,6 +83,12 @@ export class SlabWriter {
     if ((block as Placed).lent) return;
     const index = this.placed.indexOf(block as Placed);
     if (index >= 0) this.remove(index);
+  }
+
+  /** Where in `placed` a body of `length` bytes would go now, blocks taken back first; -1: no block or no room. */
+  private slotFor(length: number): number {
+    this.takeBack();
+    return this.unused.length > 0 ? this.gapFor(length) : -1;
   }
 
   /** Where in `placed` a body of `length` bytes goes (first fit), or -1. */
