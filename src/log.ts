@@ -27,6 +27,8 @@ export function setLogLevel(level: Level): void {
 }
 
 export const log = {
+  /** Whether lines of `level` are written now (to skip building fields nobody will read). */
+  enabled: (level: Level) => logger.isLevelEnabled(level),
   debug: (msg: string, fields: Fields = {}) => logger.debug(fields, msg),
   info: (msg: string, fields: Fields = {}) => logger.info(fields, msg),
   warn: (msg: string, fields: Fields = {}) => logger.warn(fields, msg),

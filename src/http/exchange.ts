@@ -55,7 +55,7 @@ export class Exchange implements Leaving {
   readonly headers = new Map<string, string>();
   /** The client's IP address, as the HTTP front saw it (its peer-address field, not in `headers`). */
   readonly peerAddress: string;
-  params: Record<string, string> = {};
+  params: Readonly<Record<string, string>> = {};
   aborted = false;
   finished = false;
   /** When the request head arrived (performance.now()). */

@@ -23,7 +23,7 @@ interface Route {
 }
 
 export type Match =
-  | { kind: 'found'; handler: Handler; params: Record<string, string>; pattern: string }
+  | { kind: 'found'; handler: Handler; params: Readonly<Record<string, string>>; pattern: string }
   | { kind: 'method_not_allowed'; allow: string[] }
   | { kind: 'not_found' };
 
@@ -40,12 +40,19 @@ export interface RouterOutline {
 
 const noHandler: Handler = () => undefined;
 
+/** Paths whose route is remembered (the cache is emptied when full, and on every change of routes). */
+const REMEMBERED_PATHS = 512;
+
+/** The route a path matched and its parameters (shared by every request of that path, so frozen). */
+type PathHit = { route: Route; params: Readonly<Record<string, string>> } | null;
+
 export class Router {
   private readonly routes: Route[] = [];
   private readonly renderers: Array<{ prefix: string; render: ErrorRenderer }> = [];
   private readonly routeRenderers: Array<{ pattern: string; segments: string[]; render: ErrorRenderer }> = [];
 
   private readonly listeners: Array<() => void> = [];
+  private readonly hits = new Map<string, PathHit>();
 
   /** `fallback` renders errors for paths under no mounted prefix. */
   constructor(private readonly fallback: ErrorRenderer) {}
@@ -56,6 +63,7 @@ export class Router {
   }
 
   private changed(): this {
+    this.hits.clear();
     for (const listener of this.listeners) listener();
     return this;
   }
@@ -127,15 +135,29 @@ export class Router {
   }
 
   match(method: string, path: string): Match {
+    const hit = this.hit(path);
+    if (!hit) return { kind: 'not_found' };
+    const handler = hit.route.methods.get(method);
+    if (handler) return { kind: 'found', handler, params: hit.params, pattern: hit.route.pattern };
+    return { kind: 'method_not_allowed', allow: [...hit.route.methods.keys()].sort() };
+  }
+
+  /** The first route matching `path`, remembered: most requests repeat a few paths. */
+  private hit(path: string): PathHit {
+    let hit = this.hits.get(path);
+    if (hit !== undefined) return hit;
     const parts = path.split('/').filter((s) => s !== '');
+    hit = null;
     for (const route of this.routes) {
       const params = matchSegments(route.segments, parts);
-      if (!params) continue;
-      const handler = route.methods.get(method);
-      if (handler) return { kind: 'found', handler, params, pattern: route.pattern };
-      return { kind: 'method_not_allowed', allow: [...route.methods.keys()].sort() };
+      if (params) {
+        hit = { route, params: Object.freeze(params) };
+        break;
+      }
     }
-    return { kind: 'not_found' };
+    if (this.hits.size >= REMEMBERED_PATHS) this.hits.clear();
+    this.hits.set(path, hit);
+    return hit;
   }
 
   /** The methods of the first route matching `path` (sorted); empty when no route matches. */

@@ -63,6 +63,7 @@ export interface AccessRecord {
 /** The one writer of the `request` log line, for every interface; it also counts the answer for the event-loop figures. */
 export function writeAccessLine(r: AccessRecord): void {
   countAnswered();
+  if (!log.enabled('info')) return;
   log.info('request', {
     request_id: r.requestId,
     interface: r.interface,

@@ -74,21 +74,32 @@ export class RequestTiming {
   /** Every stage (ms) of a request that started at `startedAt` and is answered at `now`; only `total` when no analysis ran. */
   stages(startedAt: number, now: number): Partial<Record<Stage | 'total', number>> {
     if (this.analyses.length === 0) return { total: now - startedAt };
-    const out: Partial<Record<Stage | 'total', number>> = {
-      read: Math.max(0, Math.min(...this.analyses.map((a) => a.submittedAt)) - startedAt),
-    };
+    let first = Infinity;
+    let last = -Infinity;
+    let queue = 0;
+    let decode = 0;
+    let detect = 0;
+    let crop = 0;
+    let classify = 0;
+    let loop = 0;
     for (const a of this.analyses) {
-      for (const [stage, ms] of Object.entries(analysisStages(a)) as Array<[Stage, number]>) out[stage] = Math.max(out[stage] ?? 0, ms);
+      first = Math.min(first, a.submittedAt);
+      last = Math.max(last, a.settledAt);
+      queue = Math.max(queue, a.queueMs);
+      decode = Math.max(decode, a.decodeMs);
+      detect = Math.max(detect, a.detectMs);
+      crop = Math.max(crop, a.cropMs);
+      classify = Math.max(classify, a.classifyMs);
+      loop = Math.max(loop, a.loopMs);
     }
-    out.convert = Math.max(0, now - Math.max(...this.analyses.map((a) => a.settledAt)));
-    out.total = now - startedAt;
-    return out;
+    const read = Math.max(0, first - startedAt);
+    return { read, queue, decode, detect, crop, classify, loop, convert: Math.max(0, now - last), total: now - startedAt };
   }
 }
 
 /** A `Server-Timing` header value (W3C Server Timing): `name;dur=ms` per stage, 3 decimals. */
 export function serverTimingHeader(stages: Partial<Record<Stage | 'total', number>>): string {
-  return Object.entries(stages)
-    .map(([name, ms]) => `${name};dur=${ms.toFixed(3)}`)
-    .join(', ');
+  let value = '';
+  for (const name in stages) value += `${value === '' ? '' : ', '}${name};dur=${stages[name as Stage | 'total']!.toFixed(3)}`;
+  return value;
 }
