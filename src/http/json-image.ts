@@ -7,7 +7,8 @@
 // JSON on the way) it answers null and the caller parses the whole body as before, so answers
 // do not change; the one difference left, a control character inside the image, is for the caller
 // to word as before (hasControlByte). A front thread may have found the member already (the scan is
-// the costly part): its span comes noted with the body (noteMemberSpan) and is not searched again.
+// the costly part): its span comes noted with the body (noteMemberSpan) and is not searched again;
+// a body it found none in is searched here as any other.
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -86,10 +87,10 @@ export function locateMember(body: Buffer, key: string): [number, number] | null
 }
 
 /** Spans found before the body reached the main thread, by the body's Buffer. */
-const noted = new WeakMap<Buffer, { key: string; span: [number, number] | null }>();
+const noted = new WeakMap<Buffer, { key: string; span: [number, number] }>();
 
 /** `body` has `key`'s value at `span` (locateMember's answer). */
-export function noteMemberSpan(body: Buffer, key: string, span: [number, number] | null): void {
+export function noteMemberSpan(body: Buffer, key: string, span: [number, number]): void {
   noted.set(body, { key, span });
 }
 

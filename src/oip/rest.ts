@@ -201,11 +201,10 @@ function parseInferRequest(body: Record<string, unknown>, binary: Buffer, model:
 function inferResponse(answer: InferAnswer, binary: ReadonlySet<string>): { header: Record<string, unknown>; tail: Buffer[] } {
   const tail: Buffer[] = [];
   const outputs = answer.outputs.map((o) => {
-    const base = { name: o.name, datatype: o.datatype, shape: o.shape };
-    if (!binary.has(o.name)) return { ...base, data: o.values };
+    if (!binary.has(o.name)) return { name: o.name, datatype: o.datatype, shape: o.shape, data: o.values };
     const bytes = o.datatype === 'BYTES' ? joinBytesElements(o.values as string[]) : rawNumbers(o.datatype, o.values as number[]);
     tail.push(bytes);
-    return { ...base, parameters: { binary_data_size: bytes.length } };
+    return { name: o.name, datatype: o.datatype, shape: o.shape, parameters: { binary_data_size: bytes.length } };
   });
   return { header: { model_name: answer.model, model_version: answer.version, ...(answer.id ? { id: answer.id } : {}), outputs }, tail };
 }

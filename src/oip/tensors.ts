@@ -35,21 +35,23 @@ export interface OutputTensor {
   values: string[] | number[];
 }
 
+/** Each output's values for the analyses of N images. */
+const COLUMNS: Record<OutputName, (analyses: Analysis[], threshold: number) => string[] | number[]> = {
+  detection: (analyses) => analyses.map((a) => a.detection),
+  confidence: (analyses) => analyses.map((a) => a.cat?.confidence ?? 0),
+  box: (analyses) => analyses.flatMap((a) => a.cat?.box ?? [0, 0, 0, 0]),
+  score: (analyses) => analyses.map((a) => a.score ?? -1),
+  label: (analyses, threshold) => analyses.map((a) => (a.score === null ? '' : isDiscomfort(a.score, threshold) ? 'discomfort' : 'comfort')),
+  image_size: (analyses) => analyses.flatMap((a) => [a.width, a.height]),
+};
+
 /** The outputs named in `names` (in the table's order), for the analyses of N images. */
 export function outputTensors(analyses: Analysis[], threshold: number, names: ReadonlySet<string>): OutputTensor[] {
-  const n = analyses.length;
-  const columns: Record<OutputName, string[] | number[]> = {
-    detection: analyses.map((a) => a.detection),
-    confidence: analyses.map((a) => a.cat?.confidence ?? 0),
-    box: analyses.flatMap((a) => a.cat?.box ?? [0, 0, 0, 0]),
-    score: analyses.map((a) => a.score ?? -1),
-    label: analyses.map((a) => (a.score === null ? '' : isDiscomfort(a.score, threshold) ? 'discomfort' : 'comfort')),
-    image_size: analyses.flatMap((a) => [a.width, a.height]),
-  };
-  return OUTPUTS.filter((o) => names.has(o.name)).map((o) => ({
-    name: o.name,
-    datatype: o.datatype,
-    shape: o.shape.map((d) => (d === -1 ? n : d)),
-    values: columns[o.name],
-  }));
+  const tensors: OutputTensor[] = [];
+  for (const o of OUTPUTS) {
+    if (!names.has(o.name)) continue;
+    const shape = o.shape.map((d) => (d === -1 ? analyses.length : d));
+    tensors.push({ name: o.name, datatype: o.datatype, shape, values: COLUMNS[o.name](analyses, threshold) });
+  }
+  return tensors;
 }

@@ -105,7 +105,6 @@ interface Pending<I, R> {
   deadline: number;
   resolve: (value: R) => void;
   reject: (error: Error) => void;
-  timer?: unknown;
   signal?: Leaving;
   onAbort?: () => void;
 }
@@ -114,6 +113,8 @@ export class MicroBatcher<I, R> {
   private queue: Array<Pending<I, R>> = [];
   private inFlight = 0;
   private timer: unknown = null;
+  /** One timer for the queue's deadlines, set for the earliest (not one per request); null when none waits. */
+  private expiry: { handle: unknown; at: number } | null = null;
   private immediate: NodeJS.Immediate | null = null;
   private closed = false;
   private drained: Array<() => void> = [];
@@ -186,9 +187,7 @@ export class MicroBatcher<I, R> {
     this.counters.submitted++;
     return new Promise<R>((resolve, reject) => {
       const pending: Pending<I, R> = { item, enqueuedAt: now, deadline, resolve, reject };
-      if (Number.isFinite(deadline)) {
-        pending.timer = this.clock.setTimeout(() => this.drop(pending, new DeadlineError(this.retryAfter()), 'expired'), deadline - now);
-      }
+      this.watchDeadline(deadline, now);
       if (options.signal) {
         pending.signal = options.signal;
         pending.onAbort = () => this.drop(pending, new AbortedError(), 'aborted');
@@ -211,14 +210,39 @@ export class MicroBatcher<I, R> {
     const index = this.queue.indexOf(pending);
     if (index < 0) return; // already running: its result is simply discarded by the caller
     this.queue.splice(index, 1);
+    this.unwatchIfEmpty();
     this.counters[counter]++;
     this.release(pending);
     pending.reject(error);
     this.checkDrained();
   }
 
+  /** The expiry timer fires by `deadline` (clock time `now`). */
+  private watchDeadline(deadline: number, now: number): void {
+    if (!Number.isFinite(deadline) || (this.expiry && this.expiry.at <= deadline)) return;
+    if (this.expiry) this.clock.clearTimeout(this.expiry.handle);
+    this.expiry = { at: deadline, handle: this.clock.setTimeout(() => this.expire(deadline), deadline - now) };
+  }
+
+  /** The timer set for `due` fired: every request due by then expires, and the timer is set for the next. */
+  private expire(due: number): void {
+    this.expiry = null;
+    let next = Infinity;
+    for (const pending of [...this.queue]) {
+      if (pending.deadline <= due) this.drop(pending, new DeadlineError(this.retryAfter()), 'expired');
+      else next = Math.min(next, pending.deadline);
+    }
+    this.watchDeadline(next, this.clock.now());
+  }
+
+  /** Nothing is queued: no deadline to watch. */
+  private unwatchIfEmpty(): void {
+    if (this.queue.length > 0 || !this.expiry) return;
+    this.clock.clearTimeout(this.expiry.handle);
+    this.expiry = null;
+  }
+
   private release(pending: Pending<I, R>): void {
-    if (pending.timer !== undefined) this.clock.clearTimeout(pending.timer);
     if (pending.signal && pending.onAbort) pending.signal.removeEventListener('abort', pending.onAbort);
   }
 
@@ -251,6 +275,7 @@ export class MicroBatcher<I, R> {
     this.immediate = null;
     if (this.queue.length === 0 || this.inFlight >= this.options.maxInFlight) return;
     const batch = this.queue.splice(0, this.options.maxBatchSize);
+    this.unwatchIfEmpty();
     const started = this.clock.now();
     for (const pending of batch) {
       this.release(pending);

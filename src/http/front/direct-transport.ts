@@ -93,7 +93,7 @@ export class DirectResponse implements ResponseSink {
   deliver(body: LentRange, image: [number, number] | null): void {
     if (this.done) return body.letGo();
     this.body = body;
-    noteMemberSpan(body.bytes, IMAGE_MEMBER, image);
+    if (image) noteMemberSpan(body.bytes, IMAGE_MEMBER, image);
     this.data?.(body.bytes, true);
   }
 
