@@ -2,8 +2,9 @@
 // body within the limit is posted to the main thread as its head arrives (the forwarded head, so the
 // service holds it from then on, as uWS would), and its body, read whole on the thread into a block of
 // the slab it shares with the main thread (body-slab.ts), follows lent (not copied); with the head when
-// it came in the same read, and with where v2's image member lies in it (json-image.ts), found here
-// rather than on the main thread. The
+// it came by the end of the same turn of the thread's loop (a head waits that long for the rest of its
+// body, so most requests are one message), and with where v2's image member lies in it
+// (json-image.ts), found here rather than on the main thread. The
 // main thread serves it as uWS's handler does (direct-transport.ts) and posts the answer's parts
 // back, which are framed here as uWS frames its answers and passed to the client through the same
 // ResponseReader as uWS's bytes. So the main thread never reads the request's bytes off a socket,
@@ -84,6 +85,9 @@ export function goesDirect(head: RequestHead, maxBodyBytes: number): boolean {
 export class DirectLink {
   private nextId = 1;
   private readonly open = new Map<number, { exchange: DirectExchange; block: SlabBlock }>();
+  /** Heads waiting for the rest of their bodies until this turn of the loop ends. */
+  private readonly waiting = new Set<DirectExchange>();
+  private flushing: NodeJS.Immediate | null = null;
 
   constructor(
     private readonly post: (message: DirectRequestMessage | DirectBodyMessage | DirectAbortMessage) => void,
@@ -118,6 +122,20 @@ export class DirectLink {
     this.post({ type: 'direct-request', id, head, startedAt, body: body && this.lend(id, body) });
   }
 
+  /** `exchange`'s head goes at the end of this turn of the loop, unless its whole body comes first (then both go as one message). */
+  postLater(exchange: DirectExchange): void {
+    this.waiting.add(exchange);
+    this.flushing ??= setImmediate(() => {
+      this.flushing = null;
+      for (const waiting of [...this.waiting]) waiting.postHead();
+    });
+  }
+
+  /** `exchange`'s head went (or will not): it no longer waits. */
+  posted(exchange: DirectExchange): void {
+    this.waiting.delete(exchange);
+  }
+
   sendBody(id: number, body: Buffer): void {
     this.post({ type: 'direct-body', id, body: this.lend(id, body) });
   }
@@ -149,6 +167,8 @@ export class DirectExchange implements FrontExchange {
   private used = 0;
   /** The head has been posted. */
   private posted = false;
+  /** The head waits for the rest of the body until this turn of the loop ends (DirectLink.postLater). */
+  private waiting = false;
   private readonly response = new ResponseReader();
 
   constructor(
@@ -194,17 +214,32 @@ export class DirectExchange implements FrontExchange {
     return true;
   }
 
-  /** Posts what the last read brought: the head (with the body if it is whole), or the body once it is. */
+  /** Posts what the last read brought: the head with the body if it is whole (else the head at the end of this turn: DirectLink.postLater), or the body once it is. */
   uncork(): void {
     if (this.id === 0) return;
     const body = this.body && this.used >= this.body.length ? this.body : null;
     if (body) this.body = null;
     if (!this.posted) {
-      this.posted = true;
-      this.link.sendHead(this.id, this.head, this.startedAt, body);
+      if (body) this.sendHead(body);
+      else if (!this.waiting) {
+        this.waiting = true;
+        this.link.postLater(this);
+      }
     } else if (body) {
       this.link.sendBody(this.id, body);
     }
+  }
+
+  /** Posts the head, still without its whole body, if it waits. */
+  postHead(): void {
+    if (this.waiting) this.sendHead(null);
+  }
+
+  private sendHead(body: Buffer | null): void {
+    this.posted = true;
+    this.waiting = false;
+    this.link.posted(this);
+    this.link.sendHead(this.id, this.head, this.startedAt, body);
   }
 
   resume(): void {}
@@ -217,6 +252,7 @@ export class DirectExchange implements FrontExchange {
   }
 
   abandon(): void {
+    this.postHead(); // the service hears of every request whose head it was to be told of, as it left
     if (this.id !== 0) this.link.abort(this.id, this.posted, this.used);
     this.id = 0;
     this.body = null;
