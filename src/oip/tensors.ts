@@ -39,10 +39,18 @@ export interface OutputTensor {
 const COLUMNS: Record<OutputName, (analyses: Analysis[], threshold: number) => string[] | number[]> = {
   detection: (analyses) => analyses.map((a) => a.detection),
   confidence: (analyses) => analyses.map((a) => a.cat?.confidence ?? 0),
-  box: (analyses) => analyses.flatMap((a) => a.cat?.box ?? [0, 0, 0, 0]),
+  box: (analyses) => {
+    const values: number[] = [];
+    for (const a of analyses) values.push(...(a.cat?.box ?? [0, 0, 0, 0]));
+    return values;
+  },
   score: (analyses) => analyses.map((a) => a.score ?? -1),
   label: (analyses, threshold) => analyses.map((a) => (a.score === null ? '' : isDiscomfort(a.score, threshold) ? 'discomfort' : 'comfort')),
-  image_size: (analyses) => analyses.flatMap((a) => [a.width, a.height]),
+  image_size: (analyses) => {
+    const values: number[] = [];
+    for (const a of analyses) values.push(a.width, a.height);
+    return values;
+  },
 };
 
 /** The outputs named in `names` (in the table's order), for the analyses of N images. */

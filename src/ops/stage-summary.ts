@@ -48,7 +48,8 @@ const windows = new Map<string, Map<Stage, Window>>();
 export function observeStages(model: string, stages: Partial<Record<Stage, number>>): void {
   let byStage = windows.get(model);
   if (!byStage) windows.set(model, (byStage = new Map()));
-  for (const stage of STAGES) {
+  for (const key in stages) {
+    const stage = key as Stage;
     const ms = stages[stage];
     if (ms === undefined) continue;
     let w = byStage.get(stage);
