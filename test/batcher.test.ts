@@ -165,3 +165,40 @@ test('after close, submissions are refused', async () => {
   await b.close();
   await assert.rejects(b.submit(1), ClosedError);
 });
+
+test('with one timer for the queue, each queued request still expires at its own deadline, in any order', async () => {
+  const gate = gatedRun();
+  const clock = manualClock();
+  const b = new MicroBatcher({ maxBatchSize: 1, maxQueueDelayUs: 0, maxQueue: 100, maxInFlight: 1 }, gate.run, clock);
+  const first = b.submit(1);
+  const blocked = await gate.nextCall(0);
+  const deadlines = [50, 20, 40, 30, 60];
+  const expired: number[] = [];
+  const late = deadlines.map((ms) => b.submit(ms, { deadline: clock.now() + ms }).catch((e: unknown) => (assert.ok(e instanceof DeadlineError), expired.push(ms))));
+  for (const ms of [20, 30, 40, 50, 60]) {
+    clock.advance(ms - 1 - clock.now());
+    assert.equal(b.stats().queued, deadlines.filter((d) => d >= ms).length, `all but those due before ${ms} ms still queued`);
+    clock.advance(1);
+    await new Promise(setImmediate);
+    assert.deepEqual(expired, [20, 30, 40, 50, 60].filter((d) => d <= ms), `${ms} ms: expired exactly those due`);
+  }
+  await Promise.all(late);
+  assert.equal(b.stats().expired, 5);
+  blocked.finish();
+  assert.equal(await first, 10);
+  await b.close();
+});
+
+test('a steady flow of requests with deadlines sets one timer, not one each', async () => {
+  const clock = manualClock();
+  let timersSet = 0;
+  const counted: BatcherClock = { ...clock, setTimeout: (callback, ms) => (timersSet++, clock.setTimeout(callback, ms)) };
+  const b = new MicroBatcher({ maxBatchSize: 1, maxQueueDelayUs: 0, maxQueue: 100, maxInFlight: 1 }, async (items: number[]) => items, counted);
+  for (let i = 0; i < 50; i++) {
+    assert.equal(await b.submit(i, { deadline: clock.now() + 1000 }), i);
+    clock.advance(1);
+  }
+  assert.equal(timersSet, 1);
+  assert.equal(b.stats().expired, 0);
+  await b.close();
+});

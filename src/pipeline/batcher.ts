@@ -69,6 +69,8 @@ export interface BatcherClock {
   now(): number;
   setTimeout(callback: () => void, ms: number): unknown;
   clearTimeout(handle: unknown): void;
+  /** Whether a timer keeps the process alive (Node's ref and unref); a clock without a process need not say. */
+  hold?(handle: unknown, held: boolean): void;
 }
 
 /** performance.now() and the event loop's timers. */
@@ -76,6 +78,7 @@ const realClock: BatcherClock = {
   now: () => performance.now(),
   setTimeout: (callback, ms) => setTimeout(callback, ms),
   clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+  hold: (handle, held) => void (held ? (handle as NodeJS.Timeout).ref() : (handle as NodeJS.Timeout).unref()),
 };
 
 export interface SubmitOptions {
@@ -113,8 +116,12 @@ export class MicroBatcher<I, R> {
   private queue: Array<Pending<I, R>> = [];
   private inFlight = 0;
   private timer: unknown = null;
-  /** One timer for the queue's deadlines, set for the earliest (not one per request); null when none waits. */
-  private expiry: { handle: unknown; at: number } | null = null;
+  /**
+   * One timer for the queue's deadlines, set for the earliest (not one per request). It is kept when
+   * the queue empties, no longer holding the process (`held`), so a steady flow of requests sets one
+   * per deadline's length, not one each.
+   */
+  private expiry: { handle: unknown; at: number; held: boolean } | null = null;
   private immediate: NodeJS.Immediate | null = null;
   private closed = false;
   private drained: Array<() => void> = [];
@@ -210,18 +217,25 @@ export class MicroBatcher<I, R> {
     const index = this.queue.indexOf(pending);
     if (index < 0) return; // already running: its result is simply discarded by the caller
     this.queue.splice(index, 1);
-    this.unwatchIfEmpty();
+    this.unholdWhenEmpty();
     this.counters[counter]++;
     this.release(pending);
     pending.reject(error);
     this.checkDrained();
   }
 
-  /** The expiry timer fires by `deadline` (clock time `now`). */
+  /** The expiry timer fires by `deadline` (clock time `now`), holding the process while requests wait. */
   private watchDeadline(deadline: number, now: number): void {
-    if (!Number.isFinite(deadline) || (this.expiry && this.expiry.at <= deadline)) return;
+    if (!Number.isFinite(deadline)) return;
+    if (this.expiry && this.expiry.at <= deadline) return this.holdExpiry(true);
     if (this.expiry) this.clock.clearTimeout(this.expiry.handle);
-    this.expiry = { at: deadline, handle: this.clock.setTimeout(() => this.expire(deadline), deadline - now) };
+    this.expiry = { at: deadline, handle: this.clock.setTimeout(() => this.expire(deadline), deadline - now), held: true };
+  }
+
+  private holdExpiry(held: boolean): void {
+    if (!this.expiry || this.expiry.held === held) return;
+    this.expiry.held = held;
+    this.clock.hold?.(this.expiry.handle, held);
   }
 
   /** The timer set for `due` fired: every request due by then expires, and the timer is set for the next. */
@@ -235,11 +249,9 @@ export class MicroBatcher<I, R> {
     this.watchDeadline(next, this.clock.now());
   }
 
-  /** Nothing is queued: no deadline to watch. */
-  private unwatchIfEmpty(): void {
-    if (this.queue.length > 0 || !this.expiry) return;
-    this.clock.clearTimeout(this.expiry.handle);
-    this.expiry = null;
+  /** Nothing queued: the expiry timer no longer holds the process. */
+  private unholdWhenEmpty(): void {
+    if (this.queue.length === 0) this.holdExpiry(false);
   }
 
   private release(pending: Pending<I, R>): void {
@@ -275,7 +287,7 @@ export class MicroBatcher<I, R> {
     this.immediate = null;
     if (this.queue.length === 0 || this.inFlight >= this.options.maxInFlight) return;
     const batch = this.queue.splice(0, this.options.maxBatchSize);
-    this.unwatchIfEmpty();
+    this.unholdWhenEmpty();
     const started = this.clock.now();
     for (const pending of batch) {
       this.release(pending);
