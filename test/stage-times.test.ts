@@ -135,3 +135,14 @@ test('stage arithmetic on injected times: one image adds up exactly; several tak
   assert.equal(two.convert, 1, 'convert: after the last image came back');
   assert.deepEqual(new RequestTiming().stages(10, 12.5), { total: 2.5 });
 });
+
+test('Server-Timing durations: milliseconds to the nearest microsecond, always 3 decimals', () => {
+  const values = [0, 0.0004, 0.0005, 0.001, 0.0123, 0.5, 0.999, 0.9996, 1, 9.99951, 23.5, 100.0625, 12345.678];
+  for (let i = 0; i < 2000; i++) values.push(Math.random() * 10 ** (i % 6));
+  for (const ms of values) {
+    const written = /^total;dur=(\d+\.\d{3})$/.exec(serverTimingHeader({ total: ms }));
+    assert.ok(written, `3 decimals for ${ms}`);
+    assert.ok(Math.abs(Number(written[1]) - ms) <= 0.0005 + 1e-9, `${written[1]} for ${ms}`);
+  }
+  assert.equal(serverTimingHeader({ read: 0.0004, total: 1.0006 }), 'read;dur=0.000, total;dur=1.001');
+});

@@ -100,6 +100,13 @@ export class RequestTiming {
 /** A `Server-Timing` header value (W3C Server Timing): `name;dur=ms` per stage, 3 decimals. */
 export function serverTimingHeader(stages: Partial<Record<Stage | 'total', number>>): string {
   let value = '';
-  for (const name in stages) value += `${value === '' ? '' : ', '}${name};dur=${stages[name as Stage | 'total']!.toFixed(3)}`;
+  for (const name in stages) value += `${value === '' ? '' : ', '}${name};dur=${threeDecimals(stages[name as Stage | 'total']!)}`;
   return value;
+}
+
+/** `ms` (not negative) to the nearest microsecond with 3 decimals, as toFixed(3) but for halves, at less than half its cost (9 per answer). */
+function threeDecimals(ms: number): string {
+  const us = Math.round(ms * 1000);
+  const frac = us % 1000;
+  return `${(us - frac) / 1000}.${frac < 10 ? '00' : frac < 100 ? '0' : ''}${frac}`;
 }
