@@ -5,7 +5,12 @@ import type { ErrorRenderer } from './error-answers';
 import type { Exchange } from './exchange';
 
 export function sendJson(ex: Exchange, requestId: string, status: number, body: unknown, headers: Record<string, string> = {}, closeAfter = false): void {
-  ex.send(status, { 'Content-Type': 'application/json', 'X-Request-ID': requestId, ...headers }, JSON.stringify(body), closeAfter);
+  sendJsonText(ex, requestId, status, JSON.stringify(body), headers, closeAfter);
+}
+
+/** sendJson of a body already written as JSON text. */
+export function sendJsonText(ex: Exchange, requestId: string, status: number, json: string, headers: Record<string, string> = {}, closeAfter = false): void {
+  ex.send(status, { 'Content-Type': 'application/json', 'X-Request-ID': requestId, ...headers }, json, closeAfter);
 }
 
 /** Renders `error` for the client; nothing when the client is gone. */

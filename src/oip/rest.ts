@@ -7,13 +7,14 @@ import { isJsonContentType } from '../http/content-type';
 import { exampleImageBase64 } from '../http/docs/example-image';
 import { ApiError, requestIdFrom, validationError, type FieldError } from '../errors';
 import { parseJsonObject } from '../http/json-body';
-import { sendError, sendJson } from '../http/respond';
+import { sendError, sendJson, sendJsonText } from '../http/respond';
 import type { Router } from '../http/router';
 import type { AnalyzeItem } from '../native/addon';
 import type { Readiness } from '../ops/readiness';
 import { routesInterface, type Service, type ServiceInterface } from '../service';
-import { joinBytesElements, rawNumbers, splitBytesElements } from './bytes-elements';
-import { infer, type InferAnswer, type InferCall, type InferInput } from './infer';
+import { splitBytesElements } from './bytes-elements';
+import { inferAnswerParts } from './answer-json';
+import { infer, type InferCall, type InferInput } from './infer';
 import { modelMetadata, modelReady, serverMetadata } from './metadata';
 import { oipError } from './error-body';
 import { OIP_HEALTH_OPERATIONS, oipOperations } from './openapi';
@@ -114,13 +115,13 @@ async function inferHttp(ex: Exchange, requestId: string, service: Service): Pro
   const answer = await infer(service.registry, request.call, { deadline, signal: ex.signal(), timing: ex.timing });
   ex.notes.modelVersion = answer.version;
   const binaryOutputs = new Set(request.binaryOutputs === 'all' ? answer.outputs.map((o) => o.name) : request.binaryOutputs);
-  const { header, tail } = inferResponse(answer, binaryOutputs);
-  if (tail.length === 0) return sendJson(ex, requestId, 200, header);
-  const head = Buffer.from(JSON.stringify(header), 'utf8');
+  const parts = inferAnswerParts(answer, binaryOutputs);
+  if (parts.tail.length === 0) return sendJsonText(ex, requestId, 200, parts.json);
+  const head = Buffer.from(parts.json, 'utf8');
   ex.send(
     200,
     { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(head.length), 'X-Request-ID': requestId },
-    Buffer.concat([head, ...tail]),
+    Buffer.concat([head, ...parts.tail]),
   );
 }
 
@@ -195,16 +196,4 @@ function parseInferRequest(body: Record<string, unknown>, binary: Buffer, model:
     call: { model, version, id: (body.id as string | undefined) ?? '', inputs, outputs: outputs && names, threshold: parameters.threshold },
     binaryOutputs: parameters.binary_data_output === true ? 'all' : binaryOutputs,
   };
-}
-
-/** The JSON header of the answer and the binary data of the outputs asked as binary, in order. */
-function inferResponse(answer: InferAnswer, binary: ReadonlySet<string>): { header: Record<string, unknown>; tail: Buffer[] } {
-  const tail: Buffer[] = [];
-  const outputs = answer.outputs.map((o) => {
-    if (!binary.has(o.name)) return { name: o.name, datatype: o.datatype, shape: o.shape, data: o.values };
-    const bytes = o.datatype === 'BYTES' ? joinBytesElements(o.values as string[]) : rawNumbers(o.datatype, o.values as number[]);
-    tail.push(bytes);
-    return { name: o.name, datatype: o.datatype, shape: o.shape, parameters: { binary_data_size: bytes.length } };
-  });
-  return { header: { model_name: answer.model, model_version: answer.version, ...(answer.id ? { id: answer.id } : {}), outputs }, tail };
 }
