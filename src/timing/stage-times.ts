@@ -74,26 +74,22 @@ export class RequestTiming {
   /** Every stage (ms) of a request that started at `startedAt` and is answered at `now`; only `total` when no analysis ran. */
   stages(startedAt: number, now: number): Partial<Record<Stage | 'total', number>> {
     if (this.analyses.length === 0) return { total: now - startedAt };
+    const out = { read: 0, queue: 0, decode: 0, detect: 0, crop: 0, classify: 0, loop: 0, convert: 0, total: now - startedAt };
     let first = Infinity;
     let last = -Infinity;
-    let queue = 0;
-    let decode = 0;
-    let detect = 0;
-    let crop = 0;
-    let classify = 0;
-    let loop = 0;
     for (const a of this.analyses) {
       first = Math.min(first, a.submittedAt);
       last = Math.max(last, a.settledAt);
-      queue = Math.max(queue, a.queueMs);
-      decode = Math.max(decode, a.decodeMs);
-      detect = Math.max(detect, a.detectMs);
-      crop = Math.max(crop, a.cropMs);
-      classify = Math.max(classify, a.classifyMs);
-      loop = Math.max(loop, a.loopMs);
+      out.queue = Math.max(out.queue, a.queueMs);
+      out.decode = Math.max(out.decode, a.decodeMs);
+      out.detect = Math.max(out.detect, a.detectMs);
+      out.crop = Math.max(out.crop, a.cropMs);
+      out.classify = Math.max(out.classify, a.classifyMs);
+      out.loop = Math.max(out.loop, a.loopMs);
     }
-    const read = Math.max(0, first - startedAt);
-    return { read, queue, decode, detect, crop, classify, loop, convert: Math.max(0, now - last), total: now - startedAt };
+    out.read = Math.max(0, first - startedAt);
+    out.convert = Math.max(0, now - last);
+    return out;
   }
 }
 
