@@ -50,3 +50,21 @@ test('OpenAPI paths come from the routes of one document, with {name} parameters
   assert.deepEqual(router.paths('v1'), { '/ping': { get: { operationId: 'ping' } } });
   assert.deepEqual(router.paths('scan'), {});
 });
+
+test('a remembered match follows the routes: a route or method added later takes the paths matched before it', () => {
+  const router = new Router(renderer('root')).add('GET', '/a/:id', noop);
+  assert.deepEqual(router.match('GET', '/b/1'), { kind: 'not_found' });
+  assert.deepEqual(router.match('POST', '/a/1'), { kind: 'method_not_allowed', allow: ['GET'] });
+  const handler = () => undefined;
+  router.add('GET', '/b/:n', handler).add('POST', '/a/:id', handler);
+  const b = router.match('GET', '/b/1');
+  assert.ok(b.kind === 'found' && b.handler === handler && b.params.n === '1');
+  assert.ok(router.match('POST', '/a/1').kind === 'found');
+  // Many distinct paths (more than are remembered) still each get their own parameters.
+  for (let i = 0; i < 2000; i++) {
+    const m = router.match('GET', `/a/${i}`);
+    assert.ok(m.kind === 'found' && m.params.id === String(i));
+  }
+  const again = router.match('GET', '/a/7');
+  assert.ok(again.kind === 'found' && again.params.id === '7' && Object.isFrozen(again.params));
+});
