@@ -2,7 +2,7 @@
 import { ConfigError, loadConfig } from './config';
 import { unknownVariables } from './config/unknown';
 import { ListenError } from './http/listen-error';
-import { log, setLogLevel } from './log';
+import { linesPerTurn, log, setLogLevel } from './log';
 import { startService } from './start';
 
 async function main(): Promise<void> {
@@ -17,6 +17,7 @@ async function main(): Promise<void> {
     throw error;
   }
   setLogLevel(config.logLevel);
+  linesPerTurn();
   for (const { name, closest } of unknownVariables(process.env)) {
     log.warn(`unknown setting ${name} is ignored; did you mean ${closest}?`, { variable: name, closest });
   }
