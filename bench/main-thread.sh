@@ -10,7 +10,8 @@
 # T1 T2 T2 T1, so the loop and the front are the wall, and req/s shows what the threads add.
 # MT_PROTOCOL=oip loads the Open Inference Protocol's REST infer with the photo as binary tensor data
 # (bench/protocols.ts) instead of /v2/predict.
-# Usage: bash bench/main-thread.sh OLD_TREE|free   (MT_PHOTO, MT_PROTOCOL=predict|oip, MT_CONCURRENCY=1,8,32,128, MT_DURATION_S=15)
+# MT_LOG_LEVEL sets CATCOMFORT_LOG_LEVEL for every run (default warn: no access line; info writes one per request).
+# Usage: bash bench/main-thread.sh OLD_TREE|free   (MT_PHOTO, MT_PROTOCOL=predict|oip, MT_CONCURRENCY=1,8,32,128, MT_DURATION_S=15, MT_LOG_LEVEL=warn)
 set -euo pipefail
 free=""
 if [ "${1:-}" = free ]; then free=true; old=""; else old=$(cd "${1:?usage: bench/main-thread.sh OLD_TREE|free}" && pwd); fi
@@ -40,7 +41,7 @@ require("autocannon")({ url, connections: +connections, duration: +duration, met
 }
 run() { # tree threads label
   local data pid; data=$(mktemp -d)
-  (cd "$1" && CATCOMFORT_BENCH_FREE_MODEL=${free:-false} CATCOMFORT_HTTP_THREADS=$2 CATCOMFORT_API_KEYS=$key CATCOMFORT_PORT=$port CATCOMFORT_HOST=127.0.0.1 CATCOMFORT_DATA_DIR=$data CATCOMFORT_LOG_LEVEL=warn exec node dist/src/main.js) >"$out/$3.log" 2>&1 &
+  (cd "$1" && CATCOMFORT_BENCH_FREE_MODEL=${free:-false} CATCOMFORT_HTTP_THREADS=$2 CATCOMFORT_API_KEYS=$key CATCOMFORT_PORT=$port CATCOMFORT_HOST=127.0.0.1 CATCOMFORT_DATA_DIR=$data CATCOMFORT_LOG_LEVEL=${MT_LOG_LEVEL:-warn} exec node dist/src/main.js) >"$out/$3.log" 2>&1 &
   pid=$!
   until curl -sf -o /dev/null "http://127.0.0.1:$port/readyz"; do
     kill -0 $pid 2>/dev/null || { cat "$out/$3.log"; exit 1; }

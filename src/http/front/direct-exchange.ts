@@ -1,11 +1,10 @@
 // The direct way from a front thread to the service (front-threads.ts): a POST with a Content-Length
-// body within the limit is posted to the main thread as its head arrives (the forwarded head, so the
-// service holds it from then on, as uWS would), and its body, read whole on the thread into a block of
-// the slab it shares with the main thread (body-slab.ts), follows lent (not copied); with the head when
-// it came by the end of the same turn of the thread's loop (a head waits that long for the rest of its
-// body, so most requests are one message), and with where v2's image member lies in it
-// (json-image.ts), found here rather than on the main thread. The
-// main thread serves it as uWS's handler does (direct-transport.ts) and posts the answer's parts
+// body within the limit is posted to the main thread by the end of the turn of the thread's loop in
+// which its head arrived (the forwarded head, so the service holds it from then on, as uWS would). Its
+// body, read whole on the thread into a block of the slab it shares with the main thread
+// (body-slab.ts), follows lent (not copied), in the same message when it came by then (most requests),
+// with where v2's image member lies in it (json-image.ts), found here rather than on the main thread.
+// The main thread serves it as uWS's handler does (direct-transport.ts) and posts the answer's parts
 // back, which are framed here as uWS frames its answers and passed to the client through the same
 // ResponseReader as uWS's bytes. So the main thread never reads the request's bytes off a socket,
 // parses HTTP, or copies the body.
