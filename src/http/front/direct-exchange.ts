@@ -130,7 +130,12 @@ export class DirectLink {
     });
   }
 
-  /** `exchange`'s head went (or will not): it no longer waits. */
+  /** Whether `exchange`'s head waits for the end of this turn. */
+  waits(exchange: DirectExchange): boolean {
+    return this.waiting.has(exchange);
+  }
+
+  /** `exchange`'s head went: it no longer waits. */
   posted(exchange: DirectExchange): void {
     this.waiting.delete(exchange);
   }
@@ -166,8 +171,6 @@ export class DirectExchange implements FrontExchange {
   private used = 0;
   /** The head has been posted. */
   private posted = false;
-  /** The head waits for the rest of the body until this turn of the loop ends (DirectLink.postLater). */
-  private waiting = false;
   private readonly response = new ResponseReader();
 
   constructor(
@@ -220,23 +223,19 @@ export class DirectExchange implements FrontExchange {
     if (body) this.body = null;
     if (!this.posted) {
       if (body) this.sendHead(body);
-      else if (!this.waiting) {
-        this.waiting = true;
-        this.link.postLater(this);
-      }
+      else this.link.postLater(this);
     } else if (body) {
       this.link.sendBody(this.id, body);
     }
   }
 
-  /** Posts the head, still without its whole body, if it waits. */
+  /** Posts the head, still without its whole body, if it waits (DirectLink.postLater). */
   postHead(): void {
-    if (this.waiting) this.sendHead(null);
+    if (this.link.waits(this)) this.sendHead(null);
   }
 
   private sendHead(body: Buffer | null): void {
     this.posted = true;
-    this.waiting = false;
     this.link.posted(this);
     this.link.sendHead(this.id, this.head, this.startedAt, body);
   }
