@@ -2,7 +2,8 @@
 // own descriptor of the public port and relaying to uWS's private socket (POST bodies that fit go
 // the direct way to the main thread: http/front/direct-exchange.ts), with a router rebuilt
 // from the main thread's outline (sent again whenever the routes change) for its own answers. It reports those answers and its pool's
-// counts to the main thread, stops accepting on `close`, and drains on `drain`.
+// counts to the main thread, writes the access lines that come with its direct answers (at the
+// service's log level, gathered per turn as the main thread's), stops accepting on `close`, and drains on `drain`.
 import { performance } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
 import { rendererNamed } from './error-renderers';
@@ -13,11 +14,15 @@ import { HttpFront } from './http/front/front';
 import type { FromFrontThread, FrontThreadData, ToFrontThread } from './http/front/front-threads';
 import type { PoolCounts } from './http/front/upstream-pool';
 import { Router } from './http/router';
+import { linesPerTurn, setLogLevel } from './log';
+import { writeRequestLine } from './ops/request-line';
 
 /** How often the pool's counts are reported when they changed. */
 const COUNTS_MS = 250;
 
 const data = workerData as FrontThreadData;
+setLogLevel(data.logLevel);
+linesPerTurn();
 const port = parentPort!;
 const send = (message: FromFrontThread) => port.postMessage(message);
 let router = Router.fromOutline(data.router, rendererNamed);
@@ -47,7 +52,10 @@ const reportCounts = (counts: PoolCounts) => {
 setInterval(() => reportCounts(front.upstream), COUNTS_MS).unref();
 
 port.on('message', (message: ToFrontThread) => {
-  if (message.type === 'direct-answer' || message.type === 'direct-drop') direct.answered(message);
+  if (message.type === 'direct-answer' || message.type === 'direct-drop') {
+    if (message.line) writeRequestLine(message.line); // also when its client has left meanwhile, as uWS's answer is logged
+    direct.answered(message);
+  }
   else if (message.type === 'close') front.close();
   else if (message.type === 'drain') void front.drain(message.timeoutMs).then(() => send({ type: 'drained' }));
   else if (message.type === 'router') router = Router.fromOutline(message.router, rendererNamed);

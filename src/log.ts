@@ -2,32 +2,39 @@
 // `{"level":"info","time":"<ISO 8601>",...fields,"msg":"..."}`. Writes are synchronous, so the
 // lines before a process.exit() are never lost. The service gathers stdout's lines and writes them
 // once per turn of the event loop (linesPerTurn: a busy service writes a `request` line per
-// request), and whatever is gathered when the process exits, as it exits.
+// request), and whatever is gathered when the process exits, as it exits. The HTTP front's threads
+// write lines to the same stdout (the access lines of their direct requests), so no write holds
+// more than PIPE_BUF bytes of whole lines: on a pipe such a write is never split nor mixed with another's.
 import pino from 'pino';
 
-type Level = 'debug' | 'info' | 'warn' | 'error';
+export type Level = 'debug' | 'info' | 'warn' | 'error';
 type Fields = Record<string, unknown>;
 
-/** Gathered lines past this many characters are written at once, not at the end of the turn. */
-const GATHERED_MAX = 16 * 1024;
+/** The most a write to a pipe may hold and stay whole (POSIX PIPE_BUF on Linux). */
+export const PIPE_BUF = 4096;
 
-/** stdout's lines: each written as it comes, or gathered and written at the end of each turn of the loop. */
-class StdoutLines {
-  private readonly out = pino.destination({ fd: 1, sync: true });
+/** Lines written each as they come, or gathered and written at the end of each turn of the loop, at most PIPE_BUF bytes at once (a longer line alone). */
+export class LineGatherer {
   private gathered = '';
+  private bytes = 0;
   private perTurn = false;
+
+  constructor(private readonly out: { write(text: string): unknown }) {}
 
   write(line: string): void {
     if (!this.perTurn) return void this.out.write(line);
+    const size = Buffer.byteLength(line);
+    if (this.bytes + size > PIPE_BUF) this.flushSync();
     if (this.gathered === '') setImmediate(() => this.flushSync());
     this.gathered += line;
-    if (this.gathered.length > GATHERED_MAX) this.flushSync();
+    this.bytes += size;
   }
 
   flushSync(): void {
     if (this.gathered === '') return;
     const text = this.gathered;
     this.gathered = '';
+    this.bytes = 0;
     this.out.write(text);
   }
 
@@ -38,7 +45,7 @@ class StdoutLines {
   }
 }
 
-const stdout = new StdoutLines();
+const stdout = new LineGatherer(pino.destination({ fd: 1, sync: true }));
 
 const logger = pino(
   {
@@ -58,6 +65,10 @@ const logger = pino(
 
 export function setLogLevel(level: Level): void {
   logger.level = level;
+}
+
+export function logLevel(): Level {
+  return logger.level as Level;
 }
 
 /** From now on stdout's lines are written once per turn of the event loop (and at exit), not one by one. */

@@ -7,6 +7,8 @@
 // cases below cover it too (HTTP/1.0, pipelining, a body in pieces, errors, a client that leaves),
 // and its bodies lent in memory shared with the main thread (body-slab.ts): many at once, of
 // different photos, each answered for its own photo, and every lent byte back once they are answered.
+// Their access lines come with the answers and are written by the threads: the same line as the
+// main thread writes, once per request, whole, from two threads at once.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
@@ -124,6 +126,35 @@ test("bodies lent by the threads at once, of different photos, each get their ow
   }
   const metrics = parseMetrics(await (await fetch(`${two.url}/metrics`, { headers: { 'api-key': TEST_KEY } })).text());
   assert.equal(total(metrics, 'catcomfort_http_direct_lent_bytes'), 0);
+});
+
+test("a direct request's access line, written by its thread, is the main thread's line, once per request and whole", async () => {
+  const linesOf = (server: TestServer, id: string) =>
+    server
+      .output()
+      .split('\n')
+      .filter((l) => l.includes(`"request_id":"${id}"`))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+  const ask = async (server: TestServer, id: string, oip: boolean) => {
+    const request = oip ? { path: '/v2/models/bc-v1/infer', ...oipBinaryRequest(readFileSync(photo('007_oxford_Siamese_151.jpg'))) } : { path: '/v2/predict', headers: { 'content-type': 'application/json' }, body: Buffer.from(body) };
+    const response = await fetch(`${server.url}${request.path}`, { method: 'POST', headers: { ...request.headers, 'api-key': TEST_KEY, 'x-request-id': id }, body: new Uint8Array(request.body) });
+    assert.equal(response.status, 200);
+    await response.arrayBuffer();
+  };
+  for (const oip of [false, true]) {
+    await Promise.all([ask(one, `line-one-${oip}`, oip), ask(two, `line-two-${oip}`, oip)]);
+    const [a] = await waitFor('the main thread\'s line', () => linesOf(one, `line-one-${oip}`).length ? linesOf(one, `line-one-${oip}`) : null);
+    const [b] = await waitFor('the thread\'s line', () => linesOf(two, `line-two-${oip}`).length ? linesOf(two, `line-two-${oip}`) : null);
+    assert.deepEqual(Object.keys(b!), Object.keys(a!));
+    const same = (r: Record<string, unknown>) => ({ ...r, request_id: 'ID', time: 'T', latency_ms: 0 });
+    assert.deepEqual(same(b!), same(a!));
+  }
+  const ids = Array.from({ length: 32 }, (_, i) => `line-many-${i}`);
+  await Promise.all(ids.map((id, i) => ask(two, id, i % 2 === 1)));
+  await waitFor('a line for every request', () => ids.every((id) => linesOf(two, id).length > 0) || null);
+  await ask(two, 'line-last', false);
+  await waitFor('the last line', () => linesOf(two, 'line-last').length > 0 || null);
+  for (const id of ids) assert.equal(linesOf(two, id).length, 1, id);
 });
 
 test('a second instance on the same port fails to start; SIGTERM waits for a request in progress', async () => {

@@ -27,6 +27,11 @@ export interface ResponseSink {
   readonly keepsChunks?: boolean;
   /** Body bytes the client sent that no data handler saw (a direct request whose client left mid-body). */
   readonly bytesIn?: number;
+  /**
+   * Takes the request's access line (its fields) to be written where the answer is framed (a front
+   * thread), when the answer has not gone yet; false: the caller writes it.
+   */
+  carryLine?(fields: Readonly<Record<string, unknown>>): boolean;
 }
 
 /** What an exchange reads of uWS's HttpRequest (method in lower case, path, query without `?`, fields). */
@@ -122,6 +127,11 @@ export class Exchange implements Leaving {
 
   header(name: string): string | undefined {
     return this.headers.get(name);
+  }
+
+  /** Hands the access line's fields to the transport that writes the answer, where it writes lines itself (ResponseSink.carryLine). */
+  carryLine(fields: Readonly<Record<string, unknown>>): boolean {
+    return this.res.carryLine?.(fields) ?? false;
   }
 
   /** The client disconnecting before the response is sent, heard as an AbortSignal is (Leaving), without one. */

@@ -1,5 +1,6 @@
-// The access log: one `request` line per request or call, on every interface, written by one
-// writer (writeAccessLine) when it ends (answered or the client gone). HTTP's requests, whether the
+// The access log: one `request` line per request or call, on every interface, made by one
+// writer (writeAccessLine) when it ends (answered or the client gone), and written here or, for a
+// front thread's direct request, by that thread with the answer (request-line.ts). HTTP's requests, whether the
 // service or the HTTP front answered them, are recorded here with their metrics; gRPC's calls by
 // its interceptor (src/oip/grpc/call-log.ts). The line names what was done and for which client
 // address, never the image, the body or the key.
@@ -9,6 +10,7 @@ import { requestIdFrom } from '../errors';
 import { log } from '../log';
 import { countAnswered } from './event-loop';
 import { metrics } from './metrics';
+import { writeRequestLine } from './request-line';
 import { observeStages } from './stage-summary';
 
 export type Interface = 'v1' | 'v2' | 'scan' | 'ops';
@@ -60,11 +62,14 @@ export interface AccessRecord {
   extra: Record<string, unknown>;
 }
 
-/** The one writer of the `request` log line, for every interface; it also counts the answer for the event-loop figures. */
-export function writeAccessLine(r: AccessRecord): void {
+/** Takes a line to write it elsewhere (Exchange.carryLine); false: not taken. */
+type LineCarrier = { carryLine(fields: Readonly<Record<string, unknown>>): boolean };
+
+/** The one writer of the `request` log line, for every interface (`carrier`: who writes it, if not this thread); it also counts the answer for the event-loop figures. */
+export function writeAccessLine(r: AccessRecord, carrier?: LineCarrier): void {
   countAnswered();
   if (!log.enabled('info')) return;
-  log.info('request', {
+  const fields = {
     request_id: r.requestId,
     interface: r.interface,
     method: r.method,
@@ -76,11 +81,12 @@ export function writeAccessLine(r: AccessRecord): void {
     latency_ms: Math.round(r.seconds * 1e6) / 1e3,
     bytes_in: r.bytesIn,
     ...r.extra,
-  });
+  };
+  if (!carrier?.carryLine(fields)) writeRequestLine(fields);
 }
 
 /** An HTTP request's line and metrics. */
-function record(r: RequestRecord): void {
+function record(r: RequestRecord, carrier?: LineCarrier): void {
   const iface = interfaceOf(r.path);
   const route = r.route || 'unmatched';
   const seconds = (performance.now() - r.startedAt) / 1000;
@@ -98,7 +104,7 @@ function record(r: RequestRecord): void {
     seconds,
     bytesIn: r.bytesIn,
     extra: { bytes_out: r.bytesOut, detection: r.detection ?? null, ...(r.front ? { answered_by: 'front' } : {}) },
-  });
+  }, carrier);
 }
 
 export function recordRequest(ex: Exchange): void {
@@ -118,7 +124,7 @@ export function recordRequest(ex: Exchange): void {
     bytesOut: ex.bytesOut,
     detection: ex.notes.detection,
     front: false,
-  });
+  }, ex);
 }
 
 export function recordFrontAnswer(a: FrontAnswerRecord): void {

@@ -62,10 +62,16 @@ export function packHead(head: string): string {
 /** The whole body of a request posted before it. */
 export type DirectBodyMessage = { type: 'direct-body'; id: number; body: DirectBody };
 
-/** The answer's parts as the service wrote them (status text, field lines, body, whether it closes), or `drop`: no answer. */
+/**
+ * The answer's parts as the service wrote them (status text, field lines, body, whether it closes), or
+ * `drop`: no answer; with either, the request's access line (its fields) for the thread to write, or null.
+ */
 export type DirectAnswerMessage =
-  | { type: 'direct-answer'; id: number; status: string; fields: string; body: string | Uint8Array; close: boolean }
-  | { type: 'direct-drop'; id: number };
+  | { type: 'direct-answer'; id: number; status: string; fields: string; body: string | Uint8Array; close: boolean; line: AccessLineFields | null }
+  | { type: 'direct-drop'; id: number; line: AccessLineFields | null };
+
+/** An access line's fields, as the main thread's access log built them. */
+export type AccessLineFields = Readonly<Record<string, unknown>>;
 
 /** The client left; `received`: the body bytes it had sent. */
 export type DirectAbortMessage = { type: 'direct-abort'; id: number; received: number };

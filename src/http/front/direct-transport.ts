@@ -1,12 +1,13 @@
 // The main thread's side of a front thread's direct request (direct-exchange.ts): the forwarded
 // head as the thread read it for the main thread, as uWS reads one (packHead), the body handed over
 // whole as one chunk that stays valid until the exchange ends (a block lent from the thread's slab:
-// body-slab.ts), and the answer's parts posted back for the thread to frame. An Exchange cannot tell
-// it from uWS, so every route, limit, log line and metric is the same on both ways.
+// body-slab.ts), and the answer's parts posted back for the thread to frame, with the request's
+// access line for the thread to write (carryLine). An Exchange cannot tell it from uWS, so every
+// route, limit, log line and metric is the same on both ways.
 import type { LentRange } from '../lent-bytes';
 import type { RequestSource, ResponseSink } from '../exchange';
 import { IMAGE_MEMBER, noteMemberSpan } from '../json-image';
-import { type DirectAnswerMessage, HEAD_SEPARATOR, NO_QUERY } from './direct-exchange';
+import { type AccessLineFields, type DirectAnswerMessage, HEAD_SEPARATOR, NO_QUERY } from './direct-exchange';
 
 export class DirectRequest implements RequestSource {
   private readonly parts: string[];
@@ -43,6 +44,8 @@ export class DirectResponse implements ResponseSink {
   private body: LentRange | null = null;
   private status = '200 OK';
   private fields = '';
+  /** The access line, carried to the thread with the answer. */
+  private line: AccessLineFields | null = null;
   private done = false;
 
   constructor(
@@ -80,13 +83,20 @@ export class DirectResponse implements ResponseSink {
 
   end(body: string | Buffer, closeConnection: boolean): this {
     if (!this.finish()) return this;
-    this.post({ type: 'direct-answer', id: this.id, status: this.status, fields: this.fields, body, close: closeConnection });
+    this.post({ type: 'direct-answer', id: this.id, status: this.status, fields: this.fields, body, close: closeConnection, line: this.line });
     return this;
   }
 
   close(): this {
-    if (this.finish()) this.post({ type: 'direct-drop', id: this.id });
+    if (this.finish()) this.post({ type: 'direct-drop', id: this.id, line: this.line });
     return this;
+  }
+
+  /** The thread writes the line, as it comes with the answer (the service settles an exchange before ending it); not once the response is over. */
+  carryLine(fields: AccessLineFields): boolean {
+    if (this.done) return false;
+    this.line = fields;
+    return true;
   }
 
   /** The whole body, once the handler has attached its reader (as uWS calls onData after the handler); `image`: where IMAGE_MEMBER's value lies. */

@@ -4,7 +4,8 @@
 // threads accept. Each thread runs an HttpFront (front-thread-main.ts) relaying to uWS's private
 // socket with its share of the upstream pool's limits, and sending POST bodies that fit the direct
 // way (direct-exchange.ts), served here as uWS requests are; the main thread then does no front work. The
-// threads report their own answers (for the access log) and pool counts; a thread that ends
+// threads write the access lines of their direct requests (carried with the answers), report their
+// own answers (for the access log) and pool counts; a thread that ends
 // unexpectedly is started again on a fresh descriptor.
 import { closeSync } from 'node:fs';
 import net from 'node:net';
@@ -18,7 +19,7 @@ import { DirectRequest, DirectResponse } from './direct-transport';
 import { listenExclusive } from './front';
 import type { FrontAnswer } from './settings';
 import type { PoolCounts } from './upstream-pool';
-import { log } from '../../log';
+import { type Level, log, logLevel } from '../../log';
 
 /** What a front thread is started with (structured-cloned to it). */
 export interface FrontThreadData {
@@ -33,6 +34,8 @@ export interface FrontThreadData {
   router: RouterOutline;
   /** The memory its direct bodies are lent in (body-slab.ts). */
   slab: Slab;
+  /** The service's log level, for the access lines it writes. */
+  logLevel: Level;
 }
 
 /** Messages from a front thread; `answer.startedAt` is on the epoch clock (performance.timeOrigin + now). */
@@ -51,7 +54,7 @@ export interface FrontThreadsOptions {
   count: number;
   /** The thread's script (front-thread-main.js), and its settings but the descriptor. */
   entry: string;
-  data: Omit<FrontThreadData, 'fd' | 'slab'>;
+  data: Omit<FrontThreadData, 'fd' | 'slab' | 'logLevel'>;
   dupFd(fd: number): number;
   onAnswer?(answer: FrontAnswer): void;
   /** Serves a direct request as uWS's handler serves one; `startedAt` on performance.now()'s clock. */
@@ -96,7 +99,7 @@ export class FrontThreads {
 
   private start(): Promise<void> {
     const slab = createSlab(this.options.data.upstreamConnections + this.options.data.upstreamQueue);
-    const workerData: FrontThreadData = { ...this.options.data, fd: this.options.dupFd(this.spare!), slab };
+    const workerData: FrontThreadData = { ...this.options.data, fd: this.options.dupFd(this.spare!), slab, logLevel: logLevel() };
     const thread: Thread = { worker: new Worker(this.options.entry, { workerData }), counts: { open: 0, idle: 0, waiting: 0 }, listening: false, drained: false, direct: new Map(), slab: new SlabReader(slab) };
     this.threads.add(thread);
     thread.worker.unref();
