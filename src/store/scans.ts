@@ -189,6 +189,9 @@ export class ScanQueue {
   async claim(workerId: string, leaseMs: number, maxAttempts: number): Promise<ClaimedScan | null> {
     checkLease(leaseMs, maxAttempts);
     const { now, lockSkipLocked } = this.d;
+    // Idle workers ask often: a read first, so that nothing to claim or fail costs no write transaction.
+    const due = `status IN ('PENDING', 'PROCESSING') AND (status = 'PENDING' OR lease_until < ${now})`;
+    if ((await this.db.query(`SELECT 1 AS due FROM scans WHERE ${due} LIMIT 1`)).length === 0) return null;
     return this.db.transaction(async (tx) => {
       // `status IN (...)` first, so the partial queue index serves these lookups.
       const exhausted = await tx.query<{ id: string; attempts: number }>(
