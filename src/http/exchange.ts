@@ -12,6 +12,9 @@ import { RequestTiming, serverTimingHeader } from '../timing/stage-times';
 import { PEER_ADDRESS_HEADER } from './front/head';
 
 /** What an exchange uses of uWS's HttpResponse. */
+/** A request's access line as its fields (the access log builds them; whoever writes the line formats them). */
+export type AccessLineFields = Readonly<Record<string, unknown>>;
+
 export interface ResponseSink {
   onAborted(handler: () => void): unknown;
   onData(handler: (chunk: ArrayBuffer | Buffer, isLast: boolean) => void): unknown;
@@ -31,7 +34,7 @@ export interface ResponseSink {
    * Takes the request's access line (its fields) to be written where the answer is framed (a front
    * thread), when the answer has not gone yet; false: the caller writes it.
    */
-  carryLine?(fields: Readonly<Record<string, unknown>>): boolean;
+  carryLine?(fields: AccessLineFields): boolean;
 }
 
 /** What an exchange reads of uWS's HttpRequest (method in lower case, path, query without `?`, fields). */
@@ -130,7 +133,7 @@ export class Exchange implements Leaving {
   }
 
   /** Hands the access line's fields to the transport that writes the answer, where it writes lines itself (ResponseSink.carryLine). */
-  carryLine(fields: Readonly<Record<string, unknown>>): boolean {
+  carryLine(fields: AccessLineFields): boolean {
     return this.res.carryLine?.(fields) ?? false;
   }
 

@@ -63,7 +63,7 @@ export interface AccessRecord {
 }
 
 /** Takes a line to write it elsewhere (Exchange.carryLine); false: not taken. */
-type LineCarrier = { carryLine(fields: Readonly<Record<string, unknown>>): boolean };
+type LineCarrier = Pick<Exchange, 'carryLine'>;
 
 /** The one writer of the `request` log line, for every interface (`carrier`: who writes it, if not this thread); it also counts the answer for the event-loop figures. */
 export function writeAccessLine(r: AccessRecord, carrier?: LineCarrier): void {

@@ -9,6 +9,7 @@
 // ResponseReader as uWS's bytes. So the main thread never reads the request's bytes off a socket,
 // parses HTTP, or copies the body.
 import { performance } from 'node:perf_hooks';
+import type { AccessLineFields } from '../exchange';
 import { IMAGE_MEMBER, locateMember } from '../json-image';
 import { answerDate } from './answer-bytes';
 import { type SlabBlock, SlabWriter } from './body-slab';
@@ -70,8 +71,6 @@ export type DirectAnswerMessage =
   | { type: 'direct-answer'; id: number; status: string; fields: string; body: string | Uint8Array; close: boolean; line: AccessLineFields | null }
   | { type: 'direct-drop'; id: number; line: AccessLineFields | null };
 
-/** An access line's fields, as the main thread's access log built them. */
-export type AccessLineFields = Readonly<Record<string, unknown>>;
 
 /** The client left; `received`: the body bytes it had sent. */
 export type DirectAbortMessage = { type: 'direct-abort'; id: number; received: number };

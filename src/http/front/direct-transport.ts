@@ -5,9 +5,9 @@
 // access line for the thread to write (carryLine). An Exchange cannot tell it from uWS, so every
 // route, limit, log line and metric is the same on both ways.
 import type { LentRange } from '../lent-bytes';
-import type { RequestSource, ResponseSink } from '../exchange';
+import type { AccessLineFields, RequestSource, ResponseSink } from '../exchange';
 import { IMAGE_MEMBER, noteMemberSpan } from '../json-image';
-import { type AccessLineFields, type DirectAnswerMessage, HEAD_SEPARATOR, NO_QUERY } from './direct-exchange';
+import { type DirectAnswerMessage, HEAD_SEPARATOR, NO_QUERY } from './direct-exchange';
 
 export class DirectRequest implements RequestSource {
   private readonly parts: string[];
