@@ -7,6 +7,7 @@ import { Exchange, type RequestSource, type ResponseSink } from './exchange';
 import { TrustedProxies } from './front/client-address';
 import { HttpFront } from './front/front';
 import { FrontThreads } from './front/front-threads';
+import { localDirect } from './front/local-direct';
 import type { FrontAnswer } from './front/settings';
 import { ApiError, requestIdFrom } from '../errors';
 import { errorAnswer, methodNotAllowedAnswer, notFoundAnswer, type Answer, type ErrorRenderer } from './error-answers';
@@ -173,6 +174,7 @@ export class HttpServer {
               onAnswer,
               allowedMethods: (p) => this.router.allowedMethods(p),
               rendererFor: (p) => this.router.rendererFor(p),
+              direct: localDirect(limits.upstreamConnections + limits.upstreamQueue, (res, req, startedAt) => this.serve(res, req, startedAt)),
             });
       return await this.front.listen(host, port);
     } catch (error) {

@@ -54,6 +54,8 @@ export class DirectResponse implements ResponseSink {
     private readonly post: (message: DirectAnswerMessage) => void,
     /** Told once when the response is over: answered, dropped or aborted. */
     private readonly over: () => void,
+    /** The answer carries the access line for the thread to write; false: the service writes it. */
+    private readonly carriesLines = true,
   ) {}
 
   onAborted(handler: () => void): this {
@@ -94,7 +96,7 @@ export class DirectResponse implements ResponseSink {
 
   /** The thread writes the line, as it comes with the answer (the service settles an exchange before ending it); not once the response is over. */
   carryLine(fields: AccessLineFields): boolean {
-    if (this.done) return false;
+    if (this.done || !this.carriesLines) return false;
     this.line = fields;
     return true;
   }

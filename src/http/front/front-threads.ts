@@ -13,9 +13,9 @@ import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import type { RequestSource, ResponseSink } from '../exchange';
 import type { RouterOutline } from '../router';
-import { createSlab, type Slab, SlabReader } from './body-slab';
-import type { DirectAbortMessage, DirectAnswerMessage, DirectBody, DirectBodyMessage, DirectRequestMessage } from './direct-exchange';
-import { DirectRequest, DirectResponse } from './direct-transport';
+import { createSlab, type Slab } from './body-slab';
+import type { DirectAbortMessage, DirectAnswerMessage, DirectBodyMessage, DirectRequestMessage } from './direct-exchange';
+import { DirectService } from './direct-service';
 import { listenExclusive } from './front';
 import type { FrontAnswer } from './settings';
 import type { PoolCounts } from './upstream-pool';
@@ -66,10 +66,8 @@ interface Thread {
   counts: PoolCounts;
   listening: boolean;
   drained: boolean;
-  /** The main thread's side of its slab. */
-  slab: SlabReader;
-  /** Its direct requests not answered yet, by id. */
-  direct: Map<number, DirectResponse>;
+  /** The main thread's side of its direct way. */
+  direct: DirectService;
 }
 
 export class FrontThreads {
@@ -100,7 +98,9 @@ export class FrontThreads {
   private start(): Promise<void> {
     const slab = createSlab(this.options.data.upstreamConnections + this.options.data.upstreamQueue);
     const workerData: FrontThreadData = { ...this.options.data, fd: this.options.dupFd(this.spare!), slab, logLevel: logLevel() };
-    const thread: Thread = { worker: new Worker(this.options.entry, { workerData }), counts: { open: 0, idle: 0, waiting: 0 }, listening: false, drained: false, direct: new Map(), slab: new SlabReader(slab) };
+    const worker = new Worker(this.options.entry, { workerData });
+    const direct = new DirectService({ slab, post: (answer) => worker.postMessage(answer), serve: this.options.serve, carryLines: true });
+    const thread: Thread = { worker, counts: { open: 0, idle: 0, waiting: 0 }, listening: false, drained: false, direct };
     this.threads.add(thread);
     thread.worker.unref();
     return new Promise((resolve, reject) => {
@@ -109,9 +109,7 @@ export class FrontThreads {
           thread.listening = true;
           resolve();
         }
-        else if (message.type === 'direct-request') this.serveDirect(thread, message);
-        else if (message.type === 'direct-body') this.deliver(thread, message.id, message.body);
-        else if (message.type === 'direct-abort') thread.direct.get(message.id)?.abort(message.received);
+        else if (message.type === 'direct-request' || message.type === 'direct-body' || message.type === 'direct-abort') thread.direct.receive(message);
         else if (message.type === 'counts') thread.counts = message.counts;
         else if (message.type === 'answer') this.options.onAnswer?.({ ...message.answer, startedAt: message.answer.startedAt - performance.timeOrigin });
         else if (message.type === 'drained') this.markDrained(thread);
@@ -122,29 +120,13 @@ export class FrontThreads {
       });
       thread.worker.once('exit', (code) => {
         this.threads.delete(thread);
-        for (const res of [...thread.direct.values()]) res.abort(); // their clients' connections ended with the thread
+        thread.direct.abortAll(); // their clients' connections ended with the thread
         this.markDrained(thread);
         if (this.closing || this.spare === null || !thread.listening) return;
         log.error('http front thread ended; starting another', { code });
         this.start().catch(() => undefined);
       });
     });
-  }
-
-  private serveDirect(thread: Thread, message: DirectRequestMessage): void {
-    const { id } = message;
-    const res = new DirectResponse(id, (answer) => thread.worker.postMessage(answer), () => thread.direct.delete(id));
-    thread.direct.set(id, res);
-    this.options.serve(res, new DirectRequest(message.head), message.startedAt - performance.timeOrigin);
-    if (message.body) this.deliver(thread, id, message.body);
-  }
-
-  /** A direct body, lent by its thread, to the request it is for (or given back at once when that has ended). */
-  private deliver(thread: Thread, id: number, [block, offset, length, imageStart, imageEnd]: DirectBody): void {
-    const lent = thread.slab.borrow({ block, offset, length });
-    const res = thread.direct.get(id);
-    if (res) res.deliver(lent, imageStart < 0 ? null : [imageStart, imageEnd]);
-    else lent.letGo();
   }
 
   private markDrained(thread: Thread): void {

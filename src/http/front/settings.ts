@@ -21,7 +21,7 @@ export interface FrontSettings {
   allowedMethods(path: string): string[];
   /** How the interface a path belongs to writes errors. */
   rendererFor(path: string): ErrorRenderer;
-  /** On a front thread: the direct way to the main thread for POST bodies that fit (direct-exchange.ts). */
+  /** The direct way to the service for POST bodies that fit (direct-exchange.ts): a front thread's to the main thread, or the main thread's own (local-direct.ts). */
   direct?: DirectLink;
   /** Hears every answer the front gives itself (refusals, 429 and 503), and every request it held whose client left, for the access log and metrics. */
   onAnswer?(record: FrontAnswer): void;
