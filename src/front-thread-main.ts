@@ -26,8 +26,7 @@ linesPerTurn();
 const port = parentPort!;
 const send = (message: FromFrontThread) => port.postMessage(message);
 let router = Router.fromOutline(data.router, rendererNamed);
-// As many direct requests at once as the thread's share of connections to uWS and their queue.
-const direct = new DirectLink(send, data.upstreamConnections + data.upstreamQueue, new SlabWriter(data.slab));
+const direct = new DirectLink(send, new SlabWriter(data.slab));
 
 const front = new HttpFront({
   upstreamPath: data.upstreamPath,

@@ -1,6 +1,7 @@
 // The HTTP front's pool of connections to the server behind it, against a scripted server on a
 // unix socket standing in for uWS: a bodiless GET whose connection closes before it was read is
-// sent again once, a POST is not; past the pool and its queue the front answers 429 itself.
+// sent again once, a POST is not; past the pool and its queue the front answers 429 itself; a place
+// held without a connection (the direct way) counts toward the limit as a connection does.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
@@ -9,6 +10,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { TrustedProxies } from '../src/http/front/client-address';
 import { HttpFront } from '../src/http/front/front';
+import { type Upstream, UpstreamPool } from '../src/http/front/upstream-pool';
 import { errorResponse } from '../src/http/error-answers';
 import { responses, talk } from './helpers/raw-http';
 
@@ -80,4 +82,22 @@ test('one connection and a queue of one: the second request waits, the third get
   assert.deepEqual(f.upstream, { open: 1, idle: 1, waiting: 0 });
   f.close();
   await f.drain(1000);
+});
+
+test('a place held without a connection counts as one: the next request waits, and gets a connection in it once it is given back', () => {
+  const pool = new UpstreamPool(path.join(dir, 'up.sock'), { connections: 1, queue: 1, waitMs: 10_000 });
+  assert.equal(pool.hasPlace(), true);
+  pool.takePlace();
+  assert.equal(pool.hasPlace(), false);
+  let granted: Upstream | null = null;
+  assert.notEqual(pool.acquire((u) => (granted = u), () => assert.fail('expired')), null);
+  assert.deepEqual(pool.counts, { open: 0, idle: 0, waiting: 1 });
+  assert.equal(pool.acquire(() => assert.fail('granted past the queue'), () => undefined), null, 'the queue of one is full');
+  pool.givePlace();
+  assert.ok(granted, 'the waiter got a connection');
+  assert.deepEqual(pool.counts, { open: 1, idle: 0, waiting: 0 });
+  assert.equal(pool.hasPlace(), false, 'its connection holds the place now');
+  pool.release(granted);
+  assert.equal(pool.hasPlace(), true, 'an idle connection holds no place');
+  pool.closeIdle();
 });

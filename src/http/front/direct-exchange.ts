@@ -16,6 +16,7 @@ import { type SlabBlock, SlabWriter } from './body-slab';
 import type { RequestHead } from './head';
 import { ResponseError, ResponseReader } from './response';
 import type { ExchangeClient, UpstreamExchange } from './upstream-exchange';
+import type { UpstreamPool } from './upstream-pool';
 import { log } from '../../log';
 
 /** What the client side uses of an exchange: the relay to uWS (upstream-exchange.ts) or this one. */
@@ -80,11 +81,14 @@ export function goesDirect(head: RequestHead, maxBodyBytes: number): boolean {
   return head.method === 'POST' && !head.chunked && !head.expectContinue && head.contentLength > 0 && head.contentLength <= maxBodyBytes;
 }
 
+/** Where each request on the direct way holds a place: the front's pool of connections to uWS (upstream-pool.ts). */
+export type Places = Pick<UpstreamPool, 'hasPlace' | 'takePlace' | 'givePlace'>;
+
 /**
- * One thread's requests on the direct way: at most `limit` at once (the thread's share of the pool
- * and its queue), their bodies in the thread's slab, so a client that declares large bodies and
- * sends them slowly cannot make the thread hold more than the slab; what does not fit is relayed to
- * uWS as before.
+ * One front's requests on the direct way: each holds a place in the front's pool as a relayed one
+ * holds a connection, so the pool's limit and queue apply to both ways alike; their bodies are in
+ * the slab, so a client that declares large bodies and sends them slowly cannot make the front hold
+ * more than the slab. A request with no free place, or whose body does not fit, is relayed to uWS.
  */
 export class DirectLink {
   private nextId = 1;
@@ -92,33 +96,40 @@ export class DirectLink {
   /** Heads waiting for the rest of their bodies until this turn of the loop ends. */
   private readonly waiting = new Set<DirectExchange>();
   private flushing: NodeJS.Immediate | null = null;
+  private places: Places | null = null;
 
   constructor(
     private readonly post: (message: DirectRequestMessage | DirectBodyMessage | DirectAbortMessage) => void,
-    private readonly limit: number,
     private readonly slab: SlabWriter,
   ) {}
 
+  /** The front that takes this link gives it its pool (HttpFront's constructor). */
+  holdPlacesIn(places: Places): void {
+    this.places = places;
+  }
+
   /** Whether a request with a body of `bytes` fits now. */
   fits(bytes: number): boolean {
-    return this.open.size < this.limit && this.slab.fits(bytes);
+    return this.places !== null && this.places.hasPlace() && this.slab.fits(bytes);
   }
 
   /** A place for one request with a body of `bytes` (its id and where to write the body), or null when it does not fit. */
   reserve(exchange: DirectExchange, bytes: number): { id: number; body: Buffer } | null {
-    const block = this.open.size < this.limit ? this.slab.place(bytes) : null;
+    const block = this.places?.hasPlace() ? this.slab.place(bytes) : null;
     if (!block) return null;
+    this.places!.takePlace();
     const id = this.nextId++;
     this.open.set(id, { exchange, block });
     return { id, body: this.slab.bytes(block) };
   }
 
-  /** The request ends here; its block, unless lent, is free again. */
+  /** The request ends here; its place is given back, and its block, unless lent, is free again. */
   private close(id: number): DirectExchange | null {
     const entry = this.open.get(id);
     if (!entry) return null;
     this.open.delete(id);
     this.slab.free(entry.block);
+    this.places!.givePlace();
     return entry.exchange;
   }
 

@@ -47,6 +47,7 @@ export class HttpFront {
       queue: settings.upstreamQueue,
       waitMs: settings.upstreamWaitMs,
     });
+    settings.direct?.holdPlacesIn(this.pool);
     const events = {
       accepting: () => this.server.listening,
       idle: () => this.checkIdle(),

@@ -7,10 +7,10 @@ import { createSlab, SlabWriter } from './body-slab';
 import { DirectLink } from './direct-exchange';
 import { DirectService, type DirectServiceOptions } from './direct-service';
 
-/** The front's side of the way, with at most `limit` requests on it at once; the service writes their access lines. */
-export function localDirect(limit: number, serve: DirectServiceOptions['serve']): DirectLink {
-  const slab = createSlab(limit);
+/** The front's side of the way, its slab for `requests` at once (the front's pool and queue); the service writes their access lines. */
+export function localDirect(requests: number, serve: DirectServiceOptions['serve']): DirectLink {
+  const slab = createSlab(requests);
   const service = new DirectService({ slab, post: (answer) => queueMicrotask(() => link.answered(answer)), serve, carryLines: false });
-  const link = new DirectLink((message) => queueMicrotask(() => service.receive(message)), limit, new SlabWriter(slab));
+  const link = new DirectLink((message) => queueMicrotask(() => service.receive(message)), new SlabWriter(slab));
   return link;
 }

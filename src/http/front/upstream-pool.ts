@@ -3,7 +3,8 @@
 // its head to the end of its answer; between requests, connections wait idle for the next one.
 // Bounding them keeps a burst of client connections from overflowing uWS's listen backlog (whose
 // failed connects were answered 503 before); what the pool and its queue cannot take is refused
-// by the caller with 429.
+// by the caller with 429. A request served without a connection (the direct way: direct-exchange.ts)
+// holds one of the pool's places all the same, so the limit and the queue are the same either way.
 import net from 'node:net';
 
 /** Idle connections older than this are closed, well before uWS's own 10 s idle close can race a request. */
@@ -48,6 +49,8 @@ export class UpstreamPool {
   private readonly idle: Upstream[] = [];
   private readonly waiting = new Set<Waiter>();
   private open = 0;
+  /** Places held by requests served without a connection. */
+  private placesHeld = 0;
 
   constructor(
     private readonly path: string,
@@ -63,7 +66,7 @@ export class UpstreamPool {
    * came within the wait limit. Returns a cancel function, or null when the queue is full.
    */
   acquire(grant: (upstream: Upstream) => void, expire: () => void): (() => void) | null {
-    const ready = this.takeIdle() ?? (this.open < this.limits.connections ? this.connect() : null);
+    const ready = this.busy() < this.limits.connections ? (this.takeIdle() ?? this.connect()) : null;
     if (ready) {
       ready.socket.setTimeout(0);
       grant(ready);
@@ -83,6 +86,31 @@ export class UpstreamPool {
       clearTimeout(waiter.timer);
       this.waiting.delete(waiter);
     };
+  }
+
+  /** Whether a request can have a place at once: one is free and none waits for it. */
+  hasPlace(): boolean {
+    return this.waiting.size === 0 && this.busy() < this.limits.connections;
+  }
+
+  /** A request served without a connection takes a place (after hasPlace). */
+  takePlace(): void {
+    this.placesHeld++;
+  }
+
+  /** ...and gives it back: the longest waiter gets a connection in it. */
+  givePlace(): void {
+    this.placesHeld--;
+    if (this.waiting.size > 0 && this.busy() < this.limits.connections) {
+      const upstream = this.takeIdle() ?? this.connect();
+      upstream.socket.setTimeout(0);
+      this.nextWaiter()!.grant(upstream);
+    }
+  }
+
+  /** Places in use: connections held by requests, and places held without one. */
+  private busy(): number {
+    return this.open - this.idle.length + this.placesHeld;
   }
 
   /** The answer has been read whole: the connection goes to the next waiter, or waits idle. */
@@ -152,7 +180,7 @@ export class UpstreamPool {
       upstream.user = null;
       user?.onClose(upstream.connected);
       // Its place is free: the longest waiter gets a new connection.
-      if (this.open < this.limits.connections) this.nextWaiter()?.grant(this.connect());
+      if (this.waiting.size > 0 && this.busy() < this.limits.connections) this.nextWaiter()!.grant(this.connect());
     });
     return upstream;
   }
