@@ -16,7 +16,7 @@ import { after, before, test } from 'node:test';
 import { oipBinaryRequest } from '../bench/protocols';
 import { parseMetrics, total } from './helpers/metrics';
 import { photo } from './helpers/paths';
-import { atLeast, responses, talk } from './helpers/raw-http';
+import { atLeast, normalized, responses, talk } from './helpers/raw-http';
 import { startServer, TEST_KEY, type TestServer } from './helpers/server';
 import { waitFor } from './helpers/wait';
 
@@ -30,15 +30,6 @@ before(async () => {
   [one, two] = await Promise.all([startServer({ CATCOMFORT_HTTP_THREADS: '1' }), startServer({ CATCOMFORT_HTTP_THREADS: '2' })]);
 });
 after(() => Promise.all([one?.stop(), two?.stop()]));
-
-/** What differs between two runs of the same request: ids, dates, timings. */
-function normalized(text: string): string {
-  return text
-    .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, 'ID')
-    .replace(/^Date: .*$/gim, 'Date: D')
-    .replace(/^Server-Timing: .*$/gim, 'Server-Timing: T')
-    .replace(/"(latency_ms|score|confidence)":[0-9.e-]+/g, '"$1":N');
-}
 
 const CASES: Array<{ name: string; pieces: string[]; closes?: boolean; enough?: number }> = [
   { name: 'GET /healthz', pieces: ['GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'] },

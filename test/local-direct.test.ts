@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import { oipBinaryRequest } from '../bench/protocols';
 import { parseMetrics, total } from './helpers/metrics';
 import { photo } from './helpers/paths';
-import { atLeast, talk } from './helpers/raw-http';
+import { atLeast, normalized, talk } from './helpers/raw-http';
 import { startServer, TEST_KEY, type TestServer } from './helpers/server';
 import { waitFor } from './helpers/wait';
 
@@ -23,15 +23,6 @@ before(async () => {
   server = await startServer({ CATCOMFORT_HTTP_THREADS: '1' });
 });
 after(() => server?.stop());
-
-/** What differs between two runs of the same request: ids, dates, timings. */
-function normalized(text: string): string {
-  return text
-    .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, 'ID')
-    .replace(/^Date: .*$/gim, 'Date: D')
-    .replace(/^Server-Timing: .*$/gim, 'Server-Timing: T')
-    .replace(/"(latency_ms|score|confidence)":[0-9.e-]+/g, '"$1":N');
-}
 
 const CASES: Array<{ name: string; path: string; fields: string; body: Buffer }> = [
   { name: 'predict', path: '/v2/predict', fields: `${K}Content-Type: application/json\r\n`, body: predictBody },

@@ -1,5 +1,6 @@
 // Raw-socket HTTP for the front's tests: send exact bytes (optionally cut into segments) and read
-// back the responses as they came, interim ones skipped, without any client library in between.
+// back the responses as they came, interim ones skipped, without any client library in between; and
+// the same answer with what differs between two runs of a request (ids, dates, timings) masked.
 import net from 'node:net';
 
 export interface Reply {
@@ -77,3 +78,12 @@ export function responses(text: string, bodiless: boolean[] = []): Response[] {
 }
 
 export const atLeast = (n: number, bodiless: boolean[] = []) => (text: string) => responses(text, bodiless).length >= n;
+
+/** What differs between two runs of the same request: ids, dates, timings. */
+export function normalized(text: string): string {
+  return text
+    .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, 'ID')
+    .replace(/^Date: .*$/gim, 'Date: D')
+    .replace(/^Server-Timing: .*$/gim, 'Server-Timing: T')
+    .replace(/"(latency_ms|score|confidence)":[0-9.e-]+/g, '"$1":N');
+}
