@@ -8,13 +8,19 @@
 # collector's share of that CPU (catcomfort_gc_seconds_total).
 # With OLD_TREE `free`, this checkout alone with the model made free (CATCOMFORT_BENCH_FREE_MODEL):
 # T1 T2 T2 T1, so the loop and the front are the wall, and req/s shows what the threads add.
+# MT_FREE=true with an OLD_TREE makes the model free in all six runs (the old build must know
+# CATCOMFORT_BENCH_FREE_MODEL), to set two builds' fronts and loops side by side.
 # MT_PROTOCOL=oip loads the Open Inference Protocol's REST infer with the photo as binary tensor data
 # (bench/protocols.ts) instead of /v2/predict.
 # MT_LOG_LEVEL sets CATCOMFORT_LOG_LEVEL for every run (default warn: no access line; info writes one per request).
-# Usage: bash bench/main-thread.sh OLD_TREE|free   (MT_PHOTO, MT_PROTOCOL=predict|oip, MT_CONCURRENCY=1,8,32,128, MT_DURATION_S=15, MT_LOG_LEVEL=warn)
+# Usage: bash bench/main-thread.sh OLD_TREE|free   (MT_PHOTO, MT_PROTOCOL=predict|oip, MT_CONCURRENCY=1,8,32,128, MT_DURATION_S=15, MT_LOG_LEVEL=warn, MT_FREE=false)
 set -euo pipefail
-free=""
+free=${MT_FREE:-false}
 if [ "${1:-}" = free ]; then free=true; old=""; else old=$(cd "${1:?usage: bench/main-thread.sh OLD_TREE|free}" && pwd); fi
+if [ -n "$old" ] && [ "$free" = true ] && ! grep -rqs CATCOMFORT_BENCH_FREE_MODEL "$old/dist/src"; then
+  echo "MT_FREE: $old has no CATCOMFORT_BENCH_FREE_MODEL (its runs would load the real packs)" >&2
+  exit 2
+fi
 new=$(cd "$(dirname "$0")/.." && pwd)
 photo=${MT_PHOTO:-$new/../shared/fixtures/photos/007_oxford_Siamese_151.jpg}
 levels=${MT_CONCURRENCY:-1,8,32,128}
@@ -41,7 +47,7 @@ require("autocannon")({ url, connections: +connections, duration: +duration, met
 }
 run() { # tree threads label
   local data pid; data=$(mktemp -d)
-  (cd "$1" && CATCOMFORT_BENCH_FREE_MODEL=${free:-false} CATCOMFORT_HTTP_THREADS=$2 CATCOMFORT_API_KEYS=$key CATCOMFORT_PORT=$port CATCOMFORT_HOST=127.0.0.1 CATCOMFORT_DATA_DIR=$data CATCOMFORT_LOG_LEVEL=${MT_LOG_LEVEL:-warn} exec node dist/src/main.js) >"$out/$3.log" 2>&1 &
+  (cd "$1" && CATCOMFORT_BENCH_FREE_MODEL=$free CATCOMFORT_HTTP_THREADS=$2 CATCOMFORT_API_KEYS=$key CATCOMFORT_PORT=$port CATCOMFORT_HOST=127.0.0.1 CATCOMFORT_DATA_DIR=$data CATCOMFORT_LOG_LEVEL=${MT_LOG_LEVEL:-warn} exec node dist/src/main.js) >"$out/$3.log" 2>&1 &
   pid=$!
   until curl -sf -o /dev/null "http://127.0.0.1:$port/readyz"; do
     kill -0 $pid 2>/dev/null || { cat "$out/$3.log"; exit 1; }
@@ -60,7 +66,7 @@ run() { # tree threads label
   kill $pid; wait $pid 2>/dev/null || true
   rm -rf "$data"
 }
-if [ -n "$free" ]; then
+if [ -z "$old" ]; then
   run "$new" 1 t1a; run "$new" 2 t2a; run "$new" 2 t2b; run "$new" 1 t1b
 else
   run "$old" 1 old1; run "$new" 1 t1a; run "$new" 2 t2a; run "$new" 2 t2b; run "$new" 1 t1b; run "$old" 1 old2
