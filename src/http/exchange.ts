@@ -11,10 +11,10 @@ import { BadContentLengthError, BodyTooLargeError, ClientGoneError } from '../er
 import { RequestTiming, serverTimingHeader } from '../timing/stage-times';
 import { PEER_ADDRESS_HEADER } from './front/head';
 
-/** What an exchange uses of uWS's HttpResponse. */
 /** A request's access line as its fields (the access log builds them; whoever writes the line formats them). */
 export type AccessLineFields = Readonly<Record<string, unknown>>;
 
+/** What an exchange uses of uWS's HttpResponse. */
 export interface ResponseSink {
   onAborted(handler: () => void): unknown;
   onData(handler: (chunk: ArrayBuffer | Buffer, isLast: boolean) => void): unknown;

@@ -72,7 +72,6 @@ export type DirectAnswerMessage =
   | { type: 'direct-answer'; id: number; status: string; fields: string; body: string | Uint8Array; close: boolean; line: AccessLineFields | null }
   | { type: 'direct-drop'; id: number; line: AccessLineFields | null };
 
-
 /** The client left; `received`: the body bytes it had sent. */
 export type DirectAbortMessage = { type: 'direct-abort'; id: number; received: number };
 
