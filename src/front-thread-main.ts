@@ -3,7 +3,8 @@
 // the direct way to the main thread: http/front/direct-exchange.ts), with a router rebuilt
 // from the main thread's outline (sent again whenever the routes change) for its own answers. It reports those answers and its pool's
 // counts to the main thread, writes the access lines that come with its direct answers (at the
-// service's log level, gathered per turn as the main thread's), stops accepting on `close`, and drains on `drain`.
+// service's log level, gathered per turn as the main thread's), stops accepting on `close`, drains on `drain`,
+// and takes the nice value it is given (ops/loop-priority.ts).
 import { performance } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
 import { rendererNamed } from './error-renderers';
@@ -14,7 +15,8 @@ import { HttpFront } from './http/front/front';
 import type { FromFrontThread, FrontThreadData, ToFrontThread } from './http/front/front-threads';
 import type { PoolCounts } from './http/front/upstream-pool';
 import { Router } from './http/router';
-import { linesPerTurn, setLogLevel } from './log';
+import { linesPerTurn, log, setLogLevel } from './log';
+import { setThisThreadNice } from './ops/loop-priority';
 import { writeRequestLine } from './ops/request-line';
 
 /** How often the pool's counts are reported when they changed. */
@@ -24,6 +26,11 @@ const data = workerData as FrontThreadData;
 setLogLevel(data.logLevel);
 linesPerTurn();
 const port = parentPort!;
+const takeNice = (nice: number) => {
+  const refused = setThisThreadNice(nice);
+  if (refused) log.warn('http front thread priority unchanged: the system refused a lower one', { nice, error: refused.message });
+};
+if (data.nice !== null) takeNice(data.nice);
 const send = (message: FromFrontThread) => port.postMessage(message);
 let router = Router.fromOutline(data.router, rendererNamed);
 const direct = new DirectLink(send, new SlabWriter(data.slab));
@@ -58,6 +65,7 @@ port.on('message', (message: ToFrontThread) => {
   else if (message.type === 'close') front.close();
   else if (message.type === 'drain') void front.drain(message.timeoutMs).then(() => send({ type: 'drained' }));
   else if (message.type === 'router') router = Router.fromOutline(message.router, rendererNamed);
+  else if (message.type === 'nice') takeNice(message.nice);
 });
 
 void front.listenOn(data.fd).then(() => send({ type: 'listening' }));

@@ -12,7 +12,7 @@ import { HttpServer } from './http/server';
 import { log } from './log';
 import { startPackControl, versionStates } from './packs/control/start';
 import { verdictsFile } from './packs/probe/verdicts';
-import { loadModels, warmUpAll } from './packs/runtime';
+import { gpuActive, loadModels, warmUpAll } from './packs/runtime';
 import { ModelRegistry } from './packs/registry';
 import { OPS_PATHS, recordFrontAnswer, recordRequest } from './ops/access-log';
 import { sampleEventLoop } from './ops/event-loop';
@@ -36,6 +36,7 @@ import { renderV1Error } from './v1/errors';
 import { nameOfRenderer } from './error-renderers';
 import { loadAddon } from './native/addon';
 import { tuneCollector } from './ops/v8-flags';
+import { loopNiceSteps, niceBelowThisThread, setThisThreadNice } from './ops/loop-priority';
 
 export function serviceVersion(): string {
   const pkg = JSON.parse(readFileSync(path.join(__dirname, '../../package.json'), 'utf8')) as { version: string };
@@ -95,6 +96,7 @@ export async function startService(config: Config): Promise<RunningService> {
     if (config.metrics.port !== null) metricsServer = await startMetricsServer(config.host, config.metrics.port);
     log.info('listening', { host: config.host, port, version, ...(metricsServer ? { metrics_port: metricsServer.port } : {}) });
     const started = await startInterfaces(config, { router, keys, readiness, version, packsDisabled: packs.disabled });
+    lowerLoopThreads(loopNiceSteps(config.loopNice, started.gpu), server);
     readiness.markReady();
     log.info('ready', {
       url: `http://${urlHost(config.host)}:${port}/v2/docs`,
@@ -128,8 +130,23 @@ export async function startService(config: Config): Promise<RunningService> {
   }
 }
 
+/**
+ * The event loop's thread, then the HTTP front's threads, `steps` of nice below the analyses
+ * (ops/loop-priority.ts): called once the addon's pool runs, so its threads keep the process's value.
+ */
+function lowerLoopThreads(steps: number, server: HttpServer): void {
+  if (steps === 0) return;
+  const nice = niceBelowThisThread(steps);
+  const refused = setThisThreadNice(nice);
+  if (refused) return log.warn('loop priority unchanged: the system refused a lower one', { nice, error: refused.message });
+  server.setFrontNice(nice);
+  log.info('loop priority', { nice, steps });
+}
+
 interface Started {
   service: Service;
+  /** Whether a GPU provider is active. */
+  gpu: boolean;
   vipsVersion: string;
   ortVersion: string;
   /** Closes every interface while `drain` (the public port's) runs, then releases the models and the store. */
@@ -215,6 +232,7 @@ async function startInterfaces(
   metrics.setSources({ queueDepths: () => registry.list().map((m) => ({ model: m.id, queued: m.batcher.stats().queued })) });
   return {
     service,
+    gpu: gpuActive(info),
     vipsVersion: info.vipsVersion,
     ortVersion: info.ortVersion,
     async close(drain) {

@@ -223,6 +223,11 @@ export class HttpServer {
     return match.kind === 'found' ? match.pattern : '';
   }
 
+  /** The front's threads (when it has its own) take nice value `nice`; the main thread sets its own. */
+  setFrontNice(nice: number): void {
+    if (this.front instanceof FrontThreads) this.front.setNice(nice);
+  }
+
   /** Stops accepting connections; requests in progress finish, new ones on open connections get 503. */
   stopListening(): void {
     this.closing = true;

@@ -36,6 +36,8 @@ export interface FrontThreadData {
   slab: Slab;
   /** The service's log level, for the access lines it writes. */
   logLevel: Level;
+  /** The nice value it takes (ops/loop-priority.ts); null: the one it starts with. */
+  nice: number | null;
 }
 
 /** Messages from a front thread; `answer.startedAt` is on the epoch clock (performance.timeOrigin + now). */
@@ -48,13 +50,18 @@ export type FromFrontThread =
   | DirectBodyMessage
   | DirectAbortMessage;
 
-export type ToFrontThread = { type: 'close' } | { type: 'drain'; timeoutMs: number } | { type: 'router'; router: RouterOutline } | DirectAnswerMessage;
+export type ToFrontThread =
+  | { type: 'close' }
+  | { type: 'drain'; timeoutMs: number }
+  | { type: 'router'; router: RouterOutline }
+  | { type: 'nice'; nice: number }
+  | DirectAnswerMessage;
 
 export interface FrontThreadsOptions {
   count: number;
   /** The thread's script (front-thread-main.js), and its settings but the descriptor. */
   entry: string;
-  data: Omit<FrontThreadData, 'fd' | 'slab' | 'logLevel'>;
+  data: Omit<FrontThreadData, 'fd' | 'slab' | 'logLevel' | 'nice'>;
   dupFd(fd: number): number;
   onAnswer?(answer: FrontAnswer): void;
   /** Serves a direct request as uWS's handler serves one; `startedAt` on performance.now()'s clock. */
@@ -75,6 +82,7 @@ export class FrontThreads {
   private spare: number | null = null;
   private closing = false;
   private drainWaiters: Array<() => void> = [];
+  private nice: number | null = null;
 
   constructor(private readonly options: FrontThreadsOptions) {}
 
@@ -97,7 +105,7 @@ export class FrontThreads {
 
   private start(): Promise<void> {
     const slab = createSlab(this.options.data.upstreamConnections + this.options.data.upstreamQueue);
-    const workerData: FrontThreadData = { ...this.options.data, fd: this.options.dupFd(this.spare!), slab, logLevel: logLevel() };
+    const workerData: FrontThreadData = { ...this.options.data, fd: this.options.dupFd(this.spare!), slab, logLevel: logLevel(), nice: this.nice };
     const worker = new Worker(this.options.entry, { workerData });
     const direct = new DirectService({ slab, post: (answer) => worker.postMessage(answer), serve: this.options.serve, carryLines: true });
     const thread: Thread = { worker, counts: { open: 0, idle: 0, waiting: 0 }, listening: false, drained: false, direct };
@@ -142,6 +150,12 @@ export class FrontThreads {
   setRouter(router: RouterOutline): void {
     this.options.data.router = router;
     this.post({ type: 'router', router });
+  }
+
+  /** Every thread (and every thread started later) takes nice value `nice`. */
+  setNice(nice: number): void {
+    this.nice = nice;
+    this.post({ type: 'nice', nice });
   }
 
   /** The threads' connections to uWS, summed from their latest reports. */

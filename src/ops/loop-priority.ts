@@ -1,0 +1,30 @@
+// When the CPU is short, the analyses come first: the event loop's thread and the HTTP front's
+// threads run CATCOMFORT_LOOP_NICE steps of nice below the rest of the process. On Linux a nice
+// value belongs to one thread, and a thread starts with its creator's, so the main thread lowers
+// itself only once the addon's pool (whose threads start ONNX Runtime's and libvips's) is running.
+// A saturated CPU then answers fewer refusals a second instead of running fewer analyses.
+import os from 'node:os';
+
+/** Steps below the analyses with the CPU provider alone (measured on 2 cores: docs/performance.md). */
+export const CPU_LOOP_NICE = 5;
+
+/** The steps the loop threads take: the setting, else CPU_LOOP_NICE on CPU and 0 with a GPU provider (not measured there). */
+export function loopNiceSteps(setting: number | null, gpu: boolean): number {
+  return setting ?? (gpu ? 0 : CPU_LOOP_NICE);
+}
+
+/** The nice value `steps` below the calling thread's own (at most 19, the lowest priority). */
+export function niceBelowThisThread(steps: number): number {
+  return Math.min(19, os.getPriority(0) + steps);
+}
+
+/** Gives the calling thread nice value `value`; the system's refusal as an Error (nothing changes then). */
+export function setThisThreadNice(value: number): Error | null {
+  if (os.getPriority(0) === value) return null;
+  try {
+    os.setPriority(0, value);
+    return null;
+  } catch (error) {
+    return error as Error;
+  }
+}
