@@ -5,7 +5,9 @@
 # POST /v2/predict of one fixture photo (autocannon, keep-alive, no Retry-After honoured) at each
 # concurrency; per level it prints answers per second (all, and 200s), p99, and the main thread's CPU
 # microseconds per answer (/proc/<pid>/task/<pid>/stat around the level), and for this checkout the
-# collector's share of that CPU (catcomfort_gc_seconds_total).
+# collector's pauses (catcomfort_gc_seconds_total) as a share of that CPU time, as /v2/stats gives it,
+# and of the loop's busy time (catcomfort_event_loop_busy_seconds_total): when other threads take
+# the CPU, a pause lasts longer than the CPU it uses, and the busy time counts that alike.
 # With OLD_TREE `free`, this checkout alone with the model made free (CATCOMFORT_BENCH_FREE_MODEL):
 # T1 T2 T2 T1, so the loop and the front are the wall, and req/s shows what the threads add.
 # MT_FREE=true with an OLD_TREE makes the model free in all six runs (the old build must know
@@ -54,14 +56,14 @@ run() { # tree threads label
     sleep 0.5
   done
   cpu() { awk '{print $14 + $15}' "/proc/$pid/task/$pid/stat"; }
-  gc() { curl -s -H "api-key: $key" "http://127.0.0.1:$port/metrics?name=catcomfort_gc_seconds_total" | awk '/^catcomfort_gc_seconds_total /{print $2}'; }
+  scrape() { curl -s -H "api-key: $key" "http://127.0.0.1:$port/metrics?name=$1" | awk -v n="$1" '$1 == n {print $2}'; }
   load 8 3 >/dev/null
   for c in ${levels//,/ }; do
-    local c0 g0 c1 g1
-    c0=$(cpu); g0=$(gc)
+    local c0 g0 b0 c1 g1 b1
+    c0=$(cpu); g0=$(scrape catcomfort_gc_seconds_total); b0=$(scrape catcomfort_event_loop_busy_seconds_total)
     load "$c" "$duration" >"$out/$3-$c.json"
-    c1=$(cpu); g1=$(gc)
-    echo "{\"run\":\"$3\",\"c\":$c,\"cpuTicks\":$((c1 - c0)),\"gcS\":${g1:-null},\"gcS0\":${g0:-null}}" >>"$out/rows.jsonl"
+    c1=$(cpu); g1=$(scrape catcomfort_gc_seconds_total); b1=$(scrape catcomfort_event_loop_busy_seconds_total)
+    echo "{\"run\":\"$3\",\"c\":$c,\"cpuTicks\":$((c1 - c0)),\"gcS\":${g1:-null},\"gcS0\":${g0:-null},\"busyS\":${b1:-null},\"busyS0\":${b0:-null}}" >>"$out/rows.jsonl"
   done
   kill $pid; wait $pid 2>/dev/null || true
   rm -rf "$data"
@@ -76,10 +78,11 @@ const fs = require("fs"), dir = process.argv[1];
 const rows = fs.readFileSync(`${dir}/rows.jsonl`, "utf8").trim().split("\n").map((l) => JSON.parse(l)).map((r) => {
   const a = JSON.parse(fs.readFileSync(`${dir}/${r.run}-${r.c}.json`, "utf8"));
   const cpuS = r.cpuTicks / 100, n = a.requests.total;
-  return { ...r, rps: n / a.duration, ok: (n - a.non2xx) / a.duration, p99: a.latency.p99, non2xx: a.non2xx, us: Math.round((cpuS * 1e6) / n), gc: r.gcS === null ? null : (r.gcS - r.gcS0) / cpuS };
+  return { ...r, rps: n / a.duration, ok: (n - a.non2xx) / a.duration, p99: a.latency.p99, non2xx: a.non2xx, us: Math.round((cpuS * 1e6) / n), gc: r.gcS === null ? null : (r.gcS - r.gcS0) / cpuS, gcBusy: r.gcS === null || r.busyS === null ? null : (r.gcS - r.gcS0) / (r.busyS - r.busyS0) };
 });
-console.log("| run | clients | answers/s | 200/s | p99 ms | main thread us/answer | GC share |\n|---|---:|---:|---:|---:|---:|---:|");
-for (const r of rows) console.log(`| ${r.run} | ${r.c} | ${r.rps.toFixed(1)} | ${r.ok.toFixed(1)} | ${r.p99} | ${r.us} | ${r.gc === null ? "–" : (100 * r.gc).toFixed(0) + " %"} |`);
+const pct = (x) => (x === null ? "–" : (100 * x).toFixed(0) + " %");
+console.log("| run | clients | answers/s | 200/s | p99 ms | main thread us/answer | GC / CPU | GC / busy |\n|---|---:|---:|---:|---:|---:|---:|---:|");
+for (const r of rows) console.log(`| ${r.run} | ${r.c} | ${r.rps.toFixed(1)} | ${r.ok.toFixed(1)} | ${r.p99} | ${r.us} | ${pct(r.gc)} | ${pct(r.gcBusy)} |`);
 const mean = (runs, c, f) => { const xs = rows.filter((r) => runs.includes(r.run) && r.c === c).map((r) => r[f]); return xs.reduce((s, x) => s + x, 0) / xs.length; };
 const free = !rows.some((r) => r.run === "old1");
 console.log(free ? "\n| clients | 200/s T1 | 200/s T2 | T2/T1 | p99 T1 | p99 T2 | main us T1 | T2 |\n|---:|---:|---:|---:|---:|---:|---:|---:|" : "\n| clients | 200/s T1/old | 200/s T2/old | p99 old/T1 | p99 old/T2 | main us old | T1 | T2 | T2/old |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|");

@@ -96,7 +96,7 @@ export async function startService(config: Config): Promise<RunningService> {
     if (config.metrics.port !== null) metricsServer = await startMetricsServer(config.host, config.metrics.port);
     log.info('listening', { host: config.host, port, version, ...(metricsServer ? { metrics_port: metricsServer.port } : {}) });
     const started = await startInterfaces(config, { router, keys, readiness, version, packsDisabled: packs.disabled });
-    lowerLoopThreads(loopNiceSteps(config.loopNice, started.gpu), server);
+    lowerLoopThreads(loopNiceSteps(config.loopNice, !started.gpu && !config.benchFreeModel), server);
     readiness.markReady();
     log.info('ready', {
       url: `http://${urlHost(config.host)}:${port}/v2/docs`,

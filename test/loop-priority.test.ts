@@ -1,11 +1,12 @@
 // CATCOMFORT_LOOP_NICE (src/ops/loop-priority.ts): once the packs are warm, the event loop's thread
 // and the HTTP front's threads run that many steps of nice below the process's value (5 by default on
 // CPU), while the threads that ran the warm-up's analyses keep the process's value; 0 changes
-// nothing. Read from /proc/<pid>/task/*/stat of the real service.
+// nothing. Read from /proc/<pid>/task/*/stat of the real service; the default steps from the rule itself.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import { test } from 'node:test';
+import { loopNiceSteps } from '../src/ops/loop-priority';
 import { startServer } from './helpers/server';
 
 interface ThreadState {
@@ -61,4 +62,11 @@ test('CATCOMFORT_LOOP_NICE=0 leaves every thread at the process value', async ()
   const { all, output } = await threadsAfterStart({ CATCOMFORT_HTTP_THREADS: '2', CATCOMFORT_LOOP_NICE: '0' });
   assert.deepEqual([...new Set(all.map((t) => t.nice))], [base]);
   assert.doesNotMatch(output, /loop priority/);
+});
+
+test('the default steps: 5 when the analyses run on the CPU, 0 when they do not (a GPU provider, the free model); a setting wins', () => {
+  assert.equal(loopNiceSteps(null, true), 5);
+  assert.equal(loopNiceSteps(null, false), 0);
+  assert.equal(loopNiceSteps(3, false), 3);
+  assert.equal(loopNiceSteps(0, true), 0);
 });

@@ -8,9 +8,12 @@ import os from 'node:os';
 /** Steps below the analyses with the CPU provider alone (measured on 2 cores: docs/performance.md). */
 export const CPU_LOOP_NICE = 5;
 
-/** The steps the loop threads take: the setting, else CPU_LOOP_NICE on CPU and 0 with a GPU provider (not measured there). */
-export function loopNiceSteps(setting: number | null, gpu: boolean): number {
-  return setting ?? (gpu ? 0 : CPU_LOOP_NICE);
+/**
+ * The steps the loop threads take: the setting, else CPU_LOOP_NICE when the analyses run on the CPU,
+ * and 0 when they do not (a GPU provider, not measured there; the benchmarks' free model).
+ */
+export function loopNiceSteps(setting: number | null, analysesOnCpu: boolean): number {
+  return setting ?? (analysesOnCpu ? CPU_LOOP_NICE : 0);
 }
 
 /** The nice value `steps` below the calling thread's own (at most 19, the lowest priority). */
