@@ -15,7 +15,9 @@
 # MT_PROTOCOL=oip loads the Open Inference Protocol's REST infer with the photo as binary tensor data
 # (bench/protocols.ts) instead of /v2/predict.
 # MT_LOG_LEVEL sets CATCOMFORT_LOG_LEVEL for every run (default warn: no access line; info writes one per request).
-# Usage: bash bench/main-thread.sh OLD_TREE|free   (MT_PHOTO, MT_PROTOCOL=predict|oip, MT_CONCURRENCY=1,8,32,128, MT_DURATION_S=15, MT_LOG_LEVEL=warn, MT_FREE=false)
+# MT_RATE holds each level at that many requests a second in all (autocannon's overallRate), for the
+# cost per answer at a given rate rather than at the most the clients get.
+# Usage: bash bench/main-thread.sh OLD_TREE|free   (MT_PHOTO, MT_PROTOCOL=predict|oip, MT_CONCURRENCY=1,8,32,128, MT_DURATION_S=15, MT_LOG_LEVEL=warn, MT_FREE=false, MT_RATE unset)
 set -euo pipefail
 free=${MT_FREE:-false}
 if [ "${1:-}" = free ]; then free=true; old=""; else old=$(cd "${1:?usage: bench/main-thread.sh OLD_TREE|free}" && pwd); fi
@@ -40,12 +42,13 @@ else
 fi
 load() { # concurrency seconds: autocannon's JSON result (its API: the body sent as bytes, which its command line would read as text)
   (cd "$new" && node -e '
-const [url, key, file, type, headerLength, connections, duration] = process.argv.slice(1);
+const [url, key, file, type, headerLength, connections, duration, rate] = process.argv.slice(1);
 const headers = { "api-key": key, "content-type": type, ...(headerLength ? { "inference-header-content-length": headerLength } : {}) };
-require("autocannon")({ url, connections: +connections, duration: +duration, method: "POST", headers, body: require("fs").readFileSync(file) }, (error, result) => {
+const held = rate ? { overallRate: +rate } : {};
+require("autocannon")({ url, connections: +connections, duration: +duration, method: "POST", headers, body: require("fs").readFileSync(file), ...held }, (error, result) => {
   if (error) throw error;
   console.log(JSON.stringify(result));
-});' "http://127.0.0.1:$port$path" "$key" "$out/body" "$type" "$header_length" "$1" "$2")
+});' "http://127.0.0.1:$port$path" "$key" "$out/body" "$type" "$header_length" "$1" "$2" "${3:-}")
 }
 run() { # tree threads label
   local data pid; data=$(mktemp -d)
@@ -61,7 +64,7 @@ run() { # tree threads label
   for c in ${levels//,/ }; do
     local c0 g0 b0 c1 g1 b1
     c0=$(cpu); g0=$(scrape catcomfort_gc_seconds_total); b0=$(scrape catcomfort_event_loop_busy_seconds_total)
-    load "$c" "$duration" >"$out/$3-$c.json"
+    load "$c" "$duration" "${MT_RATE:-}" >"$out/$3-$c.json"
     c1=$(cpu); g1=$(scrape catcomfort_gc_seconds_total); b1=$(scrape catcomfort_event_loop_busy_seconds_total)
     echo "{\"run\":\"$3\",\"c\":$c,\"cpuTicks\":$((c1 - c0)),\"gcS\":${g1:-null},\"gcS0\":${g0:-null},\"busyS\":${b1:-null},\"busyS0\":${b0:-null}}" >>"$out/rows.jsonl"
   done
