@@ -15,8 +15,8 @@ import { HttpFront } from './http/front/front';
 import type { FromFrontThread, FrontThreadData, ToFrontThread } from './http/front/front-threads';
 import type { PoolCounts } from './http/front/upstream-pool';
 import { Router } from './http/router';
-import { linesPerTurn, log, setLogLevel } from './log';
-import { setThisThreadNice } from './ops/loop-priority';
+import { linesPerTurn, setLogLevel } from './log';
+import { takeNice } from './ops/loop-priority';
 import { writeRequestLine } from './ops/request-line';
 
 /** How often the pool's counts are reported when they changed. */
@@ -26,11 +26,7 @@ const data = workerData as FrontThreadData;
 setLogLevel(data.logLevel);
 linesPerTurn();
 const port = parentPort!;
-const takeNice = (nice: number) => {
-  const refused = setThisThreadNice(nice);
-  if (refused) log.warn('http front thread priority unchanged: the system refused a lower one', { nice, error: refused.message });
-};
-if (data.nice !== null) takeNice(data.nice);
+if (data.nice !== null) takeNice(data.nice, 'http front');
 const send = (message: FromFrontThread) => port.postMessage(message);
 let router = Router.fromOutline(data.router, rendererNamed);
 const direct = new DirectLink(send, new SlabWriter(data.slab));
@@ -65,7 +61,7 @@ port.on('message', (message: ToFrontThread) => {
   else if (message.type === 'close') front.close();
   else if (message.type === 'drain') void front.drain(message.timeoutMs).then(() => send({ type: 'drained' }));
   else if (message.type === 'router') router = Router.fromOutline(message.router, rendererNamed);
-  else if (message.type === 'nice') takeNice(message.nice);
+  else if (message.type === 'nice') takeNice(message.nice, 'http front');
 });
 
 void front.listenOn(data.fd).then(() => send({ type: 'listening' }));

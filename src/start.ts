@@ -36,7 +36,7 @@ import { renderV1Error } from './v1/errors';
 import { nameOfRenderer } from './error-renderers';
 import { loadAddon } from './native/addon';
 import { tuneCollector } from './ops/v8-flags';
-import { loopNiceSteps, niceBelowThisThread, setThisThreadNice } from './ops/loop-priority';
+import { loopNiceSteps, niceBelowThisThread, takeNice } from './ops/loop-priority';
 
 export function serviceVersion(): string {
   const pkg = JSON.parse(readFileSync(path.join(__dirname, '../../package.json'), 'utf8')) as { version: string };
@@ -137,8 +137,7 @@ export async function startService(config: Config): Promise<RunningService> {
 function lowerLoopThreads(steps: number, server: HttpServer): void {
   if (steps === 0) return;
   const nice = niceBelowThisThread(steps);
-  const refused = setThisThreadNice(nice);
-  if (refused) return log.warn('loop priority unchanged: the system refused a lower one', { nice, error: refused.message });
+  if (!takeNice(nice, 'event loop')) return;
   server.setFrontNice(nice);
   log.info('loop priority', { nice, steps });
 }

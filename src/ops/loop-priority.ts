@@ -4,6 +4,7 @@
 // itself only once the addon's pool (whose threads start ONNX Runtime's and libvips's) is running.
 // A saturated CPU then answers fewer refusals a second instead of running fewer analyses.
 import os from 'node:os';
+import { log } from '../log';
 
 /** Steps below the analyses with the CPU provider alone (measured on 2 cores: docs/performance.md). */
 export const CPU_LOOP_NICE = 5;
@@ -21,13 +22,14 @@ export function niceBelowThisThread(steps: number): number {
   return Math.min(19, os.getPriority(0) + steps);
 }
 
-/** Gives the calling thread nice value `value`; the system's refusal as an Error (nothing changes then). */
-export function setThisThreadNice(value: number): Error | null {
-  if (os.getPriority(0) === value) return null;
+/** Gives the calling thread (`thread` names it in the log) nice value `value`; false, with a warn line, when the system refuses. */
+export function takeNice(value: number, thread: string): boolean {
+  if (os.getPriority(0) === value) return true;
   try {
     os.setPriority(0, value);
-    return null;
+    return true;
   } catch (error) {
-    return error as Error;
+    log.warn('thread priority unchanged: the system refused a lower one', { thread, nice: value, error: (error as Error).message });
+    return false;
   }
 }
