@@ -52,7 +52,7 @@ require("autocannon")({ url, connections: +connections, duration: +duration, met
 }
 run() { # tree threads label
   local data pid; data=$(mktemp -d)
-  (cd "$1" && CATCOMFORT_BENCH_FREE_MODEL=$free CATCOMFORT_HTTP_THREADS=$2 CATCOMFORT_API_KEYS=$key CATCOMFORT_PORT=$port CATCOMFORT_HOST=127.0.0.1 CATCOMFORT_DATA_DIR=$data CATCOMFORT_LOG_LEVEL=${MT_LOG_LEVEL:-warn} exec node dist/src/main.js) >"$out/$3.log" 2>&1 &
+  (cd "$1" && CATCOMFORT_BENCH_FREE_MODEL=$free CATCOMFORT_HTTP_THREADS=$2 CATCOMFORT_API_KEYS=$key CATCOMFORT_PORT=$port CATCOMFORT_HOST=127.0.0.1 CATCOMFORT_DRAIN_DELAY_MS=0 CATCOMFORT_DATA_DIR=$data CATCOMFORT_LOG_LEVEL=${MT_LOG_LEVEL:-warn} exec node dist/src/main.js) >"$out/$3.log" 2>&1 &
   pid=$!
   until curl -sf -o /dev/null "http://127.0.0.1:$port/readyz"; do
     kill -0 $pid 2>/dev/null || { cat "$out/$3.log"; exit 1; }

@@ -131,6 +131,7 @@ async function startServer(name: ServerName, precision: Precision, o: BenchOptio
       CATCOMFORT_HOST: '127.0.0.1',
       CATCOMFORT_PORT: String(port),
       CATCOMFORT_API_KEYS: API_KEY,
+      CATCOMFORT_DRAIN_DELAY_MS: '0',
       ...(grpcPort !== null && { CATCOMFORT_GRPC_PORT: String(grpcPort) }),
     };
     description = `1 process; CATCOMFORT_PRECISION=${precision}, ${Object.entries(settings).map(([k, v]) => `${k}=${v}`).join(', ')}${grpcPort !== null ? '; gRPC on (CATCOMFORT_GRPC_PORT)' : ''}`;

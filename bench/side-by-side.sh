@@ -14,7 +14,7 @@ port=${SIDE_BY_SIDE_PORT:-18610}
 out=$(mktemp -d)
 run() { # tree label
   local data; data=$(mktemp -d)
-  (cd "$1" && CATCOMFORT_API_KEYS=$key CATCOMFORT_PORT=$port CATCOMFORT_HOST=127.0.0.1 CATCOMFORT_DATA_DIR=$data CATCOMFORT_LOG_LEVEL=warn exec node dist/src/main.js) >"$out/$2.log" 2>&1 &
+  (cd "$1" && CATCOMFORT_API_KEYS=$key CATCOMFORT_PORT=$port CATCOMFORT_HOST=127.0.0.1 CATCOMFORT_DRAIN_DELAY_MS=0 CATCOMFORT_DATA_DIR=$data CATCOMFORT_LOG_LEVEL=warn exec node dist/src/main.js) >"$out/$2.log" 2>&1 &
   local pid=$!
   until curl -sf -o /dev/null "http://127.0.0.1:$port/readyz"; do
     kill -0 $pid 2>/dev/null || { cat "$out/$2.log"; exit 1; }

@@ -27,11 +27,16 @@ async function main(): Promise<void> {
   });
   const running = await startService(config);
   let stopping = false;
+  // SIGTERM (an orchestrator) drains for CATCOMFORT_DRAIN_DELAY_MS first; SIGINT (Ctrl-C), or a second signal, does not wait.
   const stop = (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      running.endDrainDelay();
+      return;
+    }
     stopping = true;
-    log.info('shutting down', { signal });
-    running.close().then(
+    const drainDelayMs = signal === 'SIGTERM' ? config.drainDelayMs : 0;
+    log.info('shutting down', { signal, drain_delay_ms: drainDelayMs });
+    running.close(drainDelayMs).then(
       () => process.exit(0),
       (error: unknown) => {
         log.error('shutdown failed', { error: String(error) });

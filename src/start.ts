@@ -22,7 +22,7 @@ import { Readiness } from './ops/readiness';
 import { registerOps } from './ops/routes';
 import { routesInterface, type Service, type ServiceInterface } from './service';
 import { scanInterface } from './scan';
-import { openStore } from './store';
+import { openStore, type Store } from './store';
 import { keepIssuedKeys } from './store/api-keys';
 import { newApiKey } from './store/secrets';
 import { v1Interface } from './v1/routes';
@@ -46,7 +46,13 @@ export function serviceVersion(): string {
 export interface RunningService {
   port: number;
   service: Service;
-  close(): Promise<void>;
+  /**
+   * Drains: /readyz answers 503 at once, requests are still served for `drainDelayMs` (a load
+   * balancer stops sending meanwhile), then the port closes and what is in flight finishes.
+   */
+  close(drainDelayMs?: number): Promise<void>;
+  /** Ends a drain delay under way now (a second signal, or SIGINT after SIGTERM). */
+  endDrainDelay(): void;
 }
 
 /** An address to print in a URL: the wildcard addresses become localhost, IPv6 gets brackets. */
@@ -67,13 +73,6 @@ export async function startService(config: Config): Promise<RunningService> {
   readiness.expect(packs.enabled);
 
   const keys = new KeyRing(config.apiKeys);
-  if (config.apiKeys.length === 0) {
-    const key = newApiKey();
-    keys.addKey(key);
-    // Printed once, on purpose: there is never a fixed default key. The JSON line is for log collectors.
-    process.stdout.write(`No CATCOMFORT_API_KEYS set; generated this API key for this run only: ${key}\n`);
-    log.info('generated API key', { api_key: key, note: 'valid for this run only; set CATCOMFORT_API_KEYS to keep keys across runs' });
-  }
 
   // Each interface's error format on its paths; paths of no interface get v1's (the legacy root).
   const router = new Router(renderV1Error).mount('/v2', errorResponse).mount('/scan', errorResponse);
@@ -83,7 +82,7 @@ export async function startService(config: Config): Promise<RunningService> {
     maxBodyBytes: config.maxBodyBytes,
     front: config.front,
     upstreamWaitMs: config.requestTimeoutMs,
-    isReady: () => readiness.ready,
+    isReady: () => readiness.serving,
     alwaysOpen: (p) => (OPS_PATHS.has(p) || OIP_HEALTH_PATHS.has(p)) && router.match('GET', p).kind === 'found',
     onRequestEnd: recordRequest,
     onFrontAnswer: recordFrontAnswer,
@@ -105,22 +104,30 @@ export async function startService(config: Config): Promise<RunningService> {
       ort: started.ortVersion,
       models: started.service.registry.list().map((m) => m.id),
     });
+    const delay = drainDelay();
     return {
       port,
       service: started.service,
       /**
-       * Stops accepting, answers every request already received (bodies still uploading included),
-       * lets scan workers finish their scan, then releases models and the store.
+       * Not ready, still serving for the drain delay; then stops accepting, answers every request
+       * already received (bodies still uploading included), lets scan workers finish their scan,
+       * then releases models and the store.
        */
-      async close() {
+      async close(drainDelayMs = 0) {
         readiness.markDraining();
+        if (drainDelayMs > 0) {
+          log.info('draining: not ready, still serving', { drain_delay_ms: drainDelayMs });
+          await delay.wait(drainDelayMs);
+        }
         server.stopListening();
+        log.info('stopped accepting connections', { in_flight: server.requestsInFlight });
         await started.close(async () => {
           await server.drain(10_000);
           server.close();
         });
         metricsServer?.close();
       },
+      endDrainDelay: () => delay.end(),
     };
   } catch (error) {
     // Start-up failed after the port opened: free it; main.ts reports the error and exits.
@@ -128,6 +135,22 @@ export async function startService(config: Config): Promise<RunningService> {
     metricsServer?.close();
     throw error;
   }
+}
+
+/** The drain delay: a wait that a second signal can end early. */
+function drainDelay(): { wait(ms: number): Promise<void>; end(): void } {
+  let end = () => {};
+  return {
+    wait: (ms) =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, ms);
+        end = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      }),
+    end: () => end(),
+  };
 }
 
 /**
@@ -140,6 +163,26 @@ function lowerLoopThreads(steps: number, server: HttpServer): void {
   if (!takeNice(nice, 'event loop')) return;
   server.setFrontNice(nice);
   log.info('loop priority', { nice, steps });
+}
+
+/**
+ * Without CATCOMFORT_API_KEYS: with PostgreSQL, one key for every instance sharing the database
+ * (stored hashed, accepted through the issued keys, printed by the instance that made it); with
+ * SQLite, a key for this run. Printed once, on purpose: there is never a fixed default key. The
+ * JSON line is for log collectors.
+ */
+async function generateKey(store: Store, keys: KeyRing): Promise<void> {
+  if (store.kind === 'postgres') {
+    const { id, key } = await store.apiKeys.fleetKey();
+    const note = 'stored hashed in the database; every instance sharing it accepts it; `catcomfort keys revoke ID` has a new one made at the next start';
+    if (key === null) return log.info('no CATCOMFORT_API_KEYS set; the fleet\'s generated API key is accepted', { key_id: id, note });
+    process.stdout.write(`No CATCOMFORT_API_KEYS set; generated this API key for every instance sharing this database: ${key}\n`);
+    return log.info('generated API key', { api_key: key, key_id: id, note });
+  }
+  const key = newApiKey();
+  keys.addKey(key);
+  process.stdout.write(`No CATCOMFORT_API_KEYS set; generated this API key for this run only: ${key}\n`);
+  log.info('generated API key', { api_key: key, note: 'valid for this run only; set CATCOMFORT_API_KEYS to keep keys across runs' });
 }
 
 interface Started {
@@ -157,8 +200,9 @@ async function startInterfaces(
   config: Config,
   ctx: { router: Router; keys: KeyRing; readiness: Readiness; version: string; packsDisabled: string[] },
 ): Promise<Started> {
-  const store = await openStore({ dataDir: config.scan.dataDir, databaseUrl: config.scan.databaseUrl });
+  const store = await openStore({ dataDir: config.scan.dataDir, databaseUrl: config.scan.databaseUrl, databasePool: config.scan.databasePool });
   log.info('scan store open', { backend: store.kind });
+  if (config.apiKeys.length === 0) await generateKey(store, ctx.keys);
   // Keys issued with the CLI live hashed in the store; a refresh picks up new ones and revocations.
   const apiKeys = keepIssuedKeys(store.apiKeys, 'api', (issued) => ctx.keys.setIssuedDigests(issued.map((k) => k.digest)));
   await apiKeys.first;
@@ -236,7 +280,7 @@ async function startInterfaces(
     ortVersion: info.ortVersion,
     async close(drain) {
       apiKeys.stop();
-      packs.close();
+      await packs.close();
       await Promise.all([drain(), ...interfaces.map((i) => i.close())]);
       await registry.closeAll();
       await store.close();

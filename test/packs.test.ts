@@ -1,7 +1,8 @@
 // Pack versions changed while serving, through the real admin listener and the real `catcomfort
 // packs` command: a version trained by train-head in the test is loaded, shadowed, canaried at 50 %,
 // promoted and rolled back while 32 clients send requests without pause; corrupt packs are refused;
-// admin and API keys stay apart; two instances on one PostgreSQL converge after a promotion.
+// admin and API keys stay apart; two instances on one PostgreSQL converge after a promotion, and
+// end in one state, shown by the fleet view, after actions raced on both and an unload then a load.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -286,6 +287,69 @@ describe('a fleet on one PostgreSQL', () => {
       // A rollback on A: B follows again.
       assert.equal((await onA('rollback', 'bc-v1')).code, 0);
       await waitFor('instance B serving bc-v1 1.3.0 again', async () => servingVersion((await request(`${b.url}/v2/models`)).body.models, 'bc-v1') === '1.3.0', { timeoutMs: 60_000 });
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
+  });
+
+  test('actions raced on two instances end in one state on both, and an unload then a load elsewhere converges; the fleet view shows it', async (t) => {
+    if (!postgres.pg) return t.skip(postgres.skip);
+    const models = await modelsWithTrainedVersion();
+    const extra = path.join(path.dirname(models), 'bc-extra');
+    cpSync(path.join(models, 'bc-v1'), extra, { recursive: true });
+    const manifest = JSON.parse(readFileSync(path.join(extra, 'manifest.json'), 'utf8'));
+    writeFileSync(path.join(extra, 'manifest.json'), JSON.stringify({ ...manifest, id: 'bc-extra' }, null, 2));
+    const env = {
+      ...storeEnv(mkdtempSync(path.join(os.tmpdir(), 'cc-packs-pg-')), await postgres.pg.createDatabase()),
+      CATCOMFORT_MODELS_DIR: models,
+      CATCOMFORT_ADMIN_PORT: '0',
+      CATCOMFORT_ADMIN_KEYS: ADMIN_KEY,
+      CATCOMFORT_PACK_SYNC_MS: '300',
+      CATCOMFORT_SCAN_WORKERS: '0',
+    };
+    const [a, b] = await Promise.all([startServer(env), startServer(env)]);
+    try {
+      const admin = async (server: TestServer, route: string, body?: unknown) => {
+        const url = `http://127.0.0.1:${await adminPort(server)}${route}`;
+        const response = await fetch(url, { method: body === undefined ? 'GET' : 'POST', headers: { Authorization: `Bearer ${ADMIN_KEY}` }, body: body === undefined ? undefined : JSON.stringify(body) });
+        return { status: response.status, body: (await response.json()) as any };
+      };
+      /** Waits until both instances are in the fleet view, each converged to every recorded generation, and returns the view. */
+      const converged = (what: string, check: (view: any) => boolean) =>
+        waitFor(what, async () => {
+          const view = (await admin(a, '/fleet')).body;
+          return view.instances.length === 2 && view.instances.every((i: any) => i.converged && !i.stale) && check(view) && view;
+        }, { timeoutMs: 90_000 });
+      const versionsOf = async (server: TestServer, id: string) => (await request(`${server.url}/v2/models`)).body.models.find((m: any) => m.id === id)?.versions.map((v: any) => `${v.pack_version} ${v.role}`) ?? [];
+
+      assert.equal((await admin(a, '/packs/load', { dir: path.join(models, 'bc-v1@2.0.0') })).status, 200);
+      await converged('B with the standby', (view) => view.instances.every((i: any) => i.versions['bc-v1']?.['2.0.0'] === 'standby'));
+
+      // At once: a promotion on A, a canary on B. Each is recorded, or refused with 409 (recorded
+      // first elsewhere, or no longer possible once the other's record was applied) and undone.
+      const [promoted, routed] = await Promise.all([
+        admin(a, '/packs/promote', { pack: 'bc-v1@2.0.0' }),
+        admin(b, '/packs/route', { pack: 'bc-v1@2.0.0', role: 'canary', share: 0.5 }),
+      ]);
+      for (const r of [promoted, routed]) assert.ok(r.status === 200 || (r.status === 409 && r.body.error.code === 'conflict'), JSON.stringify(r));
+      assert.ok(promoted.status === 200 || routed.status === 200, 'one of them is recorded');
+      const raced = await converged('both instances converged after the race', (view) => view.recorded.find((r: any) => r.pack === 'bc-v1').generation >= 2);
+      const generation = raced.recorded.find((r: any) => r.pack === 'bc-v1').generation;
+      assert.deepEqual(raced.instances.map((i: any) => i.applied['bc-v1']), [generation, generation]);
+      assert.deepEqual(raced.instances[0].versions['bc-v1'], raced.instances[1].versions['bc-v1']);
+      assert.deepEqual(await versionsOf(a, 'bc-v1'), await versionsOf(b, 'bc-v1'));
+
+      // A pack id loaded on A, unloaded on A, loaded again on B: every instance follows, generations only grow.
+      assert.equal((await admin(a, '/packs/load', { dir: extra })).status, 200);
+      await converged('bc-extra on both', (view) => view.instances.every((i: any) => i.versions['bc-extra']));
+      const unload = await admin(a, '/packs/unload', { pack: 'bc-extra' });
+      assert.equal(unload.status, 200, JSON.stringify(unload.body));
+      const gone = await converged('bc-extra gone from both', (view) => view.instances.every((i: any) => !i.versions['bc-extra']));
+      assert.deepEqual(gone.recorded.find((r: any) => r.pack === 'bc-extra'), { ...gone.recorded.find((r: any) => r.pack === 'bc-extra'), unloaded: true, generation: 2 });
+      assert.equal((await admin(b, '/packs/load', { dir: extra })).status, 200);
+      const back = await converged('bc-extra back on both', (view) => view.instances.every((i: any) => i.versions['bc-extra']?.['1.3.0'] === 'serving'));
+      assert.equal(back.recorded.find((r: any) => r.pack === 'bc-extra').generation, 3);
+      assert.equal((await postJson(`${a.url}/v2/models/bc-extra/predict`, { image: CAT })).status, 200);
     } finally {
       await Promise.all([a.stop(), b.stop()]);
     }

@@ -11,7 +11,7 @@ import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KeyRing } from '../src/http/auth';
 import Database from 'better-sqlite3';
-import { InvalidCursorError, openStore, SQLITE_FILE, type NewScan, type SqlValue, type Store } from '../src/store';
+import { InvalidCursorError, openStore, sha256Hex, SQLITE_FILE, type NewScan, type SqlValue, type Store } from '../src/store';
 import { postgresMigrations } from '../src/store/migrations';
 import { startTestPostgres } from './helpers/postgres';
 import { repoRoot } from './helpers/paths';
@@ -145,10 +145,59 @@ async function suite(t: TestContext, backend: Backend): Promise<void> {
   await withStore("rollouts keep a shadow's share; one recorded before shadows had a share (0) reads as every request", async (store) => {
     const serving = { version: '1.3.0', dir: '/models/bc-v1' };
     const shadow = (share: number) => ({ version: '2.0.0', dir: '/models/bc-v1@2.0.0', role: 'shadow' as const, share });
-    await store.rollouts.record('bc-v1', serving, shadow(0.1), 'test');
+    await store.rollouts.record('bc-v1', { serving, other: shadow(0.1), unloaded: false }, 'test', 0);
     assert.deepEqual((await store.rollouts.all())[0]!.other, shadow(0.1));
-    await store.rollouts.record('bc-v1', serving, shadow(0), 'test');
+    await store.rollouts.record('bc-v1', { serving, other: shadow(0), unloaded: false }, 'test', 1);
     assert.deepEqual((await store.rollouts.all())[0]!.other, shadow(1));
+  });
+
+  await withStore('rollouts: compare-and-set on the generation; an unload keeps the row, a reload goes on counting', async (store) => {
+    const v1 = { serving: { version: '1.0.0', dir: '/packs/a' }, other: null, unloaded: false };
+    const v2 = { serving: { version: '2.0.0', dir: '/packs/a2' }, other: null, unloaded: false };
+    const gone = { ...v1, unloaded: true };
+    // Two instances that both saw no row: one records generation 1, the other is refused.
+    const first = await Promise.all([store.rollouts.record('a', v1, 'k1', 0), store.rollouts.record('a', v2, 'k2', 0)]);
+    assert.deepEqual(first.filter((g) => g !== null), [1]);
+    const [winner] = await store.rollouts.all();
+    assert.equal(winner!.serving.version, first[0] === 1 ? '1.0.0' : '2.0.0');
+    // Two instances that both saw generation 1.
+    const second = await Promise.all([store.rollouts.record('a', v1, 'k1', 1), store.rollouts.record('a', gone, 'k2', 1)]);
+    assert.deepEqual(second.filter((g) => g !== null), [2]);
+    assert.equal(await store.rollouts.record('a', gone, 'k2', 1), null, 'a stale generation is refused');
+    assert.equal(await store.rollouts.record('a', gone, 'k2', 2), 3);
+    const unloaded = (await store.rollouts.all())[0]!;
+    assert.equal(unloaded.unloaded, true);
+    assert.equal(unloaded.other, null);
+    assert.equal(await store.rollouts.record('a', v2, 'k1', 3), 4);
+    assert.deepEqual(
+      (await store.rollouts.all()).map((r) => [r.packId, r.unloaded, r.generation, r.serving.version]),
+      [['a', false, 4, '2.0.0']],
+    );
+  });
+
+  await withStore('fleet: each instance beats with what it applied; the listing ages them on the database clock', async (store) => {
+    await store.fleet.beat({ instanceId: 'pod-a/1', host: 'pod-a', startedAt: new Date(0).toISOString(), applied: { 'bc-v1': 2 }, versions: { 'bc-v1': { '1.3.0': 'serving' } } });
+    await store.fleet.beat({ instanceId: 'pod-b/1', host: 'pod-b', startedAt: new Date(0).toISOString(), applied: {}, versions: {} });
+    await store.fleet.beat({ instanceId: 'pod-a/1', host: 'pod-a', startedAt: new Date(0).toISOString(), applied: { 'bc-v1': 3 }, versions: { 'bc-v1': { '2.0.0': 'serving' } } });
+    const listed = await store.fleet.list();
+    assert.deepEqual(listed.map((i) => [i.instanceId, i.applied]), [['pod-a/1', { 'bc-v1': 3 }], ['pod-b/1', {}]]);
+    assert.deepEqual(listed[0]!.versions, { 'bc-v1': { '2.0.0': 'serving' } });
+    for (const i of listed) assert.ok(i.sinceSeenMs >= 0 && i.sinceSeenMs < 60_000, String(i.sinceSeenMs));
+    await store.fleet.leave('pod-b/1');
+    assert.deepEqual((await store.fleet.list()).map((i) => i.instanceId), ['pod-a/1']);
+  });
+
+  await withStore('one generated API key per database: the first instance makes it, the others find it', async (store) => {
+    const made = await Promise.all([store.apiKeys.fleetKey(), store.apiKeys.fleetKey()]);
+    const keys = made.filter((m) => m.key !== null);
+    assert.equal(keys.length, 1);
+    assert.equal(made[0]!.id, made[1]!.id);
+    assert.deepEqual(await store.apiKeys.activeDigests(), [sha256Hex(keys[0]!.key!)]);
+    assert.equal((await store.apiKeys.fleetKey()).key, null);
+    await store.apiKeys.revoke(made[0]!.id);
+    const again = await store.apiKeys.fleetKey();
+    assert.notEqual(again.key, null, 'a revoked generated key is replaced');
+    assert.notEqual(again.id, made[0]!.id);
   });
 
   await withStore('create and get; owners are isolated; malformed ids are unknown', async (store) => {

@@ -42,7 +42,7 @@ export async function startService(env: Record<string, string>, timeoutMs: numbe
   const key = randomBytes(16).toString('hex');
   const spawned = performance.now();
   const child = spawn(process.execPath, [main], {
-    env: { ...process.env, ...env, CATCOMFORT_HOST: '127.0.0.1', CATCOMFORT_PORT: '0', CATCOMFORT_API_KEYS: key, CATCOMFORT_LOG_LEVEL: 'info' },
+    env: { ...process.env, ...env, CATCOMFORT_HOST: '127.0.0.1', CATCOMFORT_PORT: '0', CATCOMFORT_API_KEYS: key, CATCOMFORT_LOG_LEVEL: 'info', CATCOMFORT_DRAIN_DELAY_MS: '0' },
     stdio: ['ignore', 'pipe', 'ignore'],
   });
   const port = await new Promise<number>((resolve, reject) => {

@@ -75,8 +75,8 @@ export function sharedDirFrom(env: Env = process.env): string {
 }
 
 /** The scan store: PostgreSQL at CATCOMFORT_DATABASE_URL when set, else SQLite in CATCOMFORT_DATA_DIR (default data/). */
-export function storeLocationFrom(env: Env = process.env): { dataDir: string; databaseUrl: string | null } {
-  return { dataDir: SETTINGS.scan.dataDir.read(env), databaseUrl: SETTINGS.scan.databaseUrl.read(env) };
+export function storeLocationFrom(env: Env = process.env): { dataDir: string; databaseUrl: string | null; databasePool: number } {
+  return { dataDir: SETTINGS.scan.dataDir.read(env), databaseUrl: SETTINGS.scan.databaseUrl.read(env), databasePool: SETTINGS.scan.databasePool.read(env) };
 }
 
 /** UNSAFE switch: scan image and callback URLs may reach private and loopback addresses (CATCOMFORT_FETCH_ALLOW_PRIVATE). */

@@ -62,6 +62,7 @@ export const SETTINGS = {
     maxQueue: optionalInt('CATCOMFORT_QUEUE_MAX', 1, 100_000, 'Queued requests per model; past it: 429 with `Retry-After` (override: `batching.maxQueue`). Auto: `64` on CPU; with a GPU provider 4 x batch size x batches in flight (at least `64`)', 'auto'),
     maxInFlight: optionalInt('CATCOMFORT_BATCH_IN_FLIGHT', 1, 64, 'Batches running at once per model. Auto: `2` on CPU; with a GPU provider one per 4 cores (2 to 8)', 'auto'),
   },
+  drainDelayMs: int('CATCOMFORT_DRAIN_DELAY_MS', 5_000, 0, 600_000, "On SIGTERM: how long `/readyz` answers 503 while every request is still served, so a load balancer (Kubernetes endpoints) stops sending new ones first; then the port closes and requests in progress finish. SIGINT (Ctrl-C) skips it (see [Drain](fleet.md#drain))"),
   requestTimeoutMs: int('CATCOMFORT_REQUEST_TIMEOUT_MS', 10_000, 1, 3_600_000, 'Per-request deadline; a request that cannot meet it gets 429'),
   logLevel: choice('CATCOMFORT_LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info', '`debug`, `info`, `warn`, `error` (JSON lines)'),
   metrics: {
@@ -85,6 +86,7 @@ export const SETTINGS = {
   scan: {
     dataDir: folder('CATCOMFORT_DATA_DIR', 'data', 'Folder of the SQLite scan database'),
     databaseUrl: optionalText('CATCOMFORT_DATABASE_URL', 'PostgreSQL URL; when set, scans live there and instances share them'),
+    databasePool: int('CATCOMFORT_DATABASE_POOL', 10, 1, 1000, "PostgreSQL connections per instance, at most. Keep replicas x this + the CLI's and the autoscaler's below the server's `max_connections` (see [The database budget](fleet.md#the-database-budget))"),
     model: text('CATCOMFORT_SCAN_MODEL', 'bc-v1', 'Model that processes scans'),
     workers: optionalInt('CATCOMFORT_SCAN_WORKERS', 0, 1024, 'Scan workers per instance (`0`: this instance only accepts scans). Auto: as many as images the scan model\'s pipeline holds (batch size x batches in flight), so a backlog drains through full batches', 'auto'),
     leaseMs: int('CATCOMFORT_SCAN_LEASE_MS', 30_000, 100, 3_600_000, 'Lease of a claimed scan; after it, another worker may take it'),

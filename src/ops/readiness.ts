@@ -51,15 +51,24 @@ export class Readiness {
     this.onChange(true);
   }
 
-  /** Shutting down: requests in progress finish, new ones get 503. */
+  /**
+   * Shutting down: /readyz answers 503 so load balancers stop sending, while requests are still
+   * served (`serving`) until the port closes (start.ts close).
+   */
   markDraining(): void {
     this.phase = 'draining';
     for (const id of this.models.keys()) this.models.set(id, 'draining');
     this.onChange(false);
   }
 
+  /** Ready for new clients: what /readyz and the OIP readiness calls say. */
   get ready(): boolean {
     return this.phase === 'ready';
+  }
+
+  /** Requests are taken: ready, or draining before the port closes. */
+  get serving(): boolean {
+    return this.phase !== 'starting';
   }
 
   report(): ReadinessReport {

@@ -5,6 +5,7 @@
 import { log } from '../log';
 import { checkName, newId, normalizeId } from './records';
 import { newApiKey, sha256Hex } from './secrets';
+import { GENERATED_KEY_NAME } from './migrations';
 import { isoOrNull, type SqlDb } from './sql';
 import type { ApiKeyInfo, KeyScope } from './types';
 
@@ -23,6 +24,22 @@ export class ApiKeys {
       scope,
     ]);
     return { id, key };
+  }
+
+  /**
+   * The fleet's generated API key: made once per database (a unique index keeps it one when
+   * instances start at once) and returned with `key` to the instance that made it; the others get
+   * `key: null` and accept it through the issued keys. Revoked, it is made anew at the next start.
+   */
+  async fleetKey(): Promise<{ id: string; key: string | null }> {
+    const key = newApiKey();
+    const made = await this.db.run(
+      `INSERT INTO api_keys (id, name, digest, scope, created_at) VALUES ($1, $2, $3, 'api', ${this.db.dialect.now}) ON CONFLICT DO NOTHING`,
+      [newId(), GENERATED_KEY_NAME, sha256Hex(key)],
+    );
+    const [row] = await this.db.query<{ id: string }>('SELECT id FROM api_keys WHERE name = $1 AND revoked_at IS NULL', [GENERATED_KEY_NAME]);
+    if (row === undefined) throw new Error('the generated API key was revoked while it was made; start again');
+    return { id: row.id, key: made === 1 ? key : null };
   }
 
   async list(): Promise<ApiKeyInfo[]> {

@@ -1,5 +1,5 @@
-// Storage of the service: five small stores (the scan queue, scan credentials, CLI-issued API and
-// admin keys, the webhook outbox, pack rollouts) written once over one SQL-dialect seam (sql.ts), with two drivers:
+// Storage of the service: six small stores (the scan queue, scan credentials, CLI-issued API and
+// admin keys, the webhook outbox, pack rollouts, the fleet's instances) written once over one SQL-dialect seam (sql.ts), with two drivers:
 //  - SQLite (default, embedded): `<dataDir>/catcomfort.sqlite3`, WAL, synchronous=FULL.
 //  - PostgreSQL when a database URL is given: instances share scans and claim work with
 //    FOR UPDATE SKIP LOCKED.
@@ -11,19 +11,23 @@ import { ScanQueue } from './scans';
 import type { SqlDb } from './sql';
 import { SqliteDb } from './sqlite-db';
 import { PackRollouts } from './rollouts';
+import { FleetInstances } from './fleet';
 import { WebhookOutbox } from './webhooks';
 
 export * from './types';
 export { SQLITE_FILE } from './sqlite-db';
 export { sha256Hex } from './secrets';
 export type { SqlDb, SqlValue } from './sql';
-export { ApiKeys, PackRollouts, ScanCredentials, ScanQueue, WebhookOutbox };
-export type { Rollout, RolloutVersion } from './rollouts';
+export { ApiKeys, FleetInstances, PackRollouts, ScanCredentials, ScanQueue, WebhookOutbox };
+export type { Rollout, RolloutChange, RolloutVersion } from './rollouts';
+export type { FleetInstance, InstanceBeat, LoadedVersions } from './fleet';
 export type { RedeliverResult } from './webhooks';
 
 export interface StoreOptions {
   /** postgres://... ; when set, PostgreSQL is used and dataDir is ignored. */
   databaseUrl?: string | null;
+  /** PostgreSQL pool size (CATCOMFORT_DATABASE_POOL); default 10. */
+  databasePool?: number;
   /** Folder of the SQLite file (created if missing). */
   dataDir: string;
   /** Run migrations on open (default true). */
@@ -38,6 +42,7 @@ export interface Store {
   readonly apiKeys: ApiKeys;
   readonly webhooks: WebhookOutbox;
   readonly rollouts: PackRollouts;
+  readonly fleet: FleetInstances;
   /** The database under the stores (migrations; tests reach the tables through it). */
   readonly db: SqlDb;
   /** Scans and their webhook deliveries read in one consistent view (a delivery's state agrees with its scan's logs). */
@@ -66,7 +71,7 @@ function whereIs(url: string): string {
  */
 export async function openStore(opts: StoreOptions): Promise<Store> {
   const url = opts.databaseUrl;
-  const db: SqlDb = url ? new PostgresDb(url, { onIdleError: idlePostgresError }) : new SqliteDb(opts.dataDir);
+  const db: SqlDb = url ? new PostgresDb(url, { maxConnections: opts.databasePool, onIdleError: idlePostgresError }) : new SqliteDb(opts.dataDir);
   if (opts.migrate !== false) {
     try {
       await db.migrate();
@@ -83,6 +88,7 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
     apiKeys: new ApiKeys(db),
     webhooks: new WebhookOutbox(db),
     rollouts: new PackRollouts(db),
+    fleet: new FleetInstances(db),
     db,
     readScans: (fn) => db.snapshot((view) => fn(new ScanQueue(view), new WebhookOutbox(view))),
     close: () => db.close(),

@@ -121,10 +121,30 @@ CREATE TABLE pack_rollouts (
 );
 `;
 
+// The fleet: an unloaded pack id keeps its row (so its generation only grows and every instance
+// unloads it too), each instance's heartbeat with what it applied, and at most one generated API
+// key shared by the instances of one database.
+const v4 = (t: ColumnTypes): string => `
+ALTER TABLE pack_rollouts ADD COLUMN unloaded integer NOT NULL DEFAULT 0;
+CREATE TABLE fleet_instances (
+  instance_id text PRIMARY KEY,
+  host text NOT NULL,
+  started_at ${t.time} NOT NULL,
+  seen_at ${t.time} NOT NULL,
+  applied ${t.json} NOT NULL,
+  versions ${t.json} NOT NULL
+);
+CREATE UNIQUE INDEX api_keys_one_generated ON api_keys (name) WHERE name = '${GENERATED_KEY_NAME}' AND revoked_at IS NULL;
+`;
+
+/** The name of the API key an instance generates for its fleet (src/store/api-keys.ts fleetKey). */
+export const GENERATED_KEY_NAME = 'generated for the fleet';
+
 const migrations = (t: ColumnTypes): Migration[] => [
   { version: 1, name: 'scans, scan logs, scan credentials, api keys', sql: v1(t) },
   { version: 2, name: 'webhooks: callback urls, signing secrets, delivery outbox', sql: v2(t) },
   { version: 3, name: 'pack rollouts and admin keys', sql: v3(t) },
+  { version: 4, name: 'fleet: unloads recorded, instance heartbeats, one generated key', sql: v4(t) },
 ];
 
 export const sqliteMigrations = migrations(SQLITE);

@@ -60,7 +60,7 @@ async function changed(db: Queryable, sql: string, params: readonly SqlValue[]):
 }
 
 export interface PostgresOptions {
-  /** Pool size; default 10. */
+  /** Pool size (CATCOMFORT_DATABASE_POOL); default 10. */
   maxConnections?: number;
   /** Called when an idle pooled connection fails (the pool replaces it). */
   onIdleError?: (error: Error) => void;

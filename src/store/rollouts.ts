@@ -1,8 +1,10 @@
 // Pack rollouts: per pack id, the versions the fleet should have loaded (the serving one and the
-// one beside it, with its role), recorded by the instance that carried out an admin action and
-// read by every instance, which converges to it (src/packs/control/pack-control.ts). Each record raises
-// the pack's generation, so an instance knows what it has already applied. Written once for both
-// databases over the SQL seam (sql.ts).
+// one beside it, with its role), or that the id is unloaded, recorded by the instance that carried
+// out an admin action and read by every instance, which converges to it
+// (src/packs/control/pack-control.ts). Each record raises the pack's generation by compare-and-set
+// (the generation the instance acted on), so of two actions at once on two instances one is
+// recorded and the other is refused, never lost silently; a row is never deleted, so generations
+// only grow. Written once for both databases over the SQL seam (sql.ts).
 import type { SqlDb } from './sql';
 
 export interface RolloutVersion {
@@ -15,11 +17,16 @@ export interface Rollout {
   packId: string;
   serving: RolloutVersion;
   other: (RolloutVersion & { role: 'standby' | 'shadow' | 'canary' | 'previous'; share: number }) | null;
+  /** The pack id was unloaded: every instance unloads it; `serving` is what served last. */
+  unloaded: boolean;
   generation: number;
   updatedAt: string;
   /** The admin key id that made the change. */
   updatedBy: string;
 }
+
+/** What a record sets: the versions wanted, or (`unloaded`) that the pack id goes, with what served last. */
+export type RolloutChange = Pick<Rollout, 'serving' | 'other' | 'unloaded'>;
 
 interface RolloutRow {
   pack_id: string;
@@ -29,6 +36,7 @@ interface RolloutRow {
   other_dir: string | null;
   other_role: 'standby' | 'shadow' | 'canary' | 'previous' | null;
   other_share: number | null;
+  unloaded: number;
   generation: number;
   updated_at: unknown;
   updated_by: string;
@@ -46,39 +54,35 @@ export class PackRollouts {
         r.other_version === null || r.other_dir === null || r.other_role === null
           ? null
           : { version: r.other_version, dir: r.other_dir, role: r.other_role, share: otherShare(r.other_role, r.other_share) },
+      unloaded: Number(r.unloaded) === 1,
       generation: Number(r.generation),
       updatedAt: this.db.dialect.iso(r.updated_at),
       updatedBy: r.updated_by,
     }));
   }
 
-  /** Records a pack's wanted versions; returns the new generation. */
-  record(packId: string, serving: RolloutVersion, other: Rollout['other'], updatedBy: string): Promise<number> {
-    return this.db.transaction(async (tx) => {
-      const [row] = await tx.query<{ generation: number }>('SELECT generation FROM pack_rollouts WHERE pack_id = $1', [packId]);
-      const generation = Number(row?.generation ?? 0) + 1;
-      const values = [packId, serving.version, serving.dir, other?.version ?? null, other?.dir ?? null, other?.role ?? null, other?.share ?? null, generation, updatedBy];
-      const now = tx.dialect.now;
-      if (row === undefined) {
-        await tx.run(
-          `INSERT INTO pack_rollouts (pack_id, serving_version, serving_dir, other_version, other_dir, other_role, other_share, generation, updated_at, updated_by)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, ${now}, $9)`,
-          values,
-        );
-      } else {
-        await tx.run(
-          `UPDATE pack_rollouts SET serving_version = $2, serving_dir = $3, other_version = $4, other_dir = $5, other_role = $6, other_share = $7,
-             generation = $8, updated_at = ${now}, updated_by = $9 WHERE pack_id = $1`,
-          values,
-        );
-      }
-      return generation;
-    });
-  }
-
-  /** Forgets a pack id (it was unloaded). */
-  async forget(packId: string): Promise<void> {
-    await this.db.run('DELETE FROM pack_rollouts WHERE pack_id = $1', [packId]);
+  /**
+   * Records a change of a pack id, if its generation is still `known` (0: no row yet). Returns the
+   * new generation, or null when another instance recorded a change first.
+   */
+  async record(packId: string, change: RolloutChange, updatedBy: string, known: number): Promise<number | null> {
+    const { serving, other, unloaded } = change;
+    const generation = known + 1;
+    const values = [packId, serving.version, serving.dir, other?.version ?? null, other?.dir ?? null, other?.role ?? null, other?.share ?? null, unloaded ? 1 : 0, generation, updatedBy];
+    const now = this.db.dialect.now;
+    const changed =
+      known === 0
+        ? await this.db.run(
+            `INSERT INTO pack_rollouts (pack_id, serving_version, serving_dir, other_version, other_dir, other_role, other_share, unloaded, generation, updated_at, updated_by)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, ${now}, $10) ON CONFLICT (pack_id) DO NOTHING`,
+            values,
+          )
+        : await this.db.run(
+            `UPDATE pack_rollouts SET serving_version = $2, serving_dir = $3, other_version = $4, other_dir = $5, other_role = $6, other_share = $7,
+               unloaded = $8, generation = $9, updated_at = ${now}, updated_by = $10 WHERE pack_id = $1 AND generation = $11`,
+            [...values, known],
+          );
+    return changed === 1 ? generation : null;
   }
 }
 

@@ -38,6 +38,8 @@ export async function startServer(env: Record<string, string> = {}, options: Sta
       CATCOMFORT_HOST: '127.0.0.1',
       CATCOMFORT_PORT: '0',
       CATCOMFORT_API_KEYS: TEST_KEY,
+      // Tests stop their servers with SIGTERM: no load balancer to wait for (a test sets its own delay).
+      CATCOMFORT_DRAIN_DELAY_MS: '0',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

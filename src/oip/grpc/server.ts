@@ -1,7 +1,7 @@
 // The Open Inference Protocol's gRPC service (proto/inference.proto) on its own port
 // (CATCOMFORT_GRPC_PORT): the same keys (`api-key` metadata), body limit, deadlines, error table,
 // request log and drain as HTTP. ServerLive and ServerReady need no key; every other call does,
-// and before readiness or while draining gets UNAVAILABLE. Each call's log line is written by the
+// and before readiness or once the port closes after the drain delay gets UNAVAILABLE. Each call's log line is written by the
 // callLog interceptor (call-log.ts); the handlers note what they learn on the call's record.
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -84,7 +84,7 @@ async function startGrpc(service: Service, readiness: Readiness, options: { host
       Promise.resolve()
         .then(() => {
           if (!open && !service.keys.check(metadataValue(call.metadata, 'api-key'))) throw new ApiError('unauthorized');
-          if (!open && !readiness.ready) throw new ApiError('unavailable');
+          if (!open && !readiness.serving) throw new ApiError('unavailable');
           return work(call.request, ctx);
         })
         .then(

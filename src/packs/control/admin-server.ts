@@ -1,5 +1,6 @@
 // The admin listener (CATCOMFORT_ADMIN_PORT, on CATCOMFORT_ADMIN_HOST, never the public port): pack
-// versions changed while serving (src/packs/control/pack-control.ts), for `catcomfort packs`. A plain
+// versions changed while serving (src/packs/control/pack-control.ts), for `catcomfort packs`, and
+// the fleet view (fleet-view.ts). A plain
 // node:http server with JSON in and out, keys in `Authorization: Bearer`, and one audit log line
 // per action and per refused request, naming the admin key's id. Its refusals are the house's coded
 // errors (src/errors/), written in its own `{"error": {code, message}}` body.
@@ -68,6 +69,8 @@ export interface AdminContext {
   keys: AdminKeys;
   control: PackControl;
   registry: ModelRegistry;
+  /** The fleet view (fleet-view.ts). */
+  fleet: () => Promise<unknown>;
 }
 
 /** Every pack id with its loaded versions, and the versions being loaded. */
@@ -130,12 +133,13 @@ async function handle(ctx: AdminContext, req: http.IncomingMessage, audit: Audit
   const path = (req.url ?? '').split('?')[0]!;
   const name = /^\/packs\/([a-z]+)$/.exec(path)?.[1];
   const action = req.method === 'POST' && name !== undefined && Object.hasOwn(ACTIONS, name) ? ACTIONS[name]! : null;
-  audit.action = action ? name! : req.method === 'GET' && path === '/packs' ? null : `${req.method} ${path}`;
+  audit.action = action ? name! : req.method === 'GET' && (path === '/packs' || path === '/fleet') ? null : `${req.method} ${path}`;
   const auth = req.headers.authorization ?? '';
   audit.keyId = ctx.keys.identify(auth.startsWith('Bearer ') ? auth.slice(7).trim() : undefined);
   if (audit.keyId === null) throw new ApiError('unauthorized', 'Missing or invalid admin key (Authorization: Bearer <key>).');
   if (req.method === 'GET' && path === '/packs') return { status: 200, body: listing(ctx) };
-  if (!action) throw new ApiError('not_found', 'Routes: GET /packs; POST /packs/load, /packs/route, /packs/promote, /packs/rollback, /packs/unload.');
+  if (req.method === 'GET' && path === '/fleet') return { status: 200, body: await ctx.fleet() };
+  if (!action) throw new ApiError('not_found', 'Routes: GET /packs, GET /fleet; POST /packs/load, /packs/route, /packs/promote, /packs/rollback, /packs/unload.');
   audit.request = await readJson(req);
   const result = await action(ctx, audit.request, audit.keyId);
   audit.versions = result.versions;
@@ -145,7 +149,7 @@ async function handle(ctx: AdminContext, req: http.IncomingMessage, audit: Audit
 /**
  * One audit line per action done and per request refused (401, 404, 400, 409, 422, ...): the action
  * (or method and path), the key's id (never the key), the client's address, the body, the outcome.
- * A listing (GET /packs) that succeeds is not an action and leaves none.
+ * A listing (GET /packs, GET /fleet) that succeeds is not an action and leaves none.
  */
 function auditLine(req: http.IncomingMessage, audit: Audit, started: number, failure: ApiError | null): void {
   if (!failure && audit.action === null) return;

@@ -1,7 +1,9 @@
 // Pack control at start: the fleet's recorded pack versions applied before the service turns
-// ready, a sync with the store every CATCOMFORT_PACK_SYNC_MS, and (with CATCOMFORT_ADMIN_PORT) the
+// ready, a sync with the store every CATCOMFORT_PACK_SYNC_MS followed by this instance's heartbeat
+// (the admin listener's fleet view), and (with CATCOMFORT_ADMIN_PORT) the
 // admin listener with its keys, issued ones reloaded with the API keys; the listener opens when
 // start.ts starts the interfaces.
+import os from 'node:os';
 import type { Config } from '../../config';
 import { log } from '../../log';
 import type { NativeAddon, NativeInfo } from '../../native/addon';
@@ -15,13 +17,14 @@ import { keepIssuedKeys } from '../../store/api-keys';
 import { newApiKey } from '../../store/secrets';
 import { AdminKeys } from './admin-keys';
 import { startAdminServer } from './admin-server';
+import { fleetView } from './fleet-view';
 
 export interface PackControlRunning {
   control: PackControl;
   /** The admin listener, in the shape of every interface (src/service.ts ServiceInterface): started with the others, closed with them. */
   admin: { start(): Promise<void>; close(): Promise<void> };
-  /** Stops the sync with the store and the reload of issued admin keys. */
-  close(): void;
+  /** Stops the sync with the store and the reload of issued admin keys; this instance leaves the fleet view. */
+  close(): Promise<void>;
 }
 
 /** /readyz's versions: each loaded version's role, and the versions being loaded. */
@@ -52,9 +55,16 @@ export async function startPackControl(config: Config, parts: { addon: NativeAdd
     keepPreviousMs: config.admin.keepPreviousMs,
     probe: gpuProbe(config, parts.info),
   });
-  await control.sync().catch((error: unknown) => log.warn('pack versions could not be read from the store at start', { error: String(error) }));
-  const timer = setInterval(() => void control.sync().catch((error: unknown) => log.warn('pack version sync failed', { error: String(error) })), config.admin.syncMs);
+  const self = { instanceId: `${os.hostname()}/${process.pid}`, host: os.hostname(), startedAt: new Date().toISOString() };
+  // Each sync, then this instance's heartbeat with what it applied (the fleet view).
+  const syncAndBeat = async () => {
+    await control.sync();
+    await parts.store.fleet.beat({ ...self, applied: control.appliedGenerations(), versions: versionStates(parts.registry, control) });
+  };
+  await syncAndBeat().catch((error: unknown) => log.warn('pack versions could not be read from the store at start', { error: String(error) }));
+  const timer = setInterval(() => void syncAndBeat().catch((error: unknown) => log.warn('pack version sync failed', { error: String(error) })), config.admin.syncMs);
   timer.unref();
+  const fleet = () => fleetView({ rollouts: parts.store.rollouts, instances: parts.store.fleet, syncMs: config.admin.syncMs, self: self.instanceId });
 
   const keys = new AdminKeys(config.admin.keys);
   const issued = keepIssuedKeys(parts.store.apiKeys, 'admin', (k) => keys.setIssued(k));
@@ -68,7 +78,7 @@ export async function startPackControl(config: Config, parts: { addon: NativeAdd
         keys.addConfigured(key);
         process.stdout.write(`No CATCOMFORT_ADMIN_KEYS set; generated this admin key for this run only: ${key}\n`);
       }
-      server = await startAdminServer(config.admin.host, config.admin.port, { keys, control, registry: parts.registry });
+      server = await startAdminServer(config.admin.host, config.admin.port, { keys, control, registry: parts.registry, fleet });
       log.info('admin listening', { host: config.admin.host, admin_port: server.port });
     },
     close: async () => server?.close(),
@@ -76,9 +86,10 @@ export async function startPackControl(config: Config, parts: { addon: NativeAdd
   return {
     control,
     admin,
-    close() {
+    async close() {
       clearInterval(timer);
       issued.stop();
+      await parts.store.fleet.leave(self.instanceId).catch((error: unknown) => log.warn('could not leave the fleet view', { error: String(error) }));
     },
   };
 }
