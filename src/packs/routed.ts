@@ -3,6 +3,9 @@
 // the serving one's (metrics per version), never answered, and run only from spare capacity (the
 // serving version has nothing queued and a free batch slot, and no other shadow image is running),
 // else skipped and counted, so that a shadow never takes capacity from serving.
+// The one door to a version for every caller: v2 and v1 images (a draw per image), OIP (per call),
+// v1 video (per video: all its frames one version) and scans (per scan); each then analyses with
+// analyzePicked and labels with appliedThreshold, never with a Model taken from the registry.
 import { metrics } from '../ops/metrics';
 import { isDiscomfort, PackNotLoadedError, type Analysis } from '../pipeline/analysis';
 import type { AnalyzeItem } from '../native/addon';

@@ -32,9 +32,8 @@ export function scanInterface(config: Config, parts: { service: Service; store: 
 function startScan(config: Config, parts: InterfaceContext & { service: Service; store: Store }): () => Promise<void> {
   const { service, store } = parts;
   const scan = config.scan;
-  if (!service.registry.get(scan.model)) throw new Error(`CATCOMFORT_SCAN_MODEL "${scan.model}" is not a loaded pack`);
-  // The scan model's serving version at the time of each use (it may be promoted while serving).
-  const scanModel = () => service.registry.get(scan.model)!;
+  const scanModel = service.registry.get(scan.model);
+  if (!scanModel) throw new Error(`CATCOMFORT_SCAN_MODEL "${scan.model}" is not a loaded pack`);
   if (scan.allowPrivateUrls) log.warn('CATCOMFORT_FETCH_ALLOW_PRIVATE is on: scan URLs may reach private and loopback addresses (UNSAFE)');
   const health = new StoreHealth();
   parts.readiness.setScanStore(() => health.state);
@@ -47,10 +46,10 @@ function startScan(config: Config, parts: InterfaceContext & { service: Service;
     body: (s, delivery) => presentEvent(s, { id: scan.model, version: service.version }, delivery),
   });
   // Unset: one worker per image the scan model's pipeline holds, so a backlog fills its batches.
-  const { maxBatchSize, maxInFlight } = scanModel().batcher.options;
+  const { maxBatchSize, maxInFlight } = scanModel.batcher.options;
   const workerCount = scan.workers ?? maxBatchSize * maxInFlight;
   log.info('scan workers', { workers: workerCount, chosen_by: scan.workers === null ? 'batch size x batches in flight' : 'CATCOMFORT_SCAN_WORKERS' });
-  const workers = new ScanWorkers(store, health, scanModel, webhooks, {
+  const workers = new ScanWorkers(store, health, service.registry, scan.model, webhooks, {
     ...scan,
     workers: workerCount,
     idlePollMs: 250,

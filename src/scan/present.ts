@@ -15,7 +15,10 @@ export interface StoredResult {
   score: number | null;
   threshold: number;
   modelId: string;
+  /** The service's version (the answer's `model.version`, as v2's). */
   modelVersion: string;
+  /** The pack version that answered (a canary's when drawn); stored, not shown. Absent in results stored before it. */
+  packVersion?: string;
 }
 
 function predictionsOf(r: StoredResult): ScanResource['predictions'] {

@@ -1,12 +1,16 @@
 // Scan workers inside the service: claim a scan (PENDING, or PROCESSING with an expired lease),
-// fetch its URL if it has one, run it through the same model and batcher as /v2/predict, and
-// store the result. A worker that dies leaves the scan to be claimed again when its lease ends.
+// fetch its URL if it has one, run it through the version of the scan model that routing picks
+// (packs/routed.ts, as /v2/predict does: one draw per scan, so a canary answers its share of scans
+// and a shadow runs beside its share) on that version's batcher, and store the result with the
+// version that answered. A worker that dies leaves the scan to be claimed again when its lease ends.
 // While the store fails, workers back off (exponential, capped, with jitter) and say nothing per
 // attempt: StoreHealth logs the outage once and its end once.
 import { randomUUID } from 'node:crypto';
 import type { ScanConfig } from '../config';
 import { log } from '../log';
-import type { Model } from '../packs/model';
+import type { ModelRegistry } from '../packs/registry';
+import { analyzePicked, appliedThreshold, pickVersion, type Routed } from '../packs/routed';
+import type { Pick as PickedVersion } from '../packs/versions';
 import { metrics } from '../ops/metrics';
 import { ImageError } from '../pipeline/analysis';
 import { QueueFullError } from '../pipeline/batcher';
@@ -37,15 +41,12 @@ export class ScanWorkers {
   constructor(
     private readonly store: Store,
     private readonly health: StoreHealth,
-    /** The scan model's serving version now. */
-    private readonly model: () => Model,
+    private readonly registry: ModelRegistry,
+    /** The scan model's pack id: each scan's version is drawn from its versions when it is analysed. */
+    readonly modelId: string,
     private readonly webhooks: WebhookDispatcher,
     private readonly options: WorkerOptions,
   ) {}
-
-  get modelId(): string {
-    return this.model().id;
-  }
 
   start(): void {
     this.running = true;
@@ -129,11 +130,11 @@ export class ScanWorkers {
     }
   }
 
-  /** Scans share the model's queue with /v2: when it is full, wait and retry instead of failing. */
-  private async analyzeWhenAdmitted(model: Model, bytes: Buffer) {
+  /** Scans share the picked version's queue with /v2: when it is full, wait and retry (the same version) instead of failing. */
+  private async analyzeWhenAdmitted(pick: PickedVersion, bytes: Buffer): Promise<Routed> {
     for (let delayMs = 100; ; delayMs = Math.min(delayMs * 2, 2000)) {
       try {
-        return await model.analyze({ data: bytes, encoding: 'bytes' });
+        return await analyzePicked(pick, { data: bytes, encoding: 'bytes' }, {}, null);
       } catch (error) {
         if (!(error instanceof QueueFullError) || !this.running) throw error;
         await new Promise((resolve) => setTimeout(resolve, delayMs));
@@ -179,8 +180,8 @@ export class ScanWorkers {
       }
     }
     try {
-      const model = this.model();
-      const analysis = await this.analyzeWhenAdmitted(model, bytes!);
+      // One draw per scan: its retries on a full queue stay with the version drawn.
+      const { analysis, model } = await this.analyzeWhenAdmitted(pickVersion(this.registry, this.modelId), bytes!);
       const result: StoredResult = {
         detection: analysis.detection,
         width: analysis.width,
@@ -188,9 +189,10 @@ export class ScanWorkers {
         box: analysis.cat?.box ?? null,
         confidence: analysis.cat?.confidence ?? null,
         score: analysis.score,
-        threshold: model.manifest.defaultThreshold,
+        threshold: appliedThreshold(model, null),
         modelId: model.id,
         modelVersion: this.options.serviceVersion,
+        packVersion: model.version,
       };
       if (await this.finish('complete', () => this.store.scans.complete(scan.id, workerId, { ...result }))) {
         metrics.scanOutcomes.inc({ outcome: 'completed', code: '' });

@@ -45,7 +45,7 @@ function sendFailure(ex: Exchange, error: unknown, headers: Record<string, strin
 }
 
 interface Variant {
-  /** The pack id; its answering version is picked per request (models/routed.ts). */
+  /** The pack id; its answering version is picked per request (packs/routed.ts). */
   modelId: string;
   legacy: boolean;
 }
@@ -102,9 +102,7 @@ function invocation(ctx: V1Context, variant: Variant) {
         if (errors.length > 0 || request === null) throw new V1ValidationError(errors);
         if (request.mediaType === 'video') {
           if (!variant.legacy) return json(ex, 400, { detail: VIDEO_ON_IMAGE_ENDPOINT }, headers);
-          const model = service.registry.get(variant.modelId)!;
-          ex.notes.modelVersion = model.version;
-          return json(ex, 200, await analyzeVideo(service, model, request, ex, deadline, ctx.ffmpegSlots), headers);
+          return json(ex, 200, await analyzeVideo(service, variant.modelId, request, ex, deadline, ctx.ffmpegSlots), headers);
         }
         json(ex, 200, await analyzeImage(ctx, variant, request, threshold, ex, deadline), headers);
       })

@@ -4,8 +4,11 @@
 // mean discomfort probability p and the mean cat quality; the best frame gives the box.
 // Times: total_extraction_time is the wall time of ffmpeg plus decoding and detection of all
 // frames; total_prediction_time is the classifier's share of the pipeline's wall time.
+// One version per video (packs/routed.ts, drawn once the frames are extracted): every frame of a
+// video is judged by that version and its default threshold, a canary answering its share of videos;
+// a shadow drawn for the video runs beside each frame (from spare capacity, as for any image).
 import type { Exchange } from '../http/exchange';
-import type { Model } from '../packs/model';
+import { analyzePicked, appliedThreshold, pickVersion } from '../packs/routed';
 import { ImageError, type Analysis } from '../pipeline/analysis';
 import type { Semaphore } from '../pipeline/semaphore';
 import type { Service } from '../service';
@@ -22,7 +25,8 @@ function withoutThreshold(response: V1Response): V1VideoResponse {
 
 export async function analyzeVideo(
   service: Service,
-  model: Model,
+  /** The pack id; the version answering this video is picked here. */
+  modelId: string,
   request: V1Request,
   ex: Exchange,
   deadline: number,
@@ -40,12 +44,18 @@ export async function analyzeVideo(
     if (error instanceof VideoError) return withoutThreshold(failure(`Error: ${error.message}`, null));
     throw error;
   }
+  const pick = pickVersion(service.registry, modelId);
+  const model = pick.model;
+  ex.notes.modelVersion = model.version;
   const analyses = await Promise.all(
     frames.map((frame) =>
-      model.analyze({ data: frame, encoding: 'bytes' }, { deadline, signal, timing: ex.timing }).catch((error: unknown) => {
-        if (error instanceof ImageError) return null; // a frame that does not decode is skipped
-        throw error;
-      }),
+      analyzePicked(pick, { data: frame, encoding: 'bytes' }, { deadline, signal, timing: ex.timing }, null).then(
+        (routed) => routed.analysis,
+        (error: unknown) => {
+          if (error instanceof ImageError) return null; // a frame that does not decode is skipped
+          throw error;
+        },
+      ),
     ),
   );
   const wallMs = performance.now() - started;
@@ -67,7 +77,7 @@ export async function analyzeVideo(
   const busy = sum((a) => a.timings.decodeMs + a.timings.detectMs + a.timings.cropMs + a.timings.classifyMs);
   const classifyMs = busy > 0 ? (wallMs * sum((a) => a.timings.cropMs + a.timings.classifyMs)) / busy : 0;
   return {
-    ...moodOf(p, model.manifest.defaultThreshold),
+    ...moodOf(p, appliedThreshold(model, null)),
     message: V1_MESSAGES.success,
     success: true,
     cat_quality: mean(top.map((a) => a.cat!.confidence)),
