@@ -149,6 +149,24 @@ test('every CATCOMFORT_ setting in the Dockerfile and compose.yaml is one the se
   for (const name of named) assert.ok(read.has(name), `${name} is a known setting (src/config/settings.ts)`);
 });
 
+test('Dockerfile.gpu: the same build with the CUDA provider bundled, on a CUDA 13 cuDNN runtime that runs what bookworm built', () => {
+  const gpu = parseDockerfile(readFileSync(path.join(repoRoot, 'Dockerfile.gpu'), 'utf8'));
+  const gpuStage = (name: string): Stage => gpu.stages.find((s) => s.name === name)!;
+  assert.deepEqual(gpu.stages.map((s) => s.name), ['model-mirror', 'build', 'runtime']);
+  assert.equal(gpuStage('build').base, stage('build').base);
+  assert.deepEqual(copies(gpuStage('build')), copies(stage('build')));
+  const install = (s: Stage) => s.instructions.filter((i) => i.keyword === 'RUN').map((i) => i.args).find((r) => r.includes('npm ci'))!;
+  // The CPU image's install and bundle step, with the CUDA provider (and optionally one architecture's GPU code).
+  assert.equal(install(gpuStage('build')), `${install(stage('build'))} --cuda \${CUDA_ARCH:+--cuda-arch $CUDA_ARCH}`);
+  // NVIDIA's image with the CUDA 13 runtime, cuBLAS and cuDNN; Ubuntu 24.04 has glibc 2.39 >= bookworm's 2.36.
+  assert.match(gpuStage('runtime').base, /^nvidia\/cuda:13\.\d+\.\d+-cudnn-runtime-ubuntu24\.04$/);
+  for (const keyword of ['USER', 'RUN', 'WORKDIR', 'VOLUME', 'EXPOSE', 'CMD']) assert.equal(instruction(gpuStage('runtime'), keyword), instruction(stage('runtime'), keyword), keyword);
+  assert.deepEqual(copies(gpuStage('runtime')), copies(stage('runtime')));
+  assert.deepEqual(execForm(instruction(gpuStage('runtime'), 'HEALTHCHECK')), execForm(instruction(stage('runtime'), 'HEALTHCHECK')));
+  assert.deepEqual(envOf(gpuStage('runtime')), { ...envOf(stage('runtime')), CATCOMFORT_EXECUTION_PROVIDERS: 'cuda,cpu' });
+  for (const name of Object.keys(envOf(gpuStage('runtime'))).filter((n) => n.startsWith('CATCOMFORT_'))) assert.ok(KNOWN_VARIABLES.includes(name), name);
+});
+
 test('compose.yaml runs the image built here with PostgreSQL as the scan store', () => {
   assert.match(compose, /^ {2}catcomfort:\n {4}build:\n {6}context: \.$/m);
   assert.match(compose, /^ {2}postgres:\n {4}image: postgres:\d+/m);
