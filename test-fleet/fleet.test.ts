@@ -5,7 +5,8 @@
 // through nginx: every answer 2xx, no connection error. Then kill -9 of a replica holding scans in a
 // backlog of 60 with a webhook receiver: every scan completed once, every webhook delivered and never
 // sent twice at once, the survivors take the victim's scans within the lease, and the predicts that
-// failed through nginx were in flight on the victim.
+// failed through nginx were in flight on the victim. Last, without configured keys, two instances
+// on one database accept the one key the first generated.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -226,5 +227,25 @@ describe('three replicas on one PostgreSQL behind nginx', () => {
       await receiver.close();
     }
     assert.deepEqual(clients.tally.errors, []);
+  });
+
+  test('without CATCOMFORT_API_KEYS two instances on one database accept the one key the first generated', async (t) => {
+    if (!postgres) return t.skip(skip);
+    const url = await postgres.createDatabase();
+    const start = () => startServer({ ...storeEnv(mkdtempSync(path.join(os.tmpdir(), 'cc-fleet-key-')), url), CATCOMFORT_API_KEYS: '', CATCOMFORT_SCAN_WORKERS: '0' });
+    const first = await start();
+    const second = await start();
+    try {
+      const printed = [first, second].flatMap((s) => [...s.output().matchAll(/generated this API key for every instance sharing this database: (\S+)/g)].map((m) => m[1]!));
+      assert.equal(printed.length, 1, 'printed once, by the first');
+      assert.match(second.output(), /"msg":"no CATCOMFORT_API_KEYS set; the fleet's generated API key is accepted"/);
+      for (const server of [first, second]) {
+        const answer = (key: string) => fetch(`${server.url}/v2/models`, { headers: { 'api-key': key } }).then((r) => r.status);
+        assert.equal(await answer(printed[0]!), 200);
+        assert.equal(await answer('not-the-key-0123456789'), 401);
+      }
+    } finally {
+      await Promise.all([first.stop(), second.stop()]);
+    }
   });
 });

@@ -350,6 +350,10 @@ describe('a fleet on one PostgreSQL', () => {
       const back = await converged('bc-extra back on both', (view) => view.instances.every((i: any) => i.versions['bc-extra']?.['1.3.0'] === 'serving'));
       assert.equal(back.recorded.find((r: any) => r.pack === 'bc-extra').generation, 3);
       assert.equal((await postJson(`${a.url}/v2/models/bc-extra/predict`, { image: CAT })).status, 200);
+      const printed = await run(['packs', 'fleet'], { CATCOMFORT_ADMIN_URL: `http://127.0.0.1:${await adminPort(b)}`, CATCOMFORT_ADMIN_KEY: ADMIN_KEY });
+      assert.equal(printed.code, 0, printed.stderr);
+      assert.equal(printed.stdout.split('\n').filter((l) => /^instance\t.*\tconverged\t.*bc-extra@3: 1\.3\.0 serving/.test(l)).length, 2, printed.stdout);
+      assert.match(printed.stdout, /^recorded\tbc-extra\tgeneration 3\t1\.3\.0 serving\t/m);
     } finally {
       await Promise.all([a.stop(), b.stop()]);
     }

@@ -574,6 +574,28 @@ test('PostgreSQL store', { timeout: 180_000 }, async (t) => {
         for (const s of opened) await s.close();
       }
     });
+    await t.test('CATCOMFORT_DATABASE_POOL bounds the connections one instance holds', async () => {
+      url = await server.createDatabase();
+      const store = await openStore({ databaseUrl: url, dataDir: '/nonexistent', databasePool: 2 });
+      const watcher = await openStore({ databaseUrl: url, dataDir: '/nonexistent', databasePool: 1 });
+      try {
+        const held = () =>
+          watcher.db.query<{ n: string }>('SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()').then((r) => Number(r[0]!.n));
+        const sleeping = Promise.all(Array.from({ length: 6 }, () => store.db.query('SELECT pg_sleep(0.2)')));
+        let most = 0;
+        let done = false;
+        void sleeping.then(() => (done = true));
+        while (!done) {
+          most = Math.max(most, await held());
+          await sleep(20);
+        }
+        await sleeping;
+        assert.equal(most, 2);
+      } finally {
+        await store.close();
+        await watcher.close();
+      }
+    });
   } finally {
     await backend.cleanup();
     await server.stop();

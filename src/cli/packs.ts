@@ -13,6 +13,7 @@ const COMMANDS: Record<string, Subcommand> = {
   promote: { args: 'ID@VERSION', summary: 'Make that version serve; the one that served stays loaded as previous', load: async () => promote },
   rollback: { args: 'ID', summary: 'The previous version serves again', load: async () => rollback },
   unload: { args: 'ID@VERSION | ID', summary: 'Unload the version beside the serving one, or a whole pack id', load: async () => unload },
+  fleet: { summary: "Each pack's recorded generation, and each instance sharing the store: last sync, converged or not, its versions", load: async () => fleet },
 };
 
 const USAGE = `Usage: catcomfort packs <command>
@@ -26,7 +27,9 @@ ${commandList(COMMANDS)}
 Exit codes: 0 done, 1 refused or failed (the service says why), 2 bad usage.
 `;
 
-async function call(method: 'GET' | 'POST', route: string, body?: Record<string, unknown>): Promise<number> {
+type Answer = Record<string, any> | null;
+
+async function call(method: 'GET' | 'POST', route: string, body?: Record<string, unknown>, print: (answer: Answer) => void = printPacks): Promise<number> {
   const { url, key } = adminClientFrom();
   if (!url) throw new UsageError('set CATCOMFORT_ADMIN_URL or CATCOMFORT_ADMIN_PORT (where the admin listener is)', USAGE);
   if (!key) throw new UsageError('set CATCOMFORT_ADMIN_KEY (an admin key)', USAGE);
@@ -40,15 +43,35 @@ async function call(method: 'GET' | 'POST', route: string, body?: Record<string,
   } catch (error) {
     throw new Error(`cannot reach the admin listener at ${url}: ${(error as Error).cause ?? (error as Error).message}`);
   }
-  const answer = (await response.json().catch(() => null)) as Record<string, any> | null;
+  const answer = (await response.json().catch(() => null)) as Answer;
   if (!response.ok) {
     process.stderr.write(`${answer?.error?.code ?? response.status}: ${answer?.error?.message ?? 'no answer'}\n`);
     return 1;
   }
+  print(answer);
+  return 0;
+}
+
+/** An action's result, or the listing: each pack id with its versions, then the versions being loaded. */
+function printPacks(answer: Answer): void {
   if (answer?.versions) process.stdout.write(`${answer.pack}: ${answer.versions}\n`);
   else for (const p of answer?.packs ?? []) process.stdout.write(`${p.id}\t${p.versions.map((v: any) => `${v.version} ${describeRole(v.role, v.share)}`).join(', ')}\n`);
   for (const [name, state] of Object.entries(answer?.loading ?? {})) process.stdout.write(`${name}\t${state}\n`);
-  return 0;
+}
+
+/** The fleet view: a line per recorded pack, then one per instance. */
+function printFleet(answer: Answer): void {
+  for (const r of answer?.recorded ?? []) {
+    const versions = r.unloaded ? 'unloaded' : [`${r.serving} serving`, ...(r.other ? [`${r.other.version} ${describeRole(r.other.role, r.other.share)}`] : [])].join(', ');
+    process.stdout.write(`recorded\t${r.pack}\tgeneration ${r.generation}\t${versions}\tby ${r.updated_by} at ${r.updated_at}\n`);
+  }
+  for (const i of answer?.instances ?? []) {
+    const state = i.stale ? 'STALE' : i.converged ? 'converged' : 'BEHIND';
+    const packs = Object.entries(i.versions as Record<string, Record<string, string>>)
+      .map(([id, roles]) => `${id}@${i.applied[id] ?? 0}: ${Object.entries(roles).map(([v, role]) => `${v} ${role}`).join(', ')}`)
+      .join('; ');
+    process.stdout.write(`instance\t${i.instance}${i.self ? ' (this one)' : ''}\tsynced ${(i.since_sync_ms / 1000).toFixed(1)} s ago\t${state}\t${packs}\n`);
+  }
 }
 
 const PERCENT = /^(\d+(?:\.\d+)?)%?$/;
@@ -86,6 +109,13 @@ async function list(argv: string[]): Promise<number> {
   if (!parsed) return 0;
   positionals(parsed, 0, '', USAGE);
   return call('GET', '/packs');
+}
+
+async function fleet(argv: string[]): Promise<number> {
+  const parsed = parse(argv, USAGE);
+  if (!parsed) return 0;
+  positionals(parsed, 0, '', USAGE);
+  return call('GET', '/fleet', undefined, printFleet);
 }
 
 async function load(argv: string[]): Promise<number> {
