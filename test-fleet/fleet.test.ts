@@ -1,7 +1,8 @@
 // Three replicas of the real service on one real PostgreSQL behind a real nginx (docs/fleet.md
 // "What was tested"). A rolling restart under load: each replica gets SIGTERM, leaves nginx's
-// upstream once its /readyz says draining (as an endpoints controller takes a pod out), exits, starts
-// again and comes back once ready, one at a time, while clients post /v2/predict and read /readyz
+// upstream once its /readyz fails (as an endpoints controller takes a pod out; nginx, like
+// kube-proxy, does not retry a refused connection), exits, starts again and comes back once ready,
+// one at a time, while clients post /v2/predict and read /readyz
 // through nginx: every answer 2xx, no connection error. Then kill -9 of a replica holding scans in a
 // backlog of 60 with a webhook receiver: every scan completed once, every webhook delivered and never
 // sent twice at once, the survivors take the victim's scans within the lease, and the predicts that
@@ -108,7 +109,8 @@ describe('three replicas on one PostgreSQL behind nginx', () => {
     ports = await Promise.all(Array.from({ length: REPLICAS }, () => freePort()));
     // One at a time: the first applies the migrations, and three warm-ups at once on two cores take longer than one after another.
     for (let i = 0; i < REPLICAS; i++) replicas.push(await startReplica(i));
-    nginx = await startFleetNginx(ports);
+    // Like kube-proxy for the restarts: a refused connection is not tried elsewhere.
+    nginx = await startFleetNginx(ports, false);
   });
 
   after(async () => {
@@ -127,8 +129,8 @@ describe('three replicas on one PostgreSQL behind nginx', () => {
         const before = count(clients.tally, () => true);
         await waitFor('answers through nginx before the next restart', () => count(clients.tally, () => true) >= before + 5);
         leaving.child.kill('SIGTERM');
-        // The endpoints controller: the replica leaves the upstream once its readiness says so.
-        await waitFor(`replica ${i} draining`, async () => (await send(`http://127.0.0.1:${ports[i]}`, 'GET', '/readyz').catch(() => 0)) === 503);
+        // The endpoints controller: the replica leaves the upstream once its readiness probe fails (503 or no answer).
+        await waitFor(`replica ${i} not ready`, async () => (await send(`http://127.0.0.1:${ports[i]}`, 'GET', '/readyz').catch(() => 0)) !== 200);
         await nginx.setUpstreams(ports.filter((_, j) => j !== i));
         // Its own exit after the drain delay (stop() would signal again, which ends the delay).
         if (leaving.child.exitCode === null) await new Promise((resolve) => leaving.child.once('exit', resolve));
@@ -155,6 +157,9 @@ describe('three replicas on one PostgreSQL behind nginx', () => {
     const credential: Credential = createCredential(env, 'fleet');
     const clients = load(nginx.url, 3);
     try {
+      // As nginx by default: a refused connection (the killed replica, until it leaves) goes to the next one.
+      nginx.retryRefused = true;
+      await nginx.setUpstreams(ports);
       const victim = replicas[1]!;
       // Watched from before the first scan is sent: the backlog drains within seconds on three replicas.
       const holding = waitFor('the victim holding scans', async () => {

@@ -6,7 +6,7 @@
 #
 #   sudo apt-get install debootstrap buildah          # Debian 12
 #   npm ci && sudo bash deploy/image/build-cpu.sh [OUT.tar]   # default build/image/catcomfort-oci.tar
-#   sudo bash deploy/image/build-cpu.sh --check       # also: start the image's file system as uid 10001, wait for /readyz
+#   sudo bash deploy/image/build-cpu.sh --check       # also: start the image's file system as uid 10001, wait for /readyz, predict the example cat
 #
 # Load the archive where an engine is: `podman load -i OUT.tar`, `skopeo copy oci-archive:OUT.tar
 # docker://REGISTRY/catcomfort:1.0.0`, or `docker load` after `skopeo copy ... docker-archive:`.
@@ -104,12 +104,22 @@ if [ "$check" = true ]; then
     kill -0 "$pid" 2> /dev/null || break
     sleep 0.1
   done
+  answer=''
+  if [ "$ready" = true ]; then
+    # A detected cat from the running image: the README's example photo through /v2/predict.
+    answer=$({ printf '{"image":"'; base64 -w0 models/example-cat.jpg; printf '"}'; } |
+      curl -sS "http://127.0.0.1:$check_port/v2/predict" -H 'api-key: check-key-0123456789abcdef' \
+        -H 'content-type: application/json' --data-binary @- 2>&1 || true)
+  fi
   kill -TERM -- "-$pid" 2> /dev/null || true
   wait "$pid" 2> /dev/null || true
   umount "$mnt/tmp" "$mnt/dev" "$mnt/proc"
   buildah umount "$ctr" > /dev/null
   if [ "$ready" = true ]; then
-    echo "build-cpu.sh: check: the image's file system as uid $uid answered GET /readyz 200"
+    case "$answer" in
+      *'"detection":"detected"'*) echo "build-cpu.sh: check: the image's file system as uid $uid answered GET /readyz 200 and found the cat in models/example-cat.jpg" ;;
+      *) echo "build-cpu.sh: check: ready, but /v2/predict did not find the cat: $answer" >&2; exit 1 ;;
+    esac
   else
     echo "build-cpu.sh: check: not ready; its output:" >&2
     tail -20 "$log" >&2
