@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { request, postJson } from './helpers/http';
 import { parseMetrics, total } from './helpers/metrics';
 import { photo, repoRoot } from './helpers/paths';
-import { usePostgres } from './helpers/postgres';
+import { usePostgres, type TestPostgres } from './helpers/postgres';
 import { cli, storeEnv } from './helpers/scan';
 import { startServer, TEST_KEY, type TestServer } from './helpers/server';
 import { waitFor } from './helpers/wait';
@@ -260,18 +260,23 @@ describe('pack versions while serving', () => {
 describe('a fleet on one PostgreSQL', () => {
   const postgres = usePostgres();
 
-  test('a promotion on one instance: the other converges to it within the sync interval', async (t) => {
-    if (!postgres.pg) return t.skip(postgres.skip);
-    const models = await modelsWithTrainedVersion();
+  /** Two instances on a fresh database with `models`, each with an admin listener, syncing every `syncMs`. */
+  const twoInstances = async (pg: TestPostgres, models: string, syncMs: number) => {
     const env = {
-      ...storeEnv(mkdtempSync(path.join(os.tmpdir(), 'cc-packs-pg-')), await postgres.pg.createDatabase()),
+      ...storeEnv(mkdtempSync(path.join(os.tmpdir(), 'cc-packs-pg-')), await pg.createDatabase()),
       CATCOMFORT_MODELS_DIR: models,
       CATCOMFORT_ADMIN_PORT: '0',
       CATCOMFORT_ADMIN_KEYS: ADMIN_KEY,
-      CATCOMFORT_PACK_SYNC_MS: '500',
+      CATCOMFORT_PACK_SYNC_MS: String(syncMs),
       CATCOMFORT_SCAN_WORKERS: '0',
     };
-    const [a, b] = await Promise.all([startServer(env), startServer(env)]);
+    return Promise.all([startServer(env), startServer(env)]);
+  };
+
+  test('a promotion on one instance: the other converges to it within the sync interval', async (t) => {
+    if (!postgres.pg) return t.skip(postgres.skip);
+    const models = await modelsWithTrainedVersion();
+    const [a, b] = await twoInstances(postgres.pg, models, 500);
     try {
       const url = `http://127.0.0.1:${await adminPort(a)}`;
       const onA = (...args: string[]) => run(['packs', ...args], { CATCOMFORT_ADMIN_URL: url, CATCOMFORT_ADMIN_KEY: ADMIN_KEY });
@@ -299,15 +304,7 @@ describe('a fleet on one PostgreSQL', () => {
     cpSync(path.join(models, 'bc-v1'), extra, { recursive: true });
     const manifest = JSON.parse(readFileSync(path.join(extra, 'manifest.json'), 'utf8'));
     writeFileSync(path.join(extra, 'manifest.json'), JSON.stringify({ ...manifest, id: 'bc-extra' }, null, 2));
-    const env = {
-      ...storeEnv(mkdtempSync(path.join(os.tmpdir(), 'cc-packs-pg-')), await postgres.pg.createDatabase()),
-      CATCOMFORT_MODELS_DIR: models,
-      CATCOMFORT_ADMIN_PORT: '0',
-      CATCOMFORT_ADMIN_KEYS: ADMIN_KEY,
-      CATCOMFORT_PACK_SYNC_MS: '300',
-      CATCOMFORT_SCAN_WORKERS: '0',
-    };
-    const [a, b] = await Promise.all([startServer(env), startServer(env)]);
+    const [a, b] = await twoInstances(postgres.pg, models, 300);
     try {
       const admin = async (server: TestServer, route: string, body?: unknown) => {
         const url = `http://127.0.0.1:${await adminPort(server)}${route}`;
