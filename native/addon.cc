@@ -1,7 +1,8 @@
 // The N-API surface (src/native/addon.ts): configure, createPipeline, analyze, releasePipeline,
 // sessionBatches, keepSessionBatches and hostMemory (what a pipeline's sessions ran at, which sizes it keeps, where their tensors live),
-// runSession (one Run at a batch size: the warm-up, and the micro-benchmarks), benchDecode (only in
-// catcomfort_bench.node, built with CATCOMFORT_BENCH_ENTRY_POINTS), and runModel / preprocessImage /
+// runSession (one Run at a batch size: the warm-up, and the micro-benchmarks), simulatedDevice (its
+// counters, null unless simulated), benchDecode and simulate (only in catcomfort_bench.node, built
+// with CATCOMFORT_BENCH_ENTRY_POINTS: the service's binding can never simulate a device), and runModel / preprocessImage /
 // decodeDetections for tools and tests (native/tools.h).
 //
 // JS values are copied into plain structs here, on the JS thread; the work runs on the addon's
@@ -26,6 +27,7 @@
 #include "base64.h"
 #include "js_convert.h"
 #include "js_convert_tools.h"
+#include "js_read.h"
 #include "pipeline.h"
 #include "tools.h"
 #include "runtime.h"
@@ -373,6 +375,59 @@ Napi::Value JsHostMemory(const Napi::CallbackInfo& info) {
   });
 }
 
+// The simulated device's counters, or null when this process runs none.
+Napi::Value JsSimulatedDevice(const Napi::CallbackInfo& info) {
+  return SyncBoundary(info, [&](Napi::Env env) -> Napi::Value {
+    const SimulatedDevice* device = CurrentSimulatedDevice();
+    if (device == nullptr) return env.Null();
+    const DeviceStats stats = device->Stats();
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("profile", device->Profile().name);
+    o.Set("streams", stats.streams);
+    o.Set("runs", static_cast<double>(stats.runs));
+    o.Set("busyMs", stats.busyMs);
+    o.Set("elapsedMs", stats.elapsedMs);
+    return o;
+  });
+}
+
+#ifdef CATCOMFORT_BENCH_ENTRY_POINTS
+StageCost StageCostFromJs(const Napi::Object& profile, const char* key) {
+  Napi::Object o = AsObject(profile.Get(key), key);
+  StageCost cost;
+  Napi::Array batches = Array(o, "batches");
+  Napi::Array hostMs = Array(o, "hostMs");
+  Napi::Array deviceMs = Array(o, "deviceMs");
+  if (batches.Length() == 0 || hostMs.Length() != batches.Length() || deviceMs.Length() != batches.Length()) {
+    Bad(o.Env(), std::string(key) + ": batches, hostMs and deviceMs must be arrays of one length, at least 1");
+  }
+  for (uint32_t i = 0; i < batches.Length(); ++i) {
+    cost.batches.push_back(static_cast<int64_t>(batches.Get(i).As<Napi::Number>().Int64Value()));
+    cost.hostMs.push_back(hostMs.Get(i).As<Napi::Number>().DoubleValue());
+    cost.deviceMs.push_back(deviceMs.Get(i).As<Napi::Number>().DoubleValue());
+  }
+  return cost;
+}
+
+// Benchmarks and tests only: the process's simulated device (once), and this pipeline on it from
+// its next real Run of each stage on (Pipeline::Simulate).
+Napi::Value JsSimulate(const Napi::CallbackInfo& info) {
+  return SyncBoundary(info, [&](Napi::Env env) -> Napi::Value {
+    std::shared_ptr<const Pipeline> pipeline = LivePipeline(info[0]);
+    Napi::Object o = AsObject(info[1], "profile");
+    DeviceProfile profile;
+    profile.name = String(o, "name");
+    profile.streams = Int(o, "streams", 1);
+    profile.decodeHostMs = Number(o, "decodeHostMs");
+    profile.detector = StageCostFromJs(o, "detector");
+    profile.classifier = StageCostFromJs(o, "classifier");
+    const bool decode = info[2].ToBoolean().Value();
+    pipeline->Simulate(SetSimulatedDevice(std::move(profile)), decode);
+    return env.Undefined();
+  });
+}
+#endif
+
 Napi::Value JsReleasePipeline(const Napi::CallbackInfo& info) {
   return SyncBoundary(info, [&](Napi::Env env) -> Napi::Value {
     HandleFrom(info[0]).Release();
@@ -418,11 +473,13 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("releasePipeline", Napi::Function::New(env, JsReleasePipeline, "releasePipeline"));
 #ifdef CATCOMFORT_BENCH_ENTRY_POINTS
   exports.Set("benchDecode", Napi::Function::New(env, JsBenchDecode, "benchDecode"));
+  exports.Set("simulate", Napi::Function::New(env, JsSimulate, "simulate"));
 #endif
   exports.Set("runSession", Napi::Function::New(env, JsRunSession, "runSession"));
   exports.Set("sessionBatches", Napi::Function::New(env, JsSessionBatches, "sessionBatches"));
   exports.Set("keepSessionBatches", Napi::Function::New(env, JsKeepSessionBatches, "keepSessionBatches"));
   exports.Set("hostMemory", Napi::Function::New(env, JsHostMemory, "hostMemory"));
+  exports.Set("simulatedDevice", Napi::Function::New(env, JsSimulatedDevice, "simulatedDevice"));
   exports.Set("decodeBase64Strict", Napi::Function::New(env, JsDecodeBase64Strict, "decodeBase64Strict"));
   exports.Set("runModel", Napi::Function::New(env, JsRunModel, "runModel"));
   exports.Set("preprocessImage", Napi::Function::New(env, JsPreprocessImage, "preprocessImage"));

@@ -145,6 +145,39 @@ void PrepareItem(const PipelineSpec& spec, const ItemInput& in, ItemState& s) {
   }
 }
 
+// A simulated decode (SimulatedDecode): the profile's wait, then the recorded image's sizes and
+// placements; false while none is on.
+bool SimulatedPrepare(SimulatedDecode& sim, ItemState& s) {
+  if (!sim.on.load(std::memory_order_acquire)) return false;
+  const Clock::time_point start = Clock::now();
+  sim.device->Decode();
+  s.image.sourceWidth = sim.sourceWidth;
+  s.image.sourceHeight = sim.sourceHeight;
+  s.image.width = sim.width;
+  s.image.height = sim.height;
+  s.image.shrink = sim.shrink;
+  std::copy(std::begin(sim.placements), std::end(sim.placements), std::begin(s.views.placements));
+  s.result.ok = true;
+  s.result.width = sim.sourceWidth;
+  s.result.height = sim.sourceHeight;
+  s.result.decodeMs = MsSince(start);
+  return true;
+}
+
+// After the first real decode of an armed simulated decode: its sizes and placements kept, and
+// every later decode simulated.
+void RecordDecode(SimulatedDecode& sim, const ItemState& s) {
+  std::lock_guard<std::mutex> lock(sim.mutex);
+  if (sim.on.load(std::memory_order_relaxed) || !s.result.ok) return;
+  sim.sourceWidth = s.image.sourceWidth;
+  sim.sourceHeight = s.image.sourceHeight;
+  sim.width = s.image.width;
+  sim.height = s.image.height;
+  sim.shrink = s.image.shrink;
+  std::copy(std::begin(s.views.placements), std::end(s.views.placements), std::begin(sim.placements));
+  sim.on.store(true, std::memory_order_release);
+}
+
 }  // namespace
 
 // The spec comes from a manifest validated in TypeScript (src/packs/manifest.ts: sizes, views,
@@ -204,9 +237,10 @@ std::vector<ItemResult> Pipeline::Analyze(const std::vector<ItemInput>& items, T
 // Decodes every item and prepares its detector content, item-parallel; failures stay per item.
 void Pipeline::PrepareItems(const std::vector<ItemInput>& items, AnalyzeState& a, ThreadPool& pool) const {
   ParallelFor(pool, items.size(), [&](size_t i) {
-    PrepareItem(spec_, items[i], a.states[i]);
+    if (!SimulatedPrepare(simulatedDecode_, a.states[i])) PrepareItem(spec_, items[i], a.states[i]);
     a.states[i].explain = items[i].explain;
   });
+  if (simulatedDecode_.armed.load(std::memory_order_relaxed) && !a.states.empty()) RecordDecode(simulatedDecode_, a.states[0]);
 }
 
 // One detector pass over every (item, view) of the items still ok, chunked by the session batch.
@@ -472,6 +506,15 @@ double Pipeline::BenchSession(SessionStage stage, int64_t batch, const std::vect
 }
 
 void Pipeline::KeepSessionBatches(SessionStage stage, const std::vector<int64_t>& sizes) const { KeepBatches(Stage(stage), sizes); }
+
+void Pipeline::Simulate(SimulatedDevice& device, bool decode) const {
+  SimulateOn(detector_, device, device.Profile().detector);
+  SimulateOn(classifier_, device, device.Profile().classifier);
+  if (!decode) return;
+  std::lock_guard<std::mutex> lock(simulatedDecode_.mutex);
+  simulatedDecode_.device = &device;
+  simulatedDecode_.armed.store(true, std::memory_order_release);
+}
 
 SessionBatchCounts Pipeline::SessionBatches() const { return {Counts(detector_), Counts(classifier_)}; }
 

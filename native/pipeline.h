@@ -1,11 +1,15 @@
 // One model pack: the detector and classifier sessions (native/session.h) plus the spec, shared by all threads.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
+#include "decode.h"
 #include "decoder.h"
+#include "geometry.h"
 #include "items.h"
 #include "runtime.h"
 #include "session.h"
@@ -28,6 +32,17 @@ struct DecodeTiming {
 
 enum class SessionStage { Detector, Classifier };
 
+// A simulated decode (Pipeline::Simulate): the recorded image's sizes and view placements, which
+// every item then gets.
+struct SimulatedDecode {
+  std::atomic<bool> armed{false};
+  std::atomic<bool> on{false};
+  std::mutex mutex;
+  const SimulatedDevice* device = nullptr;
+  int sourceWidth = 0, sourceHeight = 0, width = 0, height = 0, shrink = 1;
+  Placement placements[4];
+};
+
 class Pipeline {
  public:
   // Builds the detector's output decoder (native/decoder.h) and both sessions from the spec's
@@ -49,6 +64,13 @@ class Pipeline {
   // Keeps only these batch sizes of a stage (the smallest always stays) and releases the others'
   // sessions; for the warm-up, before the pipeline takes requests.
   void KeepSessionBatches(SessionStage stage, const std::vector<int64_t>& sizes) const;
+
+  // Benchmarks only (simulated_device.h): from the next real Run of each stage on, its Runs are
+  // simulated on `device` and answer that Run's first image's outputs. With `decode`, from the next
+  // analysis's first image that decodes on, decoding waits the profile's decodeHostMs instead and
+  // every image is that one (its size and view placements; its pixels are never needed again, as
+  // simulated Runs read no input).
+  void Simulate(SimulatedDevice& device, bool decode) const;
 
   // The batch sizes each session is run at, with the Runs analyze() made of each so far.
   SessionBatchCounts SessionBatches() const;
@@ -84,6 +106,7 @@ class Pipeline {
   const ModelSession& Stage(SessionStage stage) const;
 
   PipelineSpec spec_;
+  mutable SimulatedDecode simulatedDecode_;
   std::unique_ptr<const DetectorDecoder> decoder_;  // picked by spec_.detector.output.format
   ModelSession detector_;
   ModelSession classifier_;

@@ -80,6 +80,54 @@ void KeepInput(const SessionBatch& bucket, Ort::Value input, size_t written, siz
   bucket.idleInputs.push_back(std::move(input));
 }
 
+// After a real Run of an armed stage: its first image's outputs kept, and the stage simulated from now on.
+void Record(const ModelSession& model, const BatchOutput& out) {
+  SimulatedStage& sim = *model.simulated;
+  std::lock_guard<std::mutex> lock(sim.mutex);
+  if (sim.on.load(std::memory_order_relaxed)) return;
+  for (const OutputData& o : out.outputs) {
+    sim.rows.emplace_back(o.data, o.data + o.perImage);
+    sim.shapes.push_back(o.shape);
+  }
+  sim.on.store(true, std::memory_order_release);
+}
+
+// A simulated Run of `bucket`'s size: the device's time, then tensors over rows that all hold the
+// recorded image's outputs (made once per size, never written after).
+BatchOutput SimulatedRun(const ModelSession& model, const SessionBatch& bucket) {
+  SimulatedStage& sim = *model.simulated;
+  const Clock::time_point start = Clock::now();
+  sim.device->Run(*sim.cost, bucket.size);
+  const size_t batch = static_cast<size_t>(bucket.size);
+  std::vector<std::vector<float>>* filled = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(sim.mutex);
+    auto found = sim.filled.find(bucket.size);
+    if (found == sim.filled.end()) {
+      std::vector<std::vector<float>> rows;
+      for (const std::vector<float>& row : sim.rows) {
+        std::vector<float> all;
+        all.reserve(row.size() * batch);
+        for (size_t i = 0; i < batch; ++i) all.insert(all.end(), row.begin(), row.end());
+        rows.push_back(std::move(all));
+      }
+      found = sim.filled.emplace(bucket.size, std::move(rows)).first;
+    }
+    filled = &found->second;
+  }
+  static const Ort::MemoryInfo cpu = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
+  BatchOutput out;
+  for (size_t o = 0; o < filled->size(); ++o) {
+    std::vector<float>& data = (*filled)[o];
+    std::vector<int64_t> shape = sim.shapes[o];
+    shape.insert(shape.begin(), bucket.size);
+    out.values.push_back(Ort::Value::CreateTensor<float>(cpu, data.data(), data.size(), shape.data(), shape.size()));
+    out.outputs.push_back({data.data(), sim.shapes[o], sim.rows[o].size()});
+  }
+  out.runMs = MsSince(start);
+  return out;
+}
+
 // The largest size still in use.
 size_t ChunkSize(const ModelSession& model) {
   for (auto b = model.batches.rbegin(); b != model.batches.rend(); ++b) {
@@ -191,6 +239,7 @@ BatchOutput RunBatch(const ModelSession& model, const PreprocessSpec& spec, size
   if (count > batch) throw std::runtime_error("more images than the session batch");
   bucket.runs.fetch_add(1, std::memory_order_relaxed);
   bucket.padRows.fetch_add(batch - count, std::memory_order_relaxed);
+  if (model.simulated->on.load(std::memory_order_acquire)) return SimulatedRun(model, bucket);
   const size_t slot = static_cast<size_t>(spec.width) * spec.height * 3;
   Ort::Value input = TakeInput(model, bucket, spec);
   float* data = input.GetTensorMutableData<float>();
@@ -201,6 +250,7 @@ BatchOutput RunBatch(const ModelSession& model, const PreprocessSpec& spec, size
   BatchOutput out = RunBound(model, bucket, input, lowLoad ? *model.lowLoad : *bucket.session);
   out.runMs = MsSince(runStart);
   KeepInput(bucket, std::move(input), count, slot);
+  if (model.simulated->armed.load(std::memory_order_relaxed)) Record(model, out);
   return out;
 }
 
@@ -229,6 +279,7 @@ double TimeRun(const ModelSession& model, const PreprocessSpec& spec, const std:
   if (!row.empty() && row.size() != slot) {
     throw std::runtime_error(what + " input row must have " + std::to_string(slot) + " values, not " + std::to_string(row.size()));
   }
+  if (model.simulated->on.load(std::memory_order_acquire)) return SimulatedRun(model, *bucket).runMs;
   Ort::Value input = NewInput(model, InputShape(spec, static_cast<size_t>(batch)));
   float* data = input.GetTensorMutableData<float>();
   if (!row.empty()) {
@@ -237,6 +288,14 @@ double TimeRun(const ModelSession& model, const PreprocessSpec& spec, const std:
   const Clock::time_point start = Clock::now();
   RunBound(model, *bucket, input, *bucket->session);
   return MsSince(start);
+}
+
+void SimulateOn(const ModelSession& model, SimulatedDevice& device, const StageCost& cost) {
+  SimulatedStage& sim = *model.simulated;
+  std::lock_guard<std::mutex> lock(sim.mutex);
+  sim.device = &device;
+  sim.cost = &cost;
+  sim.armed.store(true, std::memory_order_release);
 }
 
 void KeepBatches(const ModelSession& model, const std::vector<int64_t>& sizes) {

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -17,6 +18,7 @@
 
 #include "host_memory.h"
 #include "runtime.h"
+#include "simulated_device.h"
 #include "specs.h"
 #include "thread_pool.h"
 
@@ -39,6 +41,21 @@ struct SessionBatch {
   mutable std::vector<Ort::Value> idleInputs;
 };
 
+// A stage on the simulated device (simulated_device.h), benchmarks only: once armed, the next real
+// Run records one image's outputs; from then on every Run of the stage waits the device profile's
+// time instead of running the session, and every image of it answers the recorded outputs.
+struct SimulatedStage {
+  std::atomic<bool> armed{false};
+  std::atomic<bool> on{false};
+  std::mutex mutex;
+  SimulatedDevice* device = nullptr;
+  const StageCost* cost = nullptr;
+  std::vector<std::vector<float>> rows;      // one image's outputs, per fetched output
+  std::vector<std::vector<int64_t>> shapes;  // their per-image shapes
+  // Per batch size, every row the recorded one (read only, shared by the Runs' output tensors).
+  std::map<int64_t, std::vector<std::vector<float>>> filled;
+};
+
 // Members are destroyed in reverse order: the kept inputs before their allocator, that before the
 // sessions, those before the prepacked weights they share.
 struct ModelSession {
@@ -56,6 +73,7 @@ struct ModelSession {
   // Ascending; a Run of n images is padded up to the smallest that holds n. A fixed batch: that
   // size only; else the powers of two below the session batch, then the session batch itself.
   std::vector<SessionBatch> batches;
+  std::unique_ptr<SimulatedStage> simulated = std::make_unique<SimulatedStage>();
 };
 
 // A batch size still in use, with its counters (sessionBatches()).
@@ -115,6 +133,10 @@ void ForEachChunk(const ModelSession& model, size_t total, bool oneImage, Thread
 // The milliseconds of one bound Run of the `batch` session on zeros, or `row` in every row (the
 // warm-up and the micro-benchmarks); `what` names the stage in errors.
 double TimeRun(const ModelSession& model, const PreprocessSpec& spec, const std::string& what, int64_t batch, const std::vector<float>& row);
+
+// Benchmarks only: the stage's next real Run records its first image's outputs, and every Run after
+// it is simulated on `device` at `cost` (see SimulatedStage).
+void SimulateOn(const ModelSession& model, SimulatedDevice& device, const StageCost& cost);
 
 // Keeps only these batch sizes (the smallest always stays) and releases the others' sessions.
 void KeepBatches(const ModelSession& model, const std::vector<int64_t>& sizes);

@@ -116,6 +116,24 @@ test('gpu-check --sweep on CPU: each row printed and in the JSON as it ends; the
   assert.equal(report.best, report.reports.find((r: ChildReport) => `${r.name}, again with scans` === again.name).name);
 });
 
+test('gpu-check --simulate: the whole sweep on a simulated device, its busy share in the GPU column, 16 cores played', async () => {
+  const { dir, photos, data } = workspace();
+  const json = path.join(dir, 'simulated.json');
+  const run = await catcomfort(['gpu-check', '--photos', photos, '--seconds', '1', '--sweep', '--batch', '4,16', '--in-flight', '4', '--pool', '16', '--scans', '16', '--simulate', 'h200', '--simulate-decode', '--cores', '16', '--json', json], data);
+  assert.equal(run.code, 1, run.stdout);
+  const rows = [...run.stdout.matchAll(/^\| ([^|]+?) \| simulated h200 \| (\d+) x (\d+) x (\d+) \|.*\| (\d+) \| 0 \| [^|]* \| [^|]* \| ([^|]+) \|$/gm)];
+  assert.deepEqual(rows.map((m) => m[1]), ['as configured', 'batch 16 x in-flight 4 x pool 16', 'batch 4 x in-flight 4 x pool 16', rows[3]?.[1]], run.stdout);
+  assert.match(rows[3]![1]!, /, again with scans$/);
+  // As configured: the GPU rule for 16 cores (16 x 4, pool 16), the device busy, and the verdict says it was simulated.
+  assert.deepEqual(rows[0]!.slice(2, 5), ['16', '4', '16']);
+  for (const m of rows) assert.ok(Number(m[5]) > 0 && Number(m[5]) <= 100, m[0]);
+  assert.match(rows[0]![6]!, /simulated h200 device: no GPU measured/);
+  assert.match(run.stdout, /^# best: [\d.]+ req\/s in-process at 256 clients/m);
+  const report = JSON.parse(readFileSync(json, 'utf8'));
+  assert.equal(report.reports[0].sessions.length, 8, 'the sessions step ran on the simulated device');
+  assert.ok(report.reports[3].scans.completed === 16, 'the scan drain ran against the simulated service');
+});
+
 test('gpu-check killed: the child of the configuration running sees its parent gone and ends, leaving nothing running', async () => {
   const { photos, data } = workspace();
   const parent = spawn(bin, ['gpu-check', '--photos', photos, '--seconds', '1', '--sweep', '--batch', '2', '--in-flight', '1', '--pool', '1'], { env: { ...process.env, ...data }, stdio: 'ignore' });

@@ -10,6 +10,7 @@
 //     (gpu-check/sweep.ts), then the best again with the scan drain, and the best and knee settings.
 // A configuration that would not fit in the time left is skipped with a line saying so. Each row
 // is printed, and the --json file rewritten, the moment its configuration ends (gpu-check/rows.ts).
+// With --simulate PROFILE the same sequence runs against a simulated device (benchmarks and tests).
 // No npm and no network: it runs from the offline bundle (`catcomfort/catcomfort gpu-check`).
 import os from 'node:os';
 import { writeFileSync } from 'node:fs';
@@ -20,6 +21,7 @@ import { problems, STEPS, topLevel, type ChildReport, type Step } from './gpu-ch
 import { Rows, stageTable } from './gpu-check/rows';
 import { endWithParent, runChild } from './gpu-check/spawn';
 import { best, defaultGrid, knee, NOT_SWEPT, pointEnv, pointName, settingLines, sweepOrder } from './gpu-check/sweep';
+import { readDeviceProfile } from '../native/device-profile';
 
 export { problems } from './gpu-check/report';
 
@@ -28,6 +30,7 @@ const GRID = defaultGrid(os.availableParallelism());
 const USAGE = `Usage: catcomfort gpu-check --photos DIR [--answers FILE | --write-answers FILE] [--seconds N] [--json FILE]
                            [--budget SECONDS] [--scans N] [--no-knobs]
                            [--sweep [--batch LIST] [--in-flight LIST] [--pool LIST] [--sweep-http]]
+                           [--simulate PROFILE [--simulate-decode] [--cores N]]
 
 Checks the GPU path with the configured providers (CATCOMFORT_EXECUTION_PROVIDERS, e.g. cuda,cpu):
 sessions alone at batch 1/2/4/8 (steady and alternating), the packs on the photos of DIR twice
@@ -43,6 +46,13 @@ configuration with the most images in flight first, then each time the one farth
 before; without sessions, photos and HTTP (--sweep-http: with HTTP); then the best again with
 the scan drain; prints the best and the knee (fewest images in flight within 5 % of the best) as
 lines to paste. CUDA graphs are not swept (the addon has no switch for them).
+--simulate PROFILE: the whole sequence against a simulated device (benchmarks and tests only; every
+answer is the warm-up photo's): CATCOMFORT_BENCH_SIMULATE=PROFILE for every child and service it
+starts (bench/devices/PROFILE.json or a path; docs/gpu.md "A simulated device"); the GPU column is
+the simulated device's busy share. --simulate-decode: decoding simulated too (the profile's
+decodeHostMs an image). --cores N: the core count the batching rule and the sweep's pool grid read
+(CATCOMFORT_BENCH_CORES) and, unless CATCOMFORT_POOL_THREADS is set, the pool's threads, so this
+machine plays one of N cores.
 --budget SECONDS (default 480) bounds the whole check: configurations that would not fit are
 skipped. Each configuration's row is printed, and --json rewritten with every report so far, as
 soon as it ends. --write-answers FILE writes the states of the photos instead (make the reference
@@ -61,7 +71,7 @@ const KNOBS: Array<[string, Record<string, string>]> = [
 
 /** The knobs to retry after the configured run: only with a GPU provider active, a problem, and knobs not turned off. */
 export function knobsToTry(configured: ChildReport, noKnobs: boolean): typeof KNOBS {
-  const gpuActive = configured.providers.some((p) => p !== 'cpu');
+  const gpuActive = configured.providers.some((p) => p !== 'cpu' && !p.startsWith('simulated'));
   return !noKnobs && gpuActive && problems(configured).length > 0 ? KNOBS : [];
 }
 
@@ -83,6 +93,7 @@ export async function gpuCheckCommand(argv: string[]): Promise<number> {
   const parsed = parse(argv, USAGE, {
     photos: flag, answers: flag, 'write-answers': flag, seconds: flag, json: flag, budget: flag, scans: flag,
     'no-knobs': { type: 'boolean' }, sweep: { type: 'boolean' }, 'sweep-http': { type: 'boolean' }, batch: flag, 'in-flight': flag, pool: flag,
+    simulate: flag, 'simulate-decode': { type: 'boolean' }, cores: flag,
     child: flag, steps: flag, deadline: flag,
   });
   if (!parsed) return 0;
@@ -94,7 +105,25 @@ export async function gpuCheckCommand(argv: string[]): Promise<number> {
   const budgetSeconds = wholeNumber(v.budget, 480, 1, 86_400, '--budget');
   const scans = wholeNumber(v.scans, 2000, 0, 100_000, '--scans');
   if (!on('sweep') && (v.batch || v['in-flight'] || v.pool || on('sweep-http'))) throw new UsageError('--batch, --in-flight, --pool and --sweep-http go with --sweep', USAGE);
-  const grid = { batch: numberList(v.batch, GRID.batch, 64, '--batch'), inFlight: numberList(v['in-flight'], GRID.inFlight, 64, '--in-flight'), pool: numberList(v.pool, GRID.pool, 256, '--pool') };
+  if (v.simulate === undefined && (on('simulate-decode') || v.cores !== undefined)) throw new UsageError('--simulate-decode and --cores go with --simulate', USAGE);
+  if (v.simulate !== undefined) {
+    try {
+      readDeviceProfile(v.simulate);
+    } catch (error) {
+      throw new UsageError(`--simulate: ${(error as Error).message}`, USAGE);
+    }
+    // Every child and every service they start inherits these.
+    process.env.CATCOMFORT_BENCH_SIMULATE = v.simulate;
+    process.env.CATCOMFORT_BENCH_SIMULATE_DECODE = String(on('simulate-decode'));
+    if (v.cores !== undefined) {
+      // The machine played: its cores for the batching rule, and (unless set) a pool thread per core.
+      process.env.CATCOMFORT_BENCH_CORES = String(wholeNumber(v.cores, 0, 1, 1024, '--cores'));
+      process.env.CATCOMFORT_POOL_THREADS ??= process.env.CATCOMFORT_BENCH_CORES;
+    }
+  }
+  const cores = v.cores !== undefined ? Number(v.cores) : os.availableParallelism();
+  const defaults = defaultGrid(cores);
+  const grid = { batch: numberList(v.batch, defaults.batch, 64, '--batch'), inFlight: numberList(v['in-flight'], defaults.inFlight, 64, '--in-flight'), pool: numberList(v.pool, defaults.pool, 256, '--pool') };
   if (photoFiles(v.photos).length === 0) throw new UsageError(`no .jpg, .png or .webp photos in ${v.photos}`, USAGE);
   const forward = ['--photos', v.photos, '--seconds', String(loadSeconds), '--scans', String(scans), ...(v.answers ? ['--answers', v.answers] : [])];
 

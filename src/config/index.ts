@@ -42,6 +42,9 @@ export type RuntimeConfig = Pick<
   | 'maxPixels'
   | 'batching'
   | 'benchFreeModel'
+  | 'benchSimulate'
+  | 'benchSimulateDecode'
+  | 'benchCores'
 >;
 
 /** The service's settings from `env` (the table in settings.ts), then the checks between them. */

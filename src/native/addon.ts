@@ -4,6 +4,7 @@
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import type { DetectorOutputManifest } from './detector-output';
+import type { DeviceProfile } from './device-profile';
 
 /** How the `data` of an item is encoded. */
 export type ItemEncoding =
@@ -237,6 +238,18 @@ export interface NativeInfo {
   vipsVersion: string;
   ortVersion: string;
   providers: ProviderStatus[];
+  /** Set by configureAddon (src/packs/runtime.ts), not by native: the simulated device's profile, when one is. */
+  simulatedDevice?: string;
+}
+
+/** The simulated device's counters since it was set (native/simulated_device.h). */
+export interface SimulatedDeviceStats {
+  profile: string;
+  streams: number;
+  runs: number;
+  /** Time with at least one stream busy. */
+  busyMs: number;
+  elapsedMs: number;
 }
 
 /** Opaque handle owning the two ORT sessions of one model pack. */
@@ -293,6 +306,8 @@ export interface NativeAddon {
   decodeDetections(detector: Pick<DetectorSpec, 'preprocess' | 'output' | 'scoreFloor'>, outputs: FloatTensor[]): Promise<DecodedDetection[]>;
   /** A second descriptor (close-on-exec) of the same open file or socket: the HTTP front's threads each own one of the listening socket. */
   dupFd(fd: number): number;
+  /** The simulated device's counters, or null when this process simulates none (always with this binding). */
+  simulatedDevice(): SimulatedDeviceStats | null;
 }
 
 export type SessionStage = 'detector' | 'classifier';
@@ -341,17 +356,39 @@ export interface BenchAddon extends NativeAddon {
    * item-parallel on the addon's pool; no session runs. Failed items have ok false.
    */
   benchDecode(pipeline: NativePipeline, items: AnalyzeItem[]): Promise<BenchDecodeTiming[]>;
+  /**
+   * Benchmarks and tests only: sets the process's simulated device (one profile per process) and,
+   * from the next real Run of each of the pipeline's stages on, simulates them on it, answering
+   * that Run's first image's outputs. With `decode`, from the next analysis's first decoded image
+   * on, decoding waits the profile's decodeHostMs instead and every image is that one.
+   */
+  simulate(pipeline: NativePipeline, profile: DeviceProfile, decode: boolean): void;
 }
 
 const requireFromHere = createRequire(__filename);
 const release = path.resolve(__dirname, '../../../build/Release');
+/** Which binding this process loaded; a process loads one of the two, never both. */
+let loaded: 'service' | 'bench' | null = null;
+let benchProcess = false;
 
-/** The service's binding. */
-export function loadAddon(): NativeAddon {
-  return requireFromHere(path.join(release, 'catcomfort.node')) as NativeAddon;
+function load<A extends NativeAddon>(binding: 'service' | 'bench'): A {
+  if (loaded !== null && loaded !== binding) throw new Error(`this process already loaded the ${loaded} binding; it cannot load the ${binding} one too`);
+  loaded = binding;
+  return requireFromHere(path.join(release, binding === 'service' ? 'catcomfort.node' : 'catcomfort_bench.node')) as A;
 }
 
-/** The bench binding; a process loads one of the two bindings, never both. */
+/** Benchmarks and tests (CATCOMFORT_BENCH_SIMULATE): loadAddon gives this process the bench binding; before any binding is loaded. */
+export function useBenchBinding(): void {
+  if (loaded === 'service') throw new Error('CATCOMFORT_BENCH_SIMULATE needs the bench binding, but the service binding is already loaded');
+  benchProcess = true;
+}
+
+/** The process's binding: the service's, or the bench one after useBenchBinding. */
+export function loadAddon(): NativeAddon {
+  return load(benchProcess ? 'bench' : 'service');
+}
+
+/** The bench binding (micro-benchmarks, simulated devices). */
 export function loadBenchAddon(): BenchAddon {
-  return requireFromHere(path.join(release, 'catcomfort_bench.node')) as BenchAddon;
+  return load<BenchAddon>('bench');
 }

@@ -58,3 +58,19 @@ export function sampleGpu(deviceId: number, intervalMs = 200): { stop(): Promise
     },
   };
 }
+
+/**
+ * A simulated device's busy share over the window (CATCOMFORT_BENCH_SIMULATE), in the same shape:
+ * `read` gives its counters (null: none), mean and max are the window's share.
+ */
+export function sampleSimulatedDevice(read: () => { busyMs: number; elapsedMs: number } | null): { stop(): Promise<GpuUtilisation | null> } {
+  const first = read();
+  return {
+    stop: async () => {
+      const last = read();
+      if (!first || !last || last.elapsedMs <= first.elapsedMs) return null;
+      const pct = (100 * (last.busyMs - first.busyMs)) / (last.elapsedMs - first.elapsedMs);
+      return { samples: 1, meanPct: pct, maxPct: pct, memoryMiBMax: 0 };
+    },
+  };
+}

@@ -1,8 +1,9 @@
 // One loaded model pack: its native pipeline behind its micro-batcher (the request path), with the
 // metrics of each analysis, its session batches and host memory, and its warm-up.
 import { log } from '../log';
+import type { DeviceProfile } from '../native/device-profile';
 import type { BatchingConfig } from '../pipeline/batcher';
-import { describeFailure, type AnalyzeItem, type HostMemory, type ItemResult, type LowLoadSessions, type NativeAddon, type NativePipeline, type SessionBatch, type SessionStage } from '../native/addon';
+import { describeFailure, type AnalyzeItem, type BenchAddon, type HostMemory, type ItemResult, type LowLoadSessions, type NativeAddon, type NativePipeline, type SessionBatch, type SessionStage } from '../native/addon';
 import { metrics } from '../ops/metrics';
 import { observeStages } from '../ops/stage-summary';
 import { toAnalysis, type Analysis } from '../pipeline/analysis';
@@ -15,6 +16,23 @@ import { PackError, preprocessSpec, type Precision } from './pack';
 import { chooseSizes, median, RUNS, type SizeTiming } from './session-sizes';
 
 const SESSION_STAGES = ['detector', 'classifier'] as const;
+
+/** CATCOMFORT_BENCH_SIMULATE (and _DECODE): the device profile, and whether decoding is simulated too. */
+export interface SimulatedDevice {
+  profile: DeviceProfile;
+  decode: boolean;
+}
+
+/**
+ * Benchmarks and tests: `pipeline`'s Runs simulated on `device` from now on, after one real
+ * analysis of `sample` recorded what they answer (BenchAddon.simulate).
+ */
+export async function simulatePipeline(addon: NativeAddon, pipeline: NativePipeline, device: SimulatedDevice, sample: Buffer): Promise<void> {
+  if (!('simulate' in addon)) throw new PackError('CATCOMFORT_BENCH_SIMULATE needs the bench binding (build/Release/catcomfort_bench.node)');
+  (addon as BenchAddon).simulate(pipeline, device.profile, device.decode);
+  const [recorded] = await addon.analyze(pipeline, [{ data: sample, encoding: 'bytes' }]);
+  if (!recorded?.ok) throw new PackError(`the simulated device could not record the warm-up photo's outputs: ${recorded ? describeFailure(recorded) : 'no result'}`);
+}
 
 /** The warm-up photo's input tensor for each stage. */
 export type WarmUpRows = Record<SessionStage, Float32Array>;
@@ -51,6 +69,8 @@ export class Model {
     readonly lowLoad: LowLoadSessions,
     /** CATCOMFORT_BENCH_FREE_MODEL: after warm-up the networks are not run (freeResult). */
     private readonly free = false,
+    /** CATCOMFORT_BENCH_SIMULATE: from warm-up on, session Runs are simulated on this device (simulateDevice). */
+    private readonly simulate: SimulatedDevice | null = null,
   ) {
     const model = manifest.id;
     const onBatch = (queuedMs: number[]) => metrics.batchSize.observe({ model }, queuedMs.length);
@@ -113,12 +133,14 @@ export class Model {
 
   /**
    * Before traffic arrives, in three steps (warmUpAll runs the first and last of every model side
-   * by side, the timing one model at a time): firstRuns, timeSizes and warmPipeline.
+   * by side, the timing one model at a time): firstRuns, timeSizes and warmPipeline; with a
+   * simulated device, simulateDevice between the first two.
    * `onStep` hears what is about to run (the provider probe reports it).
    */
   async warmUp(sample: Buffer, onStep: (step: string) => void = () => {}): Promise<void> {
     const rows = await this.warmUpRows(sample);
     await this.firstRuns(rows, onStep);
+    await this.simulateDevice(sample);
     await this.timeSizes(rows, onStep);
     await this.warmPipeline(sample, onStep);
   }
@@ -142,6 +164,15 @@ export class Model {
     await Promise.all(
       SESSION_STAGES.flatMap((stage) => batches[stage].map(({ batch }) => this.addon.runSession(this.pipeline, stage, batch, rows[stage]))),
     );
+  }
+
+  /**
+   * With a simulated device (benchmarks and tests): one real analysis of `sample` records each
+   * stage's outputs, and every session Run after it is simulated (BenchAddon.simulate), the
+   * timing of the session sizes included, so warm-up fits the batching to the device's profile.
+   */
+  async simulateDevice(sample: Buffer): Promise<void> {
+    if (this.simulate) await simulatePipeline(this.addon, this.pipeline, this.simulate, sample);
   }
 
   /**

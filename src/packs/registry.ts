@@ -5,7 +5,8 @@ import { existsSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { BatchingConfig } from '../pipeline/batcher';
-import type { LowLoadSessions, NativeAddon } from '../native/addon';
+import type { LowLoadSessions, NativeAddon, SimulatedDeviceStats } from '../native/addon';
+import type { SimulatedDevice } from './model';
 import { log } from '../log';
 import { Model } from './model';
 import { checkPackFolder, PackError, readManifest, type Precision } from './pack';
@@ -31,6 +32,8 @@ export interface RegistryOptions {
   jpegShrinkOnLoad?: boolean;
   /** CATCOMFORT_BENCH_FREE_MODEL: after warm-up, analyses answer the warm-up result without running (Model). */
   freeModel?: boolean;
+  /** CATCOMFORT_BENCH_SIMULATE: from warm-up on, session Runs are simulated on this device (Model.simulateDevice). */
+  simulateDevice?: SimulatedDevice | null;
 }
 
 /** Loads the pack in `dir` into a Model (not warmed up), at the precision it proved here. */
@@ -38,7 +41,9 @@ export async function loadModel(addon: NativeAddon, dir: string, options: Regist
   const { pack, pipeline, choice } = await loadProven(addon, dir, options, { precision: options.precision, forced: options.precisionForced });
   const batching = { config: options.batching, fitToSessions: options.fitBatchToSessions ?? false, chosenBy: options.batchingChosenBy ?? 'settings' };
   if (options.freeModel) log.warn('CATCOMFORT_BENCH_FREE_MODEL is on: after warm-up every analysis answers the warm-up photo\'s result (benchmarks only)', { model: pack.manifest.id });
-  return new Model(pack.manifest, dir, addon, pipeline, options.maxPixels, batching, pack.precision, pack.backbonePrecision, choice.reason, options.lowLoad, options.freeModel ?? false);
+  const simulate = options.simulateDevice ?? null;
+  if (simulate) log.warn(`CATCOMFORT_BENCH_SIMULATE is on: session Runs are SIMULATED on device profile "${simulate.profile.name}"${simulate.decode ? ', decoding too,' : ''} and every analysis answers the warm-up photo's outputs (benchmarks and tests only)`, { model: pack.manifest.id, device_profile: simulate.profile.name, simulated_decode: simulate.decode });
+  return new Model(pack.manifest, dir, addon, pipeline, options.maxPixels, batching, pack.precision, pack.backbonePrecision, choice.reason, options.lowLoad, options.freeModel ?? false, simulate);
 }
 
 export class ModelRegistry {
@@ -46,7 +51,13 @@ export class ModelRegistry {
     private readonly packs: Map<string, PackVersions>,
     /** Ids of the packs whose manifest says "disabled": validated, not loaded. */
     readonly disabled: string[],
+    private readonly addon: NativeAddon,
   ) {}
+
+  /** The simulated device's counters (CATCOMFORT_BENCH_SIMULATE), or null: the real one. */
+  simulatedDevice(): SimulatedDeviceStats | null {
+    return this.addon.simulatedDevice();
+  }
 
   /**
    * The pack folders of `modelsDir` (those holding a manifest.json and named as a pack id), split by
@@ -86,7 +97,7 @@ export class ModelRegistry {
       await Promise.all(loaded.map((model) => model.close()));
       throw failed.reason;
     }
-    return new ModelRegistry(new Map(loaded.map((model) => [model.id, new PackVersions(model)])), disabled);
+    return new ModelRegistry(new Map(loaded.map((model) => [model.id, new PackVersions(model)])), disabled, addon);
   }
 
   /** The serving version of a pack id. */

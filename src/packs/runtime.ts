@@ -5,17 +5,23 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Config, RuntimeConfig } from '../config';
 import { log } from '../log';
-import { loadAddon, type LowLoadSessions, type NativeAddon, type NativeInfo } from '../native/addon';
+import { loadAddon, useBenchBinding, type LowLoadSessions, type NativeAddon, type NativeInfo } from '../native/addon';
+import { readDeviceProfile } from '../native/device-profile';
 import { planBatching, type BatchingPlan } from './batching-plan';
 import type { Precision } from './pack';
 import { provenProviders } from './probe/provider-probe';
 import { ModelRegistry, type RegistryOptions } from './registry';
 
-/** Configures `addon` (by default the service's binding) from the service configuration. */
+/**
+ * Configures `addon` (by default the process's binding: the bench one with CATCOMFORT_BENCH_SIMULATE,
+ * whose Runs then go to a simulated device, else the service's) from the service configuration.
+ */
 export function configureAddon(config: RuntimeConfig): { addon: NativeAddon; info: NativeInfo };
 export function configureAddon<A extends NativeAddon>(config: RuntimeConfig, addon: A): { addon: A; info: NativeInfo };
-export function configureAddon(config: RuntimeConfig, addon: NativeAddon = loadAddon()): { addon: NativeAddon; info: NativeInfo } {
-  const info = addon.configure({
+export function configureAddon(config: RuntimeConfig, given?: NativeAddon): { addon: NativeAddon; info: NativeInfo } {
+  if (config.benchSimulate !== null && given === undefined) useBenchBinding();
+  const addon = given ?? loadAddon();
+  const native = addon.configure({
     providers: config.providers,
     deviceId: config.deviceId,
     trtCacheDir: config.trtCacheDir,
@@ -25,6 +31,7 @@ export function configureAddon(config: RuntimeConfig, addon: NativeAddon = loadA
     poolThreads: config.poolThreads,
     intraOpThreads: config.intraOpThreads,
   });
+  const info = config.benchSimulate === null ? native : { ...native, simulatedDevice: readDeviceProfile(config.benchSimulate).name };
   return { addon, info };
 }
 
@@ -47,14 +54,14 @@ export function lowLoadFor(config: Pick<Config, 'lowLoadThreads' | 'lowLoadInFli
   return { threads: gpuActive(info) ? 1 : config.lowLoadThreads, maxInFlight: config.lowLoadInFlight };
 }
 
-/** Whether a GPU provider (anything but cpu) is active. */
+/** Whether a GPU provider (anything but cpu) is active, or a simulated device plays one. */
 export function gpuActive(info: NativeInfo): boolean {
-  return info.providers.some((p) => p.active && p.name !== 'cpu');
+  return info.simulatedDevice !== undefined || info.providers.some((p) => p.active && p.name !== 'cpu');
 }
 
-/** The batching for this configuration on this machine (batching-plan.ts). */
-export function batchingPlanFor(config: Pick<Config, 'batching'>, info: NativeInfo): BatchingPlan {
-  return planBatching(config.batching, gpuActive(info), os.availableParallelism());
+/** The batching for this configuration on this machine, or the one CATCOMFORT_BENCH_CORES plays (batching-plan.ts). */
+export function batchingPlanFor(config: Pick<Config, 'batching' | 'benchCores'>, info: NativeInfo): BatchingPlan {
+  return planBatching(config.batching, gpuActive(info), config.benchCores ?? os.availableParallelism());
 }
 
 /**
@@ -80,6 +87,7 @@ export function registryOptions(config: RuntimeConfig, info: NativeInfo): Regist
     precision: precisionFor(config, info),
     precisionForced: config.precision !== null,
     freeModel: config.benchFreeModel,
+    simulateDevice: config.benchSimulate === null ? null : { profile: readDeviceProfile(config.benchSimulate), decode: config.benchSimulateDecode },
   };
 }
 
@@ -114,6 +122,7 @@ export async function warmUpAll(
   for (const model of models) onModel(model.id, 'warming');
   const rows = await Promise.all(models.map((model) => model.warmUpRows(sample)));
   await Promise.all(models.map((model, i) => model.firstRuns(rows[i]!, onStep)));
+  await Promise.all(models.map((model) => model.simulateDevice(sample)));
   for (const [i, model] of models.entries()) await model.timeSizes(rows[i]!, onStep);
   await Promise.all(
     models.map(async (model) => {

@@ -111,6 +111,7 @@ function registerV2(router: Router, service: Service, additions: DocumentAdditio
         status: 200,
         body: {
           request_id: requestId,
+          simulatedDevice: service.registry.simulatedDevice(),
           eventLoop: eventLoopFigures(),
           models: Object.fromEntries(
             service.registry.all().map((pack) => {

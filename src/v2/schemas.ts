@@ -305,9 +305,24 @@ const EventLoop = Type.Object(
   { description: "The main thread's load (docs/performance.md \"Where the time goes\")" },
 );
 
+const SimulatedDevice = Type.Union(
+  [
+    Type.Object({
+      profile: Type.String({ description: 'The device profile (bench/devices/NAME.json)' }),
+      streams: Type.Integer(),
+      runs: Type.Integer({ description: 'Simulated session Runs since start' }),
+      busyMs: Type.Number({ description: 'Milliseconds with at least one stream busy' }),
+      elapsedMs: Type.Number(),
+    }),
+    Type.Null(),
+  ],
+  { description: 'SIMULATED DEVICE (CATCOMFORT_BENCH_SIMULATE, benchmarks and tests only: every answer is the warm-up photo\'s); null when the networks really run' },
+);
+
 export const StatsResponse = Type.Object(
   {
     request_id: Type.String(),
+    simulatedDevice: SimulatedDevice,
     eventLoop: EventLoop,
     models: Type.Record(Type.String(), ModelStats, { description: 'Counters since start, by model id' }),
   },

@@ -1,5 +1,6 @@
 // One `catcomfort gpu-check` configuration, measured in a child process of its own (an ONNX
-// Runtime configuration is per process; a crash stays there). It loads the packs with the
+// Runtime configuration is per process; a crash stays there; with --simulate, the simulated
+// device of CATCOMFORT_BENCH_SIMULATE is too). It loads the packs with the
 // service's code (the probe verdict remembered in the data folder as the service does), then runs
 // the steps it was given, in this order:
 //   sessions: the default pack's sessions alone at batch 1, 2, 4, 8 (a session per size), each size
@@ -7,7 +8,7 @@
 //   photos:   the packs warmed up as at start, the photos one at a time, twice, their detection
 //             states against the answers (a file --write-answers made, e.g. on a CPU at fp32);
 //   load:     closed loops of in-process clients at each level of CLIENTS for `seconds` each, with
-//             GPU utilisation and memory from nvidia-smi;
+//             GPU utilisation and memory from nvidia-smi (a simulated device: its busy share);
 //   http:     the same levels over HTTP against the service started as a child (http-load.ts),
 //             a restart timed from its spawn to /readyz 200;
 //   scans:    a backlog of scans drained by the service's scan workers (scan-drain.ts).
@@ -18,10 +19,11 @@ import path from 'node:path';
 import { loadConfig, type Config } from '../../config';
 import { setLogLevel } from '../../log';
 import type { NativeAddon, NativeInfo } from '../../native/addon';
-import { sampleGpu } from '../../ops/gpu-sampler';
+import { sampleGpu, sampleSimulatedDevice } from '../../ops/gpu-sampler';
 import { loadPack } from '../../packs/pack';
 import { verdictsFile } from '../../packs/probe/verdicts';
-import { loadModels, registryOptions, warmUpAll } from '../../packs/runtime';
+import { simulatePipeline } from '../../packs/model';
+import { loadModels, readWarmUpSample, registryOptions, warmUpAll } from '../../packs/runtime';
 import { median } from '../../packs/session-sizes';
 import { closedLoop } from '../closed-loop';
 import { httpLoad } from '../http-load';
@@ -58,6 +60,7 @@ async function sessionFigures(config: Config, addon: NativeAddon, info: NativeIn
   const pipeline = await addon.createPipeline(pack.spec);
   const out: SessionFigures[] = [];
   try {
+    if (options.simulateDevice) await simulatePipeline(addon, pipeline, options.simulateDevice, readWarmUpSample());
     for (const stage of ['detector', 'classifier'] as const) {
       const steady = new Map<number, number[]>();
       const alternating = new Map<number, number[]>(SIZES.map((s) => [s, []]));
@@ -95,7 +98,8 @@ export async function child(o: ChildOptions): Promise<ChildReport> {
   const images = files.map((f) => readFileSync(f));
   const started = performance.now();
   const { addon, info, registry } = await loadModels(config, verdictsFile(config.scan.dataDir));
-  report.providers = info.providers.filter((p) => p.active).map((p) => p.name);
+  // A simulated device shows as one, so the verdict and the table say what was measured.
+  report.providers = info.simulatedDevice ? [`simulated ${info.simulatedDevice}`] : info.providers.filter((p) => p.active).map((p) => p.name);
   if (o.steps.has('sessions')) report.sessions = await timed(report, 'sessions', () => sessionFigures(config, addon, info));
   await warmUpAll(registry);
   report.timings.start = Math.round(performance.now() - started - (report.timings.sessions ?? 0));
@@ -128,7 +132,7 @@ export async function child(o: ChildOptions): Promise<ChildReport> {
   if (o.steps.has('load')) {
     await timed(report, 'load', async () => {
       for (const clients of CLIENTS) {
-        const sampler = sampleGpu(config.deviceId);
+        const sampler = info.simulatedDevice ? sampleSimulatedDevice(() => addon.simulatedDevice()) : sampleGpu(config.deviceId);
         const before = ownTotals(model.id);
         const loop = await closedLoop(clients, o.seconds, async (n) => {
           await model.analyze({ data: images[n % images.length]!, encoding: 'bytes' });

@@ -108,6 +108,7 @@ export function problems(r: ChildReport): string[] {
   if (r.error) return [r.error];
   const out: string[] = [];
   if (!r.providers.some((p) => p !== 'cpu')) out.push('no GPU provider active');
+  else if (r.providers.some((p) => p.startsWith('simulated'))) out.push(`${r.providers.join(', ')} device: no GPU measured (benchmarks and tests only)`);
   for (const s of r.sessions) if (s.alternatingMs > STALL_RATIO * s.steadyMs && s.alternatingMs - s.steadyMs > 20) out.push(`${s.stage} batch ${s.batch}: ${s.alternatingMs.toFixed(1)} ms alternating vs ${s.steadyMs.toFixed(1)} ms steady (per-shape stall)`);
   const photos = r.photos;
   if (photos && photos.maxMs > PHOTO_MS) out.push(`${photos.slowest} took ${Math.round(photos.maxMs)} ms at one client (limit ${PHOTO_MS})`);

@@ -26,7 +26,7 @@ export function row(r: ChildReport): string {
     `| ${r.name} | ${r.providers.join(',') || '–'} | ${b ? `${b.maxBatchSize} x ${b.maxInFlight} x ${b.poolThreads}` : '–'} | ${r.sessions.length ? `${ratio.toFixed(2)}x` : '–'} | ${cell(r.photos?.maxMs)} | ` +
     `${r.photos?.statesEqual == null ? '–' : `${r.photos.statesEqual}/${r.photos.compared}`} | ` +
     `${CLIENTS.map((c) => cell(r.load.find((l) => l.clients === c)?.reqPerS, 1)).join(' | ')} | ${CLIENTS.map((c) => cell(r.http.find((l) => l.clients === c)?.reqPerS, 1)).join(' | ')} | ` +
-    `${r.readyMs === null ? '–' : cell(r.readyMs / 1000, 1)} | ${gpu.length ? Math.max(...gpu.map((g) => g.maxPct)) : '–'} | ${gpu.length ? Math.max(...gpu.map((g) => g.memoryMiBMax)) : '–'} | ` +
+    `${r.readyMs === null ? '–' : cell(r.readyMs / 1000, 1)} | ${gpu.length ? cell(Math.max(...gpu.map((g) => g.maxPct))) : '–'} | ${gpu.length ? Math.max(...gpu.map((g) => g.memoryMiBMax)) : '–'} | ` +
     `${cell(r.scans?.imagesPerS, 1)} | ${cell(scanRatio(r), 2)} | ${problems(r).join('; ') || 'none'} |`
   );
 }
