@@ -17,9 +17,9 @@ test('CPU: 4 images x 2 batches in flight, queue 64, whatever the cores; not fit
   }
 });
 
-test('GPU: 16 images, a batch in flight per 4 cores (2 to 8), a queue of 4 pipelines; fitted at warm-up', () => {
+test('GPU: 32 images, a batch in flight per 4 cores (2 to 8), a queue of 4 pipelines; fitted at warm-up', () => {
   const at = (cores: number) => planBatching(auto, true, cores);
-  assert.deepEqual(at(16).batching, { maxBatchSize: 16, maxQueueDelayUs: 500, maxQueue: 256, maxInFlight: 4 });
+  assert.deepEqual(at(16).batching, { maxBatchSize: 32, maxQueueDelayUs: 500, maxQueue: 512, maxInFlight: 4 });
   assert.equal(at(16).chosenBy, 'gpu rule (16 cores)');
   assert.equal(at(16).fitToSessions, true);
   assert.equal(at(2).batching.maxInFlight, 2);
@@ -32,7 +32,7 @@ test('settings win over either rule; a set batch size is never fitted', () => {
   assert.deepEqual(plan.batching, set);
   assert.equal(plan.chosenBy, 'settings');
   assert.equal(plan.fitToSessions, false);
-  assert.equal(planBatching({ ...auto, maxInFlight: 1 }, true, 16).batching.maxQueue, 64, 'the queue follows the in-flight set');
+  assert.equal(planBatching({ ...auto, maxInFlight: 1 }, true, 16).batching.maxQueue, 128, 'the queue follows the in-flight set (4 x 32 x 1)');
 });
 
 test('the knee from injected warm-up timings: the largest size that still saved a tenth per image', () => {

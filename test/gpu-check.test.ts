@@ -124,8 +124,8 @@ test('gpu-check --simulate: the whole sweep on a simulated device, its busy shar
   const rows = [...run.stdout.matchAll(/^\| ([^|]+?) \| simulated h200 \| (\d+) x (\d+) x (\d+) \|.*\| (\d+) \| 0 \| [^|]* \| [^|]* \| ([^|]+) \|$/gm)];
   assert.deepEqual(rows.map((m) => m[1]), ['as configured', 'batch 16 x in-flight 4 x pool 16', 'batch 4 x in-flight 4 x pool 16', rows[3]?.[1]], run.stdout);
   assert.match(rows[3]![1]!, /, again with scans$/);
-  // As configured: the GPU rule for 16 cores (16 x 4, pool 16), the device busy, and the verdict says it was simulated.
-  assert.deepEqual(rows[0]!.slice(2, 5), ['16', '4', '16']);
+  // As configured: the GPU rule for 16 cores (32 x 4, pool 16), the device busy, and the verdict says it was simulated.
+  assert.deepEqual(rows[0]!.slice(2, 5), ['32', '4', '16']);
   for (const m of rows) assert.ok(Number(m[5]) > 0 && Number(m[5]) <= 100, m[0]);
   assert.match(rows[0]![6]!, /simulated h200 device: no GPU measured/);
   assert.match(run.stdout, /^# best: [\d.]+ req\/s in-process at 256 clients/m);

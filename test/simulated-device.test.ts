@@ -118,7 +118,7 @@ describe('the batching rule on two device shapes, 16 cores played', () => {
     const batching = async (profile: string) => (await stats(servers[profile]!)).models['bc-v1'].batching;
     const h200 = await batching('h200');
     const cpuLike = await batching('cpu-like');
-    assert.deepEqual([h200.maxBatchSize, h200.maxInFlight, h200.chosenBy], [16, 4, 'gpu rule (16 cores)']);
+    assert.deepEqual([h200.maxBatchSize, h200.maxInFlight, h200.chosenBy], [32, 4, 'gpu rule (16 cores)']);
     assert.deepEqual([cpuLike.maxBatchSize, cpuLike.maxInFlight], [4, 4]);
     // cpu-like: only batch 1 saves anything per image, so it alone stays.
     assert.deepEqual(warmedUp(servers['cpu-like']!).session_batches.detector, [1]);

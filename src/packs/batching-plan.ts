@@ -4,7 +4,8 @@
 // - CPU: 4 x 2 in flight, queue 64, as measured on 2 cores (docs/performance.md "Performance"): a batched Run
 //   costs the same per image there, so larger batches only add waiting.
 // - GPU: a Run of 8 costs what a Run of 1 costs (H200, ../shared/gpu/README.md), so the device
-//   fills only with many images in flight: up to GPU_BATCH per batch, a batch in flight per
+//   fills only with many images in flight: up to GPU_BATCH per batch (32: on the simulated h200
+//   with 16 cores played, 16 reached 83-88 % of the sweep's best, 32 the best; docs/gpu.md), a batch in flight per
 //   CORES_PER_BATCH cores (decode and preprocessing of one overlap the Runs of the others), and a
 //   queue of QUEUE_BATCHES pipelines. After warm-up the batch shrinks to the knee, the largest
 //   session size that still saved a tenth per image (session-sizes.ts), never under CPU_BATCH.
@@ -15,7 +16,7 @@ import type { SizeTiming } from './session-sizes';
 export const CPU_BATCH = 4;
 export const CPU_IN_FLIGHT = 2;
 export const CPU_QUEUE = 64;
-export const GPU_BATCH = 16;
+export const GPU_BATCH = 32;
 export const CORES_PER_BATCH = 4;
 export const MAX_GPU_IN_FLIGHT = 8;
 export const QUEUE_BATCHES = 4;

@@ -134,13 +134,13 @@ export class Model {
   /**
    * Before traffic arrives, in three steps (warmUpAll runs the first and last of every model side
    * by side, the timing one model at a time): firstRuns, timeSizes and warmPipeline; with a
-   * simulated device, simulateDevice between the first two.
+   * simulated device, simulateDevice first.
    * `onStep` hears what is about to run (the provider probe reports it).
    */
   async warmUp(sample: Buffer, onStep: (step: string) => void = () => {}): Promise<void> {
     const rows = await this.warmUpRows(sample);
-    await this.firstRuns(rows, onStep);
     await this.simulateDevice(sample);
+    await this.firstRuns(rows, onStep);
     await this.timeSizes(rows, onStep);
     await this.warmPipeline(sample, onStep);
   }
@@ -168,8 +168,9 @@ export class Model {
 
   /**
    * With a simulated device (benchmarks and tests): one real analysis of `sample` records each
-   * stage's outputs, and every session Run after it is simulated (BenchAddon.simulate), the
-   * timing of the session sizes included, so warm-up fits the batching to the device's profile.
+   * stage's outputs, and every session Run after it is simulated (BenchAddon.simulate), the first
+   * Runs and the timing of the session sizes included, so warm-up fits the batching to the
+   * device's profile.
    */
   async simulateDevice(sample: Buffer): Promise<void> {
     if (this.simulate) await simulatePipeline(this.addon, this.pipeline, this.simulate, sample);

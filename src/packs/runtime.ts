@@ -121,8 +121,8 @@ export async function warmUpAll(
   const models = registry.list();
   for (const model of models) onModel(model.id, 'warming');
   const rows = await Promise.all(models.map((model) => model.warmUpRows(sample)));
-  await Promise.all(models.map((model, i) => model.firstRuns(rows[i]!, onStep)));
   await Promise.all(models.map((model) => model.simulateDevice(sample)));
+  await Promise.all(models.map((model, i) => model.firstRuns(rows[i]!, onStep)));
   for (const [i, model] of models.entries()) await model.timeSizes(rows[i]!, onStep);
   await Promise.all(
     models.map(async (model) => {
