@@ -17,10 +17,18 @@
 # MT_LOG_LEVEL sets CATCOMFORT_LOG_LEVEL for every run (default warn: no access line; info writes one per request).
 # MT_RATE holds each level at that many requests a second in all (autocannon's overallRate), for the
 # cost per answer at a given rate rather than at the most the clients get.
-# Usage: bash bench/main-thread.sh OLD_TREE|free   (MT_PHOTO, MT_PROTOCOL=predict|oip, MT_CONCURRENCY=1,8,32,128, MT_DURATION_S=15, MT_LOG_LEVEL=warn, MT_FREE=false, MT_RATE unset)
+# MT_SIMULATE=PROFILE (with `free`): instead of the free model, the real path on a simulated device
+# (CATCOMFORT_BENCH_SIMULATE, decoding simulated too: docs/gpu.md "A simulated device"), so the N-API
+# calls, the pool and the result conversion are in the figures; `echo` makes every Run free.
+# Usage: bash bench/main-thread.sh OLD_TREE|free   (MT_PHOTO, MT_PROTOCOL=predict|oip, MT_CONCURRENCY=1,8,32,128, MT_DURATION_S=15, MT_LOG_LEVEL=warn, MT_FREE=false, MT_RATE unset, MT_SIMULATE unset)
 set -euo pipefail
 free=${MT_FREE:-false}
 if [ "${1:-}" = free ]; then free=true; old=""; else old=$(cd "${1:?usage: bench/main-thread.sh OLD_TREE|free}" && pwd); fi
+simulate=${MT_SIMULATE:-}
+if [ -n "$simulate" ]; then
+  [ -z "$old" ] || { echo "MT_SIMULATE goes with free (this checkout alone)" >&2; exit 2; }
+  free=false
+fi
 if [ -n "$old" ] && [ "$free" = true ] && ! grep -rqs CATCOMFORT_BENCH_FREE_MODEL "$old/dist/src"; then
   echo "MT_FREE: $old has no CATCOMFORT_BENCH_FREE_MODEL (its runs would load the real packs)" >&2
   exit 2
@@ -52,7 +60,7 @@ require("autocannon")({ url, connections: +connections, duration: +duration, met
 }
 run() { # tree threads label
   local data pid; data=$(mktemp -d)
-  (cd "$1" && CATCOMFORT_BENCH_FREE_MODEL=$free CATCOMFORT_HTTP_THREADS=$2 CATCOMFORT_API_KEYS=$key CATCOMFORT_PORT=$port CATCOMFORT_HOST=127.0.0.1 CATCOMFORT_DRAIN_DELAY_MS=0 CATCOMFORT_DATA_DIR=$data CATCOMFORT_LOG_LEVEL=${MT_LOG_LEVEL:-warn} exec node dist/src/main.js) >"$out/$3.log" 2>&1 &
+  (cd "$1" && CATCOMFORT_BENCH_SIMULATE=$simulate CATCOMFORT_BENCH_SIMULATE_DECODE=true CATCOMFORT_BENCH_FREE_MODEL=$free CATCOMFORT_HTTP_THREADS=$2 CATCOMFORT_API_KEYS=$key CATCOMFORT_PORT=$port CATCOMFORT_HOST=127.0.0.1 CATCOMFORT_DRAIN_DELAY_MS=0 CATCOMFORT_DATA_DIR=$data CATCOMFORT_LOG_LEVEL=${MT_LOG_LEVEL:-warn} exec node dist/src/main.js) >"$out/$3.log" 2>&1 &
   pid=$!
   until curl -sf -o /dev/null "http://127.0.0.1:$port/readyz"; do
     kill -0 $pid 2>/dev/null || { cat "$out/$3.log"; exit 1; }

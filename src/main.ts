@@ -3,6 +3,7 @@ import { ConfigError, loadConfig } from './config';
 import { unknownVariables } from './config/unknown';
 import { ListenError } from './http/listen-error';
 import { linesPerTurn, log, setLogLevel } from './log';
+import { useBenchBinding } from './native/addon';
 import { startService } from './start';
 
 async function main(): Promise<void> {
@@ -16,6 +17,8 @@ async function main(): Promise<void> {
     }
     throw error;
   }
+  // Benchmarks and tests: a simulated device needs the bench binding, and a process loads one binding.
+  if (config.benchSimulate !== null) useBenchBinding();
   setLogLevel(config.logLevel);
   linesPerTurn();
   for (const { name, closest } of unknownVariables(process.env)) {

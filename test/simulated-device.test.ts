@@ -48,7 +48,8 @@ describe('a simulated device', () => {
     writeFileSync(profile, JSON.stringify(SLOW));
     [real, slow] = await Promise.all([
       startServer({ CATCOMFORT_DATA_DIR: path.join(dir, 'real'), CATCOMFORT_SCAN_WORKERS: '0', CATCOMFORT_PRECISION: 'fp32' }),
-      startServer({ CATCOMFORT_DATA_DIR: path.join(dir, 'slow'), CATCOMFORT_SCAN_WORKERS: '0', CATCOMFORT_BENCH_SIMULATE: profile, CATCOMFORT_BENCH_SIMULATE_DECODE: 'true', CATCOMFORT_BATCH_MAX_SIZE: '2' }),
+      // The front on two threads: they take the listening socket through the binding before the packs load.
+      startServer({ CATCOMFORT_DATA_DIR: path.join(dir, 'slow'), CATCOMFORT_SCAN_WORKERS: '0', CATCOMFORT_BENCH_SIMULATE: profile, CATCOMFORT_BENCH_SIMULATE_DECODE: 'true', CATCOMFORT_BATCH_MAX_SIZE: '2', CATCOMFORT_HTTP_THREADS: '2' }),
     ]);
   });
   after(() => Promise.all([real?.stop(), slow?.stop()]));
