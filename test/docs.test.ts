@@ -146,9 +146,10 @@ describe('OpenAPI documents', () => {
 
   test('/v2/stats is described by a schema that its real answer has', async () => {
     const schema = docs.v2.components.schemas.StatsResponse;
-    assert.deepEqual(schema.required, ['request_id', 'eventLoop', 'models']);
+    assert.deepEqual(schema.required, ['request_id', 'simulatedDevice', 'eventLoop', 'models']);
     const stats = await request(`${server.url}/v2/stats`);
     assert.equal(stats.status, 200);
+    assert.equal(stats.body.simulatedDevice, null, 'the networks really run');
     assert.deepEqual(Object.keys(stats.body.eventLoop).sort(), [...schema.properties.eventLoop.required].sort());
     const modelSchema = Object.values<any>(schema.properties.models.patternProperties)[0];
     for (const model of Object.values<any>(stats.body.models)) assert.deepEqual(Object.keys(model).sort(), [...modelSchema.required].sort());

@@ -178,6 +178,7 @@ function getOperation(operationId: string, summary: string, description: string,
 
 const statsExample = {
   request_id: EXAMPLE_REQUEST_ID,
+  simulatedDevice: null,
   eventLoop: { utilization: 0.213, mainThreadUsPerRequest: 812, gcShare: 0.31, windowS: 10, busySeconds: 41.2, mainThreadCpuSeconds: 44.9, gcSeconds: 13.9, requests: 5210 },
   models: {
     'bc-v1': {
