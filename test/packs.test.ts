@@ -297,6 +297,37 @@ describe('a fleet on one PostgreSQL', () => {
     }
   });
 
+  test('with the store down an action is refused with 503 before anything changes, and works again once it is back', async (t) => {
+    if (!postgres.pg?.outage) return t.skip(postgres.skip || 'an external PostgreSQL cannot be stopped');
+    const models = await modelsWithTrainedVersion();
+    const [a, b] = await twoInstances(postgres.pg, models, 300);
+    const promote = async () => {
+      const response = await fetch(`http://127.0.0.1:${await adminPort(a)}/packs/promote`, { method: 'POST', headers: { Authorization: `Bearer ${ADMIN_KEY}` }, body: JSON.stringify({ pack: 'bc-v1@2.0.0' }) });
+      return { status: response.status, body: (await response.json()) as any };
+    };
+    try {
+      const load = await fetch(`http://127.0.0.1:${await adminPort(a)}/packs/load`, { method: 'POST', headers: { Authorization: `Bearer ${ADMIN_KEY}` }, body: JSON.stringify({ dir: path.join(models, 'bc-v1@2.0.0') }) });
+      assert.equal(load.status, 200);
+      postgres.pg.outage.serverDown();
+      try {
+        const refused = await promote();
+        assert.equal(refused.status, 503, JSON.stringify(refused.body));
+        assert.match(refused.body.error.message, /cannot be read .*nothing was changed/);
+        assert.equal(servingVersion((await request(`${a.url}/v2/models`)).body.models, 'bc-v1'), '1.3.0');
+      } finally {
+        postgres.pg.outage.serverUp();
+      }
+      const done = await waitFor('the promotion once the store is back', async () => {
+        const r = await promote();
+        return r.status === 200 && r;
+      }, { timeoutMs: 60_000, intervalMs: 500 });
+      assert.match(done.body.versions, /^2\.0\.0 serving/);
+      await waitFor('B following', async () => servingVersion((await request(`${b.url}/v2/models`)).body.models, 'bc-v1') === '2.0.0', { timeoutMs: 60_000 });
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
+  });
+
   test('actions raced on two instances end in one state on both, and an unload then a load elsewhere converges; the fleet view shows it', async (t) => {
     if (!postgres.pg) return t.skip(postgres.skip);
     const models = await modelsWithTrainedVersion();
