@@ -35,17 +35,20 @@ interface Tally {
 }
 
 /** One request on a connection of its own to nginx (nginx reloads close its idle kept-alive connections). */
-function send(url: string, method: string, route: string, body?: string): Promise<number> {
+function request(url: string, method: string, route: string, headers: Record<string, string>, body?: string): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const headers = body === undefined ? { 'api-key': TEST_KEY } : { 'api-key': TEST_KEY, 'content-type': 'application/json' };
     const req = http.request(`${url}${route}`, { method, headers, agent: false }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
     });
     req.on('error', reject);
     req.end(body);
   });
 }
+
+const send = async (url: string, method: string, route: string, body?: string): Promise<number> =>
+  (await request(url, method, route, body === undefined ? { 'api-key': TEST_KEY } : { 'api-key': TEST_KEY, 'content-type': 'application/json' }, body)).status;
 
 /** Client loops until `stop()`: `predicts` posting /v2/predict and one reading /readyz, each tallied. */
 function load(url: string, predicts: number): { tally: Tally; stop(): Promise<void> } {
@@ -168,21 +171,19 @@ describe('three replicas on one PostgreSQL behind nginx', () => {
       }, { intervalMs: 10 });
       // As a partner submits: with an Idempotency-Key, sent again if the replica it reached went away (nginx's 502).
       const submit = async (n: number): Promise<string> => {
-        const response = await fetch(`${nginx.url}/scan`, {
-          method: 'POST',
-          headers: { ...scanHeaders(credential), 'content-type': 'application/json', 'idempotency-key': `fleet-${n}` },
-          body: JSON.stringify({ image: SCAN_BODY, callbackUrl: `${receiver.url}/hook` }),
-        });
+        // A connection of its own: a kept-alive one may be closed by the reload that takes the victim out.
+        const headers = { ...scanHeaders(credential), 'content-type': 'application/json', 'idempotency-key': `fleet-${n}` };
+        const response = await request(nginx.url, 'POST', '/scan', headers, JSON.stringify({ image: SCAN_BODY, callbackUrl: `${receiver.url}/hook` }));
         if (response.status === 502) {
           resubmitted += 1;
           return submit(n);
         }
-        const body = (await response.json()) as { scanId: string };
-        assert.ok(response.status === 202 || response.status === 200, JSON.stringify(body));
-        return body.scanId;
+        assert.ok(response.status === 202 || response.status === 200, response.text);
+        return (JSON.parse(response.text) as { scanId: string }).scanId;
       };
       let resubmitted = 0;
       const submitting = Promise.all(Array.from({ length: 60 }, (_, n) => submit(n)));
+      submitting.catch(() => {}); // reported where it is awaited, after the kill
       const held = await holding;
       const inFlightClients = 3;
       const killedAt = Date.now();
