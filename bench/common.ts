@@ -49,8 +49,8 @@ export function fixturePhotos(): Photo[] {
 export const SIZE_SOURCE_PHOTO = '041_ggoni_cats_couch.jpg';
 
 /** BENCH_ONLY's names; us-oip and us-grpc: our service's OIP REST (binary) and gRPC rows, beside its /v2/predict rows. */
-export type Target = 'micro' | 'inprocess' | 'us' | 'us-oip' | 'us-grpc' | 'fastapi' | 'fastify' | 'ray';
-export const ALL_TARGETS: Target[] = ['micro', 'inprocess', 'us', 'us-oip', 'us-grpc', 'fastapi', 'fastify', 'ray'];
+export type Target = 'micro' | 'inprocess' | 'us' | 'us-oip' | 'us-grpc' | 'fastapi' | 'fastify' | 'ray' | 'overhead';
+export const ALL_TARGETS: Target[] = ['micro', 'inprocess', 'us', 'us-oip', 'us-grpc', 'fastapi', 'fastify', 'ray', 'overhead'];
 export type ServerName = 'us' | 'fastapi' | 'fastify' | 'ray';
 export const SERVER_NAMES: ServerName[] = ['us', 'fastapi', 'fastify', 'ray'];
 
@@ -105,6 +105,8 @@ export interface BenchOptions {
   microTimeMs: number;
   /** BENCH_PRECISION_COMPARE: measure the other detector precision too (fp32 next to int8). */
   precisionCompare: boolean;
+  /** The serving-overhead table (networks free): concurrency levels. */
+  overheadConcurrency: number[];
 }
 
 function intEnv(name: string, fallback: number, min: number, max: number): number {
@@ -144,6 +146,7 @@ export function benchOptions(): BenchOptions {
     inprocessConcurrency: listEnv('BENCH_INPROCESS_CONCURRENCY', [1, 32]),
     microTimeMs: intEnv('BENCH_MICRO_TIME_MS', 1500, 50, 600_000),
     precisionCompare: intEnv('BENCH_PRECISION_COMPARE', 1, 0, 1) === 1,
+    overheadConcurrency: listEnv('BENCH_OVERHEAD_CONCURRENCY', [1, 32, 256]),
   };
 }
 

@@ -1,6 +1,7 @@
 // One measured window of a load run, whichever client made it (bench/load-worker.ts sums it up into a
 // LoadLevel), and the closed loop that makes one from a "send one request" function: `concurrency`
-// clients, each sending its next request when its last one is answered, photos rotated across all.
+// clients, each sending its next request when its last one is answered, photos rotated across all;
+// with a rate, no request starts before its turn at that many a second in all (autocannon's overallRate).
 // The HTTP rows get theirs from autocannon (bench/load-autocannon.ts), gRPC from this loop.
 
 export interface WindowResult {
@@ -25,13 +26,20 @@ export type Outcome = 'ok' | 'overloaded' | { refused: string } | 'timeout' | 'e
 /** Sends request number `index` (the caller rotates its photos by it) and resolves with its outcome; never rejects. */
 export type SendOne = (index: number) => Promise<Outcome>;
 
-export async function closedLoopWindow(send: SendOne, concurrency: number, seconds: number, startAt: number): Promise<WindowResult> {
+export async function closedLoopWindow(send: SendOne, concurrency: number, seconds: number, startAt: number, ratePerS?: number): Promise<WindowResult> {
   const w: WindowResult = { latencies: [], responses: 0, overloaded: 0, refused: {}, errors: 0, timeouts: 0, durationS: 0 };
   let next = startAt;
   const started = performance.now();
   const end = started + seconds * 1000;
+  let turns = 0;
+  const turn = (): Promise<void> | undefined => {
+    if (!ratePerS) return undefined;
+    const wait = started + (turns++ * 1000) / ratePerS - performance.now();
+    return wait > 0 ? new Promise((resolve) => setTimeout(resolve, wait)) : undefined;
+  };
   const client = async (): Promise<void> => {
     while (performance.now() < end) {
+      await turn();
       const t = performance.now();
       const outcome = await send(next++);
       if (outcome === 'timeout') w.timeouts++;

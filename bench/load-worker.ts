@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { sampleGpu, type GpuUtilisation } from '../src/ops/gpu-sampler';
 import { scrapeStages, windowFigures, type WindowFigures } from '../src/cli/stage-scrape';
 import { percentile } from './common';
+import { processTreeCpuS } from './process-cpu';
 import { grpcSender } from './grpc-client';
 import { autocannonWindow, type HttpRequest } from './load-autocannon';
 import { closedLoopWindow, type WindowResult } from './load-window';
@@ -28,6 +29,8 @@ export interface LoadWorkerConfig {
   gpuDevice: number;
   /** LoadOptions.metricsOrigin. */
   metricsOrigin?: string;
+  /** LoadOptions.serverPid. */
+  serverPid?: number;
 }
 
 export interface LoadLevel {
@@ -55,6 +58,8 @@ export interface LoadLevel {
   /** Our service: each stage's mean ms, the event loop's busy share and main-thread us per request in the window (src/cli/stage-scrape.ts); null for peers. */
   stagesMs?: WindowFigures['stagesMs'];
   eventLoop?: WindowFigures['eventLoop'];
+  /** CPU seconds the server's processes used in the measured window (LoadOptions.serverPid); absent without it. */
+  serverCpuS?: number;
 }
 
 /** The measured window at a concurrency for the config's target: autocannon for HTTP, the closed loop for gRPC. */
@@ -85,7 +90,9 @@ async function main(): Promise<void> {
     const origin = config.metricsOrigin ?? (protocolOf(config.url) === 'grpc' ? null : new URL(config.url).origin);
     const stagesBefore = origin ? await scrapeStages(origin, config.apiKey) : null;
     const sampler = sampleGpu(config.gpuDevice);
+    const cpuBefore = config.serverPid ? processTreeCpuS(config.serverPid) : null;
     const w = await measure(connections, config.durationS, offset);
+    const serverCpuS = cpuBefore === null ? null : processTreeCpuS(config.serverPid!) - cpuBefore;
     const gpu = await sampler.stop();
     const figures = windowFigures(stagesBefore, origin ? await scrapeStages(origin, config.apiKey) : null, w.durationS, w.responses);
     offset += 7;
@@ -107,6 +114,7 @@ async function main(): Promise<void> {
       timeouts: w.timeouts,
       gpu,
       ...figures,
+      ...(serverCpuS !== null && { serverCpuS }),
     };
     levels.push(level);
     process.stderr.write(

@@ -23,6 +23,8 @@ export interface LoadOptions {
   photoPaths?: string[];
   /** Where the service's /metrics is, for the stage figures (default: the url's origin over HTTP; none for gRPC). */
   metricsOrigin?: string;
+  /** The server's process: the CPU its process tree uses in each measured window is reported (LoadLevel.serverCpuS). */
+  serverPid?: number;
 }
 
 function assertLoopback(url: string): void {
@@ -45,6 +47,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadLevel[]> {
     timeoutS: options.timeoutS ?? 120,
     gpuDevice: loadConfig().deviceId,
     ...(options.metricsOrigin ? { metricsOrigin: options.metricsOrigin } : {}),
+    ...(options.serverPid ? { serverPid: options.serverPid } : {}),
   };
   const configFile = path.join(tmpDir, `load-${process.pid}-${Date.now()}.json`);
   writeFileSync(configFile, JSON.stringify(config));

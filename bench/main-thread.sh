@@ -13,14 +13,15 @@
 # MT_FREE=true with an OLD_TREE makes the model free in all six runs (the old build must know
 # CATCOMFORT_BENCH_FREE_MODEL), to set two builds' fronts and loops side by side.
 # MT_PROTOCOL=oip loads the Open Inference Protocol's REST infer with the photo as binary tensor data
-# (bench/protocols.ts) instead of /v2/predict.
+# (bench/protocols.ts) instead of /v2/predict; MT_PROTOCOL=grpc its gRPC ModelInfer (the service with
+# CATCOMFORT_GRPC_PORT; bench/grpc-load.ts: one channel, as many calls in flight as the clients).
 # MT_LOG_LEVEL sets CATCOMFORT_LOG_LEVEL for every run (default warn: no access line; info writes one per request).
 # MT_RATE holds each level at that many requests a second in all (autocannon's overallRate), for the
 # cost per answer at a given rate rather than at the most the clients get.
 # MT_SIMULATE=PROFILE (with `free`): instead of the free model, the real path on a simulated device
 # (CATCOMFORT_BENCH_SIMULATE, decoding simulated too: docs/gpu.md "A simulated device"), so the N-API
 # calls, the pool and the result conversion are in the figures; `echo` makes every Run free.
-# Usage: bash bench/main-thread.sh OLD_TREE|free   (MT_PHOTO, MT_PROTOCOL=predict|oip, MT_CONCURRENCY=1,8,32,128, MT_DURATION_S=15, MT_LOG_LEVEL=warn, MT_FREE=false, MT_RATE unset, MT_SIMULATE unset)
+# Usage: bash bench/main-thread.sh OLD_TREE|free   (MT_PHOTO, MT_PROTOCOL=predict|oip|grpc, MT_CONCURRENCY=1,8,32,128, MT_DURATION_S=15, MT_LOG_LEVEL=warn, MT_FREE=false, MT_RATE unset, MT_SIMULATE unset)
 set -euo pipefail
 free=${MT_FREE:-false}
 if [ "${1:-}" = free ]; then free=true; old=""; else old=$(cd "${1:?usage: bench/main-thread.sh OLD_TREE|free}" && pwd); fi
@@ -39,16 +40,23 @@ levels=${MT_CONCURRENCY:-1,8,32,128}
 duration=${MT_DURATION_S:-15}
 key=main-thread-key-0123456789
 port=${MT_PORT:-18620}
+grpc_port=$((port + 1))
 out=$(mktemp -d)
 header_length=""
-if [ "${MT_PROTOCOL:-predict}" = oip ]; then
+if [ "${MT_PROTOCOL:-predict}" = grpc ]; then
+  cp "$photo" "$out/body"
+elif [ "${MT_PROTOCOL:-predict}" = oip ]; then
   header_length=$(cd "$new" && node -e 'const { oipBinaryRequest } = require("./dist/bench/protocols"); const r = oipBinaryRequest(require("fs").readFileSync(process.argv[1])); require("fs").writeFileSync(process.argv[2], r.body); console.log(r.headers["inference-header-content-length"])' "$photo" "$out/body")
   type=application/octet-stream path=/v2/models/bc-v1/infer
 else
   { printf '{"image":"'; base64 -w0 "$photo"; printf '"}'; } >"$out/body"
   type=application/json path=/v2/predict
 fi
-load() { # concurrency seconds: autocannon's JSON result (its API: the body sent as bytes, which its command line would read as text)
+load() { # concurrency seconds [rate]: autocannon's JSON result (its API: the body sent as bytes, which its command line would read as text)
+  if [ "${MT_PROTOCOL:-predict}" = grpc ]; then
+    (cd "$new" && node dist/bench/grpc-load.js "grpc://127.0.0.1:$grpc_port/bc-v1" "$key" "$out/body" "$1" "$2" "${3:-}")
+    return
+  fi
   (cd "$new" && node -e '
 const [url, key, file, type, headerLength, connections, duration, rate] = process.argv.slice(1);
 const headers = { "api-key": key, "content-type": type, ...(headerLength ? { "inference-header-content-length": headerLength } : {}) };
@@ -60,7 +68,7 @@ require("autocannon")({ url, connections: +connections, duration: +duration, met
 }
 run() { # tree threads label
   local data pid; data=$(mktemp -d)
-  (cd "$1" && CATCOMFORT_BENCH_SIMULATE=$simulate CATCOMFORT_BENCH_SIMULATE_DECODE=true CATCOMFORT_BENCH_FREE_MODEL=$free CATCOMFORT_HTTP_THREADS=$2 CATCOMFORT_API_KEYS=$key CATCOMFORT_PORT=$port CATCOMFORT_HOST=127.0.0.1 CATCOMFORT_DRAIN_DELAY_MS=0 CATCOMFORT_DATA_DIR=$data CATCOMFORT_LOG_LEVEL=${MT_LOG_LEVEL:-warn} exec node dist/src/main.js) >"$out/$3.log" 2>&1 &
+  (cd "$1" && if [ "${MT_PROTOCOL:-predict}" = grpc ]; then export CATCOMFORT_GRPC_PORT=$grpc_port; fi && CATCOMFORT_BENCH_SIMULATE=$simulate CATCOMFORT_BENCH_SIMULATE_DECODE=true CATCOMFORT_BENCH_FREE_MODEL=$free CATCOMFORT_HTTP_THREADS=$2 CATCOMFORT_API_KEYS=$key CATCOMFORT_PORT=$port CATCOMFORT_HOST=127.0.0.1 CATCOMFORT_DRAIN_DELAY_MS=0 CATCOMFORT_DATA_DIR=$data CATCOMFORT_LOG_LEVEL=${MT_LOG_LEVEL:-warn} exec node dist/src/main.js) >"$out/$3.log" 2>&1 &
   pid=$!
   until curl -sf -o /dev/null "http://127.0.0.1:$port/readyz"; do
     kill -0 $pid 2>/dev/null || { cat "$out/$3.log"; exit 1; }

@@ -7,6 +7,7 @@ import { fixturePhotos, fmt, SERVER_NAMES, type BenchOptions, type machineInfo, 
 import type { InprocessResult } from './inprocess';
 import type { LoadLevel } from './load';
 import { microMarkdown, type MicroResult } from './micro';
+import { overheadMarkdown, type OverheadRun } from './overhead';
 import type { Answer, LoadProtocol, OipProtocol } from './protocols';
 import type { GpuUtilisation } from '../src/ops/gpu-sampler';
 import { STAGES } from '../src/timing/stage-times';
@@ -81,6 +82,8 @@ export interface Report {
   servers: ServerRun[];
   /** Bytes of the request each protocol measured sends per fixture photo (body; gRPC: the message). */
   requestBytes?: Array<{ protocol: LoadProtocol; mean: number; min: number; max: number }>;
+  /** Every server with its networks free (BENCH_ONLY overhead). */
+  overhead?: OverheadRun[];
 }
 
 type LevelsOf = (run: ServerRun) => LoadLevel[];
@@ -338,6 +341,7 @@ export function reportMarkdown(report: Report): string {
     lines.push('_No HTTP load run (BENCH_ONLY)._', '');
   }
   lines.push(...httpPrecisionTable(report));
+  if (report.overhead) lines.push(...overheadMarkdown(report.overhead));
   for (const s of report.servers.filter((x) => x.error)) lines.push(`**${runLabel(s)} failed:** ${s.error}`, '');
   for (const s of report.servers) for (const p of s.protocols.filter((x) => x.error)) lines.push(`**${protocolLabel(s, p.protocol)} failed:** ${p.error}`, '');
 

@@ -10,19 +10,14 @@
 // BENCH_QUEUE_MAX, BENCH_REQUEST_TIMEOUT_MS, BENCH_PEER_WORKERS, BENCH_INPROCESS_CONCURRENCY,
 // BENCH_MICRO_TIME_MS, BENCH_READY_TIMEOUT_S, BENCH_PYTHON, BENCH_PRECISION_COMPARE,
 // BENCH_RESULTS_DIR, PEER_PRECISION; see bench/README.md.
-import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { execFileSync, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../src/config';
 import { planBatching } from '../src/packs/batching-plan';
-import { cropNetwork, readManifest } from '../src/packs/pack';
 import {
-  benchDir,
   benchOptions,
   fixturePhotos,
-  freePort,
   installCleanup,
   killAllChildrenSync,
   log,
@@ -34,8 +29,6 @@ import {
   resultsDir,
   runCommand,
   SERVER_NAMES,
-  sleep,
-  spawnTracked,
   stopChild,
   tmpDir,
   type BenchOptions,
@@ -48,172 +41,18 @@ import type { InprocessResult } from './inprocess';
 import { ensureFastifyModules, ensurePythonPeer } from './install-peers';
 import { runLoad } from './load';
 import type { MicroResult } from './micro';
+import { overheadRuns } from './overhead';
 import { phonePhotos } from './phone-photos';
 import { answerOfOutputs, oipBinaryRequest, predictBody, type Answer, type OipProtocol } from './protocols';
 import { protocolLabel, reportChart, reportMarkdown, runLabel, type ProtocolRun, type Report, type ServerRun } from './report';
+import { API_KEY, protocolUrl, post, startServer, waitReady, type Started } from './servers';
 
-const API_KEY = `bench-${randomBytes(12).toString('hex')}`;
 
 /** BENCH_ONLY's names for our service's OIP protocols, loaded in its main run after its /v2/predict rows. */
 const PROTOCOL_TARGETS: Array<[Target, OipProtocol]> = [
   ['us-oip', 'oip-rest'],
   ['us-grpc', 'grpc'],
 ];
-
-// ---- Servers
-
-/** The pack the peers read (their own default, or PEER_MODEL_DIR passed through to them). */
-const peerModelDir = process.env.PEER_MODEL_DIR ? path.resolve(process.env.PEER_MODEL_DIR) : path.join(repoRoot, 'models/bc-v1');
-const peerCropNetworks = new Map<Precision, string | null>();
-
-/**
- * For a pack whose classifier is an ImageNet backbone + head: the service's crop network at the
- * precision given (src/packs/pack.ts cropNetwork, composed at load there), written once to the
- * bench's tmp folder for the peers (PEER_CROP_NETWORK); null for a pack with a plain classifier file.
- */
-async function peerCropNetwork(precision: Precision): Promise<string | null> {
-  if (peerCropNetworks.has(precision)) return peerCropNetworks.get(precision)!;
-  const manifest = await readManifest(peerModelDir);
-  const c = manifest.classifier;
-  let file: string | null = null;
-  if ('backbone' in c) {
-    file = path.join(tmpDir, `crop-network.${manifest.id}.${precision}.onnx`);
-    writeFileSync(file, await cropNetwork(peerModelDir, manifest, c, precision));
-    log(`peers' crop network (${manifest.id}, ${precision} backbone): ${path.relative(repoRoot, file)}`);
-  }
-  peerCropNetworks.set(precision, file);
-  return file;
-}
-
-interface Started {
-  child: ChildProcess;
-  /** POST /v2/predict. */
-  url: string;
-  /** Our service with gRPC on: its port. */
-  grpcPort: number | null;
-  description: string;
-  output: () => string;
-}
-
-/** Where our service takes a protocol's requests for `model` (bench/protocols.ts). */
-function protocolUrl(server: Started, protocol: OipProtocol, model: string): string {
-  if (protocol === 'grpc') return `grpc://127.0.0.1:${server.grpcPort}/${encodeURIComponent(model)}`;
-  return new URL(`/v2/models/${encodeURIComponent(model)}/infer`, server.url).href;
-}
-
-/** The batching our service gets in this run (its CATCOMFORT_BATCH_* settings). */
-function settingsBatching(settings: Record<string, string>): { maxBatchSize: number; maxQueueDelayUs: number } {
-  return { maxBatchSize: Number(settings.CATCOMFORT_BATCH_MAX_SIZE), maxQueueDelayUs: Number(settings.CATCOMFORT_BATCH_MAX_DELAY_US) };
-}
-
-/** Versions of a Python peer's main packages, e.g. "FastAPI 0.142.2, Ray 2.58.0, onnxruntime 1.30.0". */
-function peerVersions(python: string): string {
-  const script = 'import importlib.metadata as m\nfor p in ("fastapi", "uvicorn", "ray", "onnxruntime", "pillow", "numpy"):\n    try: print(p, m.version(p))\n    except m.PackageNotFoundError: pass';
-  return execFileSync(python, ['-c', script], { encoding: 'utf8' }).trim().split('\n').join(', ');
-}
-
-async function startServer(name: ServerName, precision: Precision, o: BenchOptions, settings: Record<string, string>, python: string | null, grpc: boolean): Promise<Started> {
-  const port = await freePort();
-  const grpcPort = grpc ? await freePort() : null;
-  const cores = os.availableParallelism();
-  const peerIntraOp = process.env.BENCH_PEER_INTRA_OP_THREADS ?? String(Math.max(1, Math.floor(cores / o.peerWorkers)));
-  let command: string;
-  let args: string[];
-  let env: NodeJS.ProcessEnv;
-  let description: string;
-  if (name === 'us') {
-    command = process.execPath;
-    args = [path.join(repoRoot, 'dist/src/main.js')];
-    env = {
-      ...process.env,
-      ...settings,
-      CATCOMFORT_PRECISION: precision,
-      CATCOMFORT_HOST: '127.0.0.1',
-      CATCOMFORT_PORT: String(port),
-      CATCOMFORT_API_KEYS: API_KEY,
-      CATCOMFORT_DRAIN_DELAY_MS: '0',
-      ...(grpcPort !== null && { CATCOMFORT_GRPC_PORT: String(grpcPort) }),
-    };
-    description = `1 process; CATCOMFORT_PRECISION=${precision}, ${Object.entries(settings).map(([k, v]) => `${k}=${v}`).join(', ')}${grpcPort !== null ? '; gRPC on (CATCOMFORT_GRPC_PORT)' : ''}`;
-  } else {
-    const crop = await peerCropNetwork(precision);
-    const peerEnv = {
-      PEER_API_KEYS: API_KEY,
-      PEER_INTRA_OP_THREADS: peerIntraOp,
-      PEER_SERVICE_VERSION: '1.0.0',
-      PEER_PRECISION: precision,
-      ...(crop && { PEER_CROP_NETWORK: crop }),
-    };
-    if (name === 'ray') {
-      // Batches as our micro-batcher does: the pack's batching section, else the service's settings.
-      const batching = { ...settingsBatching(settings), ...((await readManifest(peerModelDir)).batching ?? {}) };
-      command = python!;
-      args = [path.join(benchDir, 'peers/ray-serve/serve_app.py')];
-      env = {
-        ...process.env,
-        ...peerEnv,
-        PEER_HOST: '127.0.0.1',
-        PEER_PORT: String(port),
-        PEER_WORKERS: String(o.peerWorkers),
-        PEER_MAX_BATCH_SIZE: String(batching.maxBatchSize),
-        PEER_MAX_BATCH_DELAY_US: String(batching.maxQueueDelayUs),
-      };
-      description =
-        `PEER_PRECISION=${precision}; ${peerVersions(python!)}; ${o.peerWorkers} replicas (1 CPU each), @serve.batch max ${batching.maxBatchSize} / ${batching.maxQueueDelayUs} us, ` +
-        `crops of a batch in one Run, ORT intra-op threads ${peerIntraOp} per replica`;
-    } else if (name === 'fastapi') {
-      command = python!;
-      args = ['-m', 'uvicorn', 'app:app', '--app-dir', path.join(benchDir, 'peers/fastapi'), '--host', '127.0.0.1', '--port', String(port), '--workers', String(o.peerWorkers), '--log-level', 'warning', '--no-access-log'];
-      env = { ...process.env, ...peerEnv };
-      description = `PEER_PRECISION=${precision}; ${peerVersions(python!)}; uvicorn --workers ${o.peerWorkers} (uvloop, httptools), sync endpoint, ORT intra-op threads ${peerIntraOp} per worker`;
-    } else {
-      command = process.execPath;
-      args = [path.join(benchDir, 'peers/fastify/server.js')];
-      env = { ...process.env, ...peerEnv, PEER_HOST: '127.0.0.1', PEER_PORT: String(port), PEER_WORKERS: String(o.peerWorkers) };
-      description = `PEER_PRECISION=${precision}; node:cluster of ${o.peerWorkers} workers, sharp + onnxruntime-node, ORT intra-op threads ${peerIntraOp} per worker`;
-    }
-  }
-  const child = spawnTracked(command, args, { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  const collect = (chunk: Buffer) => {
-    output += chunk.toString();
-    if (output.length > 100_000) output = output.slice(-50_000);
-  };
-  child.stdout!.on('data', collect);
-  child.stderr!.on('data', collect);
-  return { child, url: `http://127.0.0.1:${port}/v2/predict`, grpcPort, description, output: () => output };
-}
-
-async function post(url: string, body: string | Buffer, headers: Record<string, string> = { 'content-type': 'application/json' }): Promise<{ status: number; json: any }> {
-  const response = await fetch(url, { method: 'POST', headers: { ...headers, 'api-key': API_KEY }, body: typeof body === 'string' ? body : new Uint8Array(body) });
-  const text = await response.text();
-  let json: unknown = null;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    /* not JSON */
-  }
-  return { status: response.status, json };
-}
-
-async function waitReady(server: Started, body: string, timeoutS: number): Promise<void> {
-  const deadline = Date.now() + timeoutS * 1000;
-  while (Date.now() < deadline) {
-    if (server.child.exitCode !== null || server.child.signalCode !== null) {
-      throw new Error(`server exited during start-up (${server.child.signalCode ?? server.child.exitCode}):\n${server.output().slice(-3000)}`);
-    }
-    try {
-      const r = await post(server.url, body);
-      if (r.status === 200) return;
-      // 503: starting (us); 404: Ray Serve's proxy is up but the application is not deployed yet.
-      if (r.status !== 503 && r.status !== 404) throw new Error(`readiness request answered ${r.status}: ${JSON.stringify(r.json)}`);
-    } catch (error) {
-      if (!(error instanceof TypeError)) throw error; // TypeError: connection refused, not up yet
-    }
-    await sleep(250);
-  }
-  throw new Error(`server not ready within ${timeoutS}s:\n${server.output().slice(-3000)}`);
-}
 
 type Photos = Array<{ file: string; bytes: Buffer }>;
 
@@ -391,7 +230,7 @@ async function main(): Promise<void> {
       }
       if (name === 'fastify' && role === 'main') await ensureFastifyModules();
       log(`${label}: starting`);
-      server = await startServer(name, precision, o, ourSettings, python, ourProtocols.includes('grpc'));
+      server = await startServer(name, { precision, settings: ourSettings, peerWorkers: o.peerWorkers, python, grpc: ourProtocols.includes('grpc'), freeNetworks: false });
       run.description = server.description;
       await waitReady(server, predictBody(photos[0]!.bytes), readyTimeoutS);
       log(`${label}: ready at ${server.url}; one request per photo`);
@@ -418,12 +257,17 @@ async function main(): Promise<void> {
     }
   }
 
+  if (o.only.has('overhead')) {
+    log(`serving overhead, networks free: us and every peer at concurrency ${o.overheadConcurrency.join(', ')}`);
+    report.overhead = await overheadRuns(o, mainPrecision, ourSettings, predictBody(photos[0]!.bytes), readyTimeoutS);
+  }
+
   mkdirSync(resultsDir, { recursive: true });
   writeFileSync(path.join(resultsDir, 'latest.json'), `${JSON.stringify(report, null, 2)}\n`);
   writeFileSync(path.join(resultsDir, 'latest.md'), reportMarkdown(report));
   writeFileSync(path.join(resultsDir, 'latest.svg'), reportChart(report));
   log(`wrote ${path.relative(repoRoot, path.join(resultsDir, 'latest.md'))}, latest.svg, latest.json`);
-  const failed = report.microError || report.inprocessError || report.servers.some((s) => s.error || s.protocols.some((p) => p.error));
+  const failed = report.microError || report.inprocessError || report.servers.some((s) => s.error || s.protocols.some((p) => p.error)) || report.overhead?.some((r) => r.error);
   if (failed) throw new Error('some benchmarks failed (see above and latest.md)');
 }
 
