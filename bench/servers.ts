@@ -1,5 +1,5 @@
 // The servers the benchmark loads, started one at a time on a free port of 127.0.0.1: our service
-// (node dist/src/main.js) and the FastAPI, Fastify and Ray Serve peers (bench/peers), each at a
+// (bin/catcomfort-service, as `npm start` and the bundle start it) and the FastAPI, Fastify and Ray Serve peers (bench/peers), each at a
 // detector precision; with `freeNetworks` each answers the warm-up photo's result with no decode and
 // no network Run, in its own way (us: the echo device, decoding simulated; a peer: PEER_FREE_NETWORKS).
 import { randomBytes } from 'node:crypto';
@@ -91,10 +91,12 @@ export async function startServer(name: ServerName, options: ServerOptions): Pro
   let env: NodeJS.ProcessEnv;
   let description: string;
   if (name === 'us') {
-    command = process.execPath;
-    args = [path.join(repoRoot, 'dist/src/main.js')];
+    // As deployed: through the launcher that holds the service's Node.js settings, with this Node.js.
+    command = path.join(repoRoot, 'bin/catcomfort-service');
+    args = [];
     env = {
       ...process.env,
+      CATCOMFORT_NODE: process.execPath,
       ...settings,
       CATCOMFORT_PRECISION: precision,
       CATCOMFORT_HOST: '127.0.0.1',

@@ -9,9 +9,22 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { readDeviceProfile, runMs } from '../src/native/device-profile';
+import { readDeviceProfile, type StageCost } from '../src/native/device-profile';
 import { photo, repoRoot } from './helpers/paths';
 import { startServer, TEST_KEY, type TestServer } from './helpers/server';
+
+/** One Run's milliseconds at `batch` as the profile gives them, worked out apart from native's rule (native/simulated_device.cc). */
+function runMs(cost: StageCost, batch: number): { hostMs: number; deviceMs: number } {
+  const at = (ms: number[]) => {
+    const b = cost.batches;
+    if (b.length === 1) return ms[0]!;
+    let hi = 1;
+    while (hi + 1 < b.length && b[hi]! < batch) hi++;
+    const value = ms[hi - 1]! + ((ms[hi]! - ms[hi - 1]!) * (batch - b[hi - 1]!)) / (b[hi]! - b[hi - 1]!);
+    return Math.max(0, value);
+  };
+  return { hostMs: at(cost.hostMs), deviceMs: at(cost.deviceMs) };
+}
 
 const WARM_UP = readFileSync(path.join(repoRoot, 'models/warmup-cat.png')).toString('base64');
 const DOG = readFileSync(photo('070_darknet_dog.jpg')).toString('base64');

@@ -239,7 +239,7 @@ export interface NativeInfo {
   ortVersion: string;
   providers: ProviderStatus[];
   /** Set by configureAddon (src/packs/runtime.ts), not by native: the simulated device's profile, when one is. */
-  simulatedDevice?: string;
+  simulatedDevice?: DeviceProfile;
 }
 
 /** The simulated device's counters since it was set (native/simulated_device.h). */

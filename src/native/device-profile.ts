@@ -48,16 +48,3 @@ export function readDeviceProfile(nameOrPath: string): DeviceProfile {
   if (typeof raw.decodeHostMs !== 'number' || !(raw.decodeHostMs >= 0)) throw new Error(`${where}: "decodeHostMs" must be a number >= 0`);
   return { name: raw.name, streams: raw.streams as number, decodeHostMs: raw.decodeHostMs, detector: stageCost(raw.detector, `${where} detector`), classifier: stageCost(raw.classifier, `${where} classifier`) };
 }
-
-/** One Run's milliseconds at `batch` as the profile gives them (the native rule, for tests and docs). */
-export function runMs(cost: StageCost, batch: number): { hostMs: number; deviceMs: number } {
-  const at = (ms: number[]) => {
-    const b = cost.batches;
-    if (b.length === 1) return ms[0]!;
-    let hi = 1;
-    while (hi + 1 < b.length && b[hi]! < batch) hi++;
-    const value = ms[hi - 1]! + ((ms[hi]! - ms[hi - 1]!) * (batch - b[hi - 1]!)) / (b[hi]! - b[hi - 1]!);
-    return Math.max(0, value);
-  };
-  return { hostMs: at(cost.hostMs), deviceMs: at(cost.deviceMs) };
-}

@@ -31,7 +31,7 @@ export function configureAddon(config: RuntimeConfig, given?: NativeAddon): { ad
     poolThreads: config.poolThreads,
     intraOpThreads: config.intraOpThreads,
   });
-  const info = config.benchSimulate === null ? native : { ...native, simulatedDevice: readDeviceProfile(config.benchSimulate).name };
+  const info = config.benchSimulate === null ? native : { ...native, simulatedDevice: readDeviceProfile(config.benchSimulate) };
   return { addon, info };
 }
 
@@ -87,7 +87,7 @@ export function registryOptions(config: RuntimeConfig, info: NativeInfo): Regist
     precision: precisionFor(config, info),
     precisionForced: config.precision !== null,
     freeModel: config.benchFreeModel,
-    simulateDevice: config.benchSimulate === null ? null : { profile: readDeviceProfile(config.benchSimulate), decode: config.benchSimulateDecode },
+    simulateDevice: info.simulatedDevice === undefined ? null : { profile: info.simulatedDevice, decode: config.benchSimulateDecode },
   };
 }
 

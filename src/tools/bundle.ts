@@ -1,9 +1,11 @@
 // `npm run bundle [-- --cuda [--cuda-arch sm_90 ...]] [-- --bench] [-- --out FILE] [-- --fast] [-- --split MIB] [-- --dir DIR]`:
 // one self-contained archive that runs the service on a Linux x64 machine without npm or internet
 // (docs/operations.md "Offline bundle"):
-//   catcomfort/run                 the one command: starts the service with the Node binary below
+//   catcomfort/run                 the one command: starts the service with the Node binary below,
+//                                  through app/bin/catcomfort-service (its Node.js settings)
 //   catcomfort/catcomfort          the command line (src/cli/main.ts) with the same Node binary
 //   catcomfort/node/bin/node       this Node.js (process.execPath), stripped
+//   catcomfort/app/bin/            catcomfort-service, the service's launcher
 //   catcomfort/app/dist/src/       the compiled service (no tests, benchmarks or source maps)
 //   catcomfort/app/proto/          the gRPC service's definition, read at start when CATCOMFORT_GRPC_PORT is set
 //   catcomfort/app/build/Release/  catcomfort.node, ONNX Runtime, libvips (+ the CUDA provider with --cuda;
@@ -38,22 +40,27 @@ const CUDA_LIBRARY = 'libonnxruntime_providers_cuda.so';
 const release = path.join(repoRoot, 'build/Release');
 
 /** A launcher of `script` (under app/) with the Node.js shipped beside it; uses no program from PATH. */
-function launcher(what: string, script: string, args: string): string {
+/** A launcher at the bundle's top running `command` (under app/) with the Node.js shipped beside it. */
+function launcher(what: string, command: string): string {
   return `#!/bin/sh
 # ${what} with the Node.js shipped beside this file. Settings are CATCOMFORT_*
 # environment variables (docs/configuration.md "Configuration"); scans are kept in app/data unless
 # CATCOMFORT_DATA_DIR names another folder. Uses no program from PATH.
 case "$0" in */*) here=\${0%/*} ;; *) here=. ;; esac
 here=$(cd "$here" && pwd -P) || exit 1
-exec "$here/node/bin/node" "$here/app/${script}"${args}
+${command}
 `;
 }
 
+/** A launcher running a script of app/ with the bundle's Node.js. */
+const nodeLauncher = (what: string, script: string, args: string) => launcher(what, `exec "$here/node/bin/node" "$here/app/${script}"${args}`);
+
 const LAUNCHERS: Record<string, string> = {
-  run: launcher('Starts the Cat Comfort service', 'dist/src/main.js', ''),
-  catcomfort: launcher('The catcomfort command line (docs/cli.md "Command line")', 'dist/src/cli/main.js', ' "$@"'),
+  // The service through bin/catcomfort-service, which holds its Node.js settings.
+  run: launcher('Starts the Cat Comfort service', 'CATCOMFORT_NODE="$here/node/bin/node" exec "$here/app/bin/catcomfort-service"'),
+  catcomfort: nodeLauncher('The catcomfort command line (docs/cli.md "Command line")', 'dist/src/cli/main.js', ' "$@"'),
 };
-const BENCH_LAUNCHER = launcher('Runs the benchmark suite (bench/README.md; the fixture photos from CATCOMFORT_SHARED_DIR)', 'dist/bench/run.js', '');
+const BENCH_LAUNCHER = nodeLauncher('Runs the benchmark suite (bench/README.md; the fixture photos from CATCOMFORT_SHARED_DIR)', 'dist/bench/run.js', '');
 /** What the benchmark suite loads beyond the service's own dependencies. */
 const BENCH_PACKAGES = ['tinybench', 'autocannon'];
 const BENCH_BINDING = 'catcomfort_bench.node';
@@ -201,6 +208,7 @@ async function main(): Promise<void> {
     const app = path.join(top, 'app');
     copyNode(top);
     copyInto(path.join(repoRoot, 'package.json'), path.join(app, 'package.json'));
+    copyInto(path.join(repoRoot, 'bin/catcomfort-service'), path.join(app, 'bin/catcomfort-service'));
     copyInto(path.join(repoRoot, 'dist/src'), path.join(app, 'dist/src'), (f) => !f.endsWith('.map'));
     copyInto(path.join(repoRoot, 'proto'), path.join(app, 'proto'));
     copyNative(app, cuda, cudaLibrary, values.bench!);

@@ -99,7 +99,7 @@ export async function child(o: ChildOptions): Promise<ChildReport> {
   const started = performance.now();
   const { addon, info, registry } = await loadModels(config, verdictsFile(config.scan.dataDir));
   // A simulated device shows as one, so the verdict and the table say what was measured.
-  report.providers = info.simulatedDevice ? [`simulated ${info.simulatedDevice}`] : info.providers.filter((p) => p.active).map((p) => p.name);
+  report.providers = info.simulatedDevice ? [`simulated ${info.simulatedDevice.name}`] : info.providers.filter((p) => p.active).map((p) => p.name);
   if (o.steps.has('sessions')) report.sessions = await timed(report, 'sessions', () => sessionFigures(config, addon, info));
   await warmUpAll(registry);
   report.timings.start = Math.round(performance.now() - started - (report.timings.sessions ?? 0));
