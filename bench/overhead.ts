@@ -4,9 +4,9 @@
 // is left is HTTP, the JSON body, validation, dispatch and the answer. Per level the CPU seconds of
 // each server's process tree in the measured window are taken too (bench/process-cpu.ts).
 import { ensureFastifyModules, ensurePythonPeer } from './install-peers';
-import { log, SERVER_NAMES, stopChild, type BenchOptions, type Precision, type ServerName } from './common';
+import { log, SERVER_NAMES, type BenchOptions, type Precision, type ServerName } from './common';
 import { runLoad, type LoadLevel } from './load';
-import { API_KEY, startServer, waitReady, type Started } from './servers';
+import { API_KEY, startServer, stopServer, waitReady, type Started } from './servers';
 
 export interface OverheadRun {
   name: ServerName;
@@ -46,7 +46,7 @@ export async function overheadRuns(
       run.error = (error as Error).message.split('\n').slice(0, 3).join(' ');
       log(`overhead, ${name} failed: ${(error as Error).message}`);
     } finally {
-      if (server) await stopChild(server.child, name === 'ray' ? 20_000 : 5000, name === 'ray');
+      if (server) await stopServer(server);
     }
   }
   return runs;
@@ -55,7 +55,7 @@ export async function overheadRuns(
 const LABELS: Record<ServerName, string> = { us: 'us', fastapi: 'FastAPI peer', fastify: 'Fastify peer', ray: 'Ray Serve peer' };
 
 /** CPU seconds of the server's processes per 1,000 answers (any status) in a level's window. */
-export function cpuPerThousand(l: LoadLevel): number | undefined {
+function cpuPerThousand(l: LoadLevel): number | undefined {
   return l.serverCpuS === undefined || l.responses === 0 ? undefined : (l.serverCpuS / l.responses) * 1000;
 }
 

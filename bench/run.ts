@@ -29,7 +29,6 @@ import {
   resultsDir,
   runCommand,
   SERVER_NAMES,
-  stopChild,
   tmpDir,
   type BenchOptions,
   type Precision,
@@ -45,7 +44,7 @@ import { overheadRuns } from './overhead';
 import { phonePhotos } from './phone-photos';
 import { answerOfOutputs, oipBinaryRequest, predictBody, type Answer, type OipProtocol } from './protocols';
 import { protocolLabel, reportChart, reportMarkdown, runLabel, type ProtocolRun, type Report, type ServerRun } from './report';
-import { API_KEY, protocolUrl, post, startServer, waitReady, type Started } from './servers';
+import { API_KEY, protocolUrl, post, startServer, stopServer, waitReady, type Started } from './servers';
 
 
 /** BENCH_ONLY's names for our service's OIP protocols, loaded in its main run after its /v2/predict rows. */
@@ -250,8 +249,7 @@ async function main(): Promise<void> {
       log(`${label} failed: ${(error as Error).message}`);
     } finally {
       if (server) {
-        // Ray's driver shuts its local cluster down on SIGTERM; its actors run in process groups of their own.
-        await stopChild(server.child, name === 'ray' ? 20_000 : 5000, name === 'ray');
+        await stopServer(server);
         log(`${label}: stopped`);
       }
     }

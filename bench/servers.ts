@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { cropNetwork, readManifest } from '../src/packs/pack';
-import { benchDir, freePort, log, repoRoot, sleep, spawnTracked, tmpDir, type Precision, type ServerName } from './common';
+import { benchDir, freePort, log, repoRoot, sleep, spawnTracked, stopChild, tmpDir, type Precision, type ServerName } from './common';
 import type { OipProtocol } from './protocols';
 
 export const API_KEY = `bench-${randomBytes(12).toString('hex')}`;
@@ -37,6 +37,7 @@ async function peerCropNetwork(precision: Precision): Promise<string | null> {
 }
 
 export interface Started {
+  name: ServerName;
   child: ChildProcess;
   /** POST /v2/predict. */
   url: string;
@@ -91,12 +92,12 @@ export async function startServer(name: ServerName, options: ServerOptions): Pro
   let env: NodeJS.ProcessEnv;
   let description: string;
   if (name === 'us') {
-    // As deployed: through the launcher that holds the service's Node.js settings, with this Node.js.
+    // As deployed: through the launcher that holds the service's Node.js settings, with this Node.js first on PATH.
     command = path.join(repoRoot, 'bin/catcomfort-service');
     args = [];
     env = {
       ...process.env,
-      CATCOMFORT_NODE: process.execPath,
+      PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ''}`,
       ...settings,
       CATCOMFORT_PRECISION: precision,
       CATCOMFORT_HOST: '127.0.0.1',
@@ -156,7 +157,7 @@ export async function startServer(name: ServerName, options: ServerOptions): Pro
   child.stdout!.on('data', collect);
   child.stderr!.on('data', collect);
   if (freeNetworks && name !== 'us') description += '; PEER_FREE_NETWORKS=1';
-  return { child, url: `http://127.0.0.1:${port}/v2/predict`, grpcPort, description, output: () => output };
+  return { name, child, url: `http://127.0.0.1:${port}/v2/predict`, grpcPort, description, output: () => output };
 }
 
 export async function post(url: string, body: string | Buffer, headers: Record<string, string> = { 'content-type': 'application/json' }): Promise<{ status: number; json: any }> {
@@ -188,4 +189,10 @@ export async function waitReady(server: Started, body: string, timeoutS: number)
     await sleep(250);
   }
   throw new Error(`server not ready within ${timeoutS}s:\n${server.output().slice(-3000)}`);
+}
+
+/** Stops a server and everything it started. */
+export function stopServer(server: Started): Promise<void> {
+  // Ray's driver shuts its local cluster down on SIGTERM; its actors run in process groups of their own.
+  return server.name === 'ray' ? stopChild(server.child, 20_000, true) : stopChild(server.child, 5000);
 }

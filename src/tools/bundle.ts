@@ -56,8 +56,8 @@ ${command}
 const nodeLauncher = (what: string, script: string, args: string) => launcher(what, `exec "$here/node/bin/node" "$here/app/${script}"${args}`);
 
 const LAUNCHERS: Record<string, string> = {
-  // The service through bin/catcomfort-service, which holds its Node.js settings.
-  run: launcher('Starts the Cat Comfort service', 'CATCOMFORT_NODE="$here/node/bin/node" exec "$here/app/bin/catcomfort-service"'),
+  // The service through bin/catcomfort-service, which holds its Node.js settings and finds node/bin/node.
+  run: launcher('Starts the Cat Comfort service', 'exec "$here/app/bin/catcomfort-service"'),
   catcomfort: nodeLauncher('The catcomfort command line (docs/cli.md "Command line")', 'dist/src/cli/main.js', ' "$@"'),
 };
 const BENCH_LAUNCHER = nodeLauncher('Runs the benchmark suite (bench/README.md; the fixture photos from CATCOMFORT_SHARED_DIR)', 'dist/bench/run.js', '');
