@@ -6,16 +6,15 @@
 import { readFileSync } from 'node:fs';
 import { percentile } from './common';
 import { grpcSender } from './grpc-client';
-import { closedLoopWindow } from './load-window';
+import { closedLoopWindow, refusals } from './load-window';
 
 async function main(): Promise<void> {
   const [url, key, photo, connections, seconds, rate] = process.argv.slice(2);
   if (!url || !key || !photo || !connections || !seconds) throw new Error('usage: grpc-load URL KEY PHOTO CONNECTIONS SECONDS [RATE]');
   const send = grpcSender(url, key, [readFileSync(photo)], 120);
   const w = await closedLoopWindow(send, Number(connections), Number(seconds), 0, rate ? Number(rate) : undefined);
-  const refused = w.overloaded + Object.values(w.refused).reduce((a, n) => a + n, 0);
   const latencies = w.latencies.sort((a, b) => a - b);
-  console.log(JSON.stringify({ requests: { total: w.responses }, duration: w.durationS, non2xx: refused, errors: w.errors + w.timeouts, latency: { p99: Math.round(percentile(latencies, 99)) } }));
+  console.log(JSON.stringify({ requests: { total: w.responses }, duration: w.durationS, non2xx: refusals(w), errors: w.errors + w.timeouts, latency: { p99: Math.round(percentile(latencies, 99)) } }));
 }
 
 main().then(

@@ -20,6 +20,11 @@ export interface WindowResult {
   durationS: number;
 }
 
+/** Answers that were not successful: overload refusals and the others. */
+export function refusals(w: WindowResult): number {
+  return w.overloaded + Object.values(w.refused).reduce((a, n) => a + n, 0);
+}
+
 /** What one request came to: success, an overload refusal, another refusal, no answer in time, or none at all. */
 export type Outcome = 'ok' | 'overloaded' | { refused: string } | 'timeout' | 'error';
 
@@ -40,6 +45,7 @@ export async function closedLoopWindow(send: SendOne, concurrency: number, secon
   const client = async (): Promise<void> => {
     while (performance.now() < end) {
       await turn();
+      if (performance.now() >= end) break;
       const t = performance.now();
       const outcome = await send(next++);
       if (outcome === 'timeout') w.timeouts++;

@@ -11,7 +11,7 @@ import { percentile } from './common';
 import { processTreeCpuS } from './process-cpu';
 import { grpcSender } from './grpc-client';
 import { autocannonWindow, type HttpRequest } from './load-autocannon';
-import { closedLoopWindow, type WindowResult } from './load-window';
+import { closedLoopWindow, refusals, type WindowResult } from './load-window';
 import { oipBinaryRequest, predictBody, protocolOf } from './protocols';
 
 
@@ -107,7 +107,7 @@ async function main(): Promise<void> {
       p90Ms: percentile(latencies, 90),
       p99Ms: percentile(latencies, 99),
       maxMs: latencies.length ? latencies[latencies.length - 1]! : NaN,
-      non2xx: w.overloaded + Object.values(w.refused).reduce((a, n) => a + n, 0),
+      non2xx: refusals(w),
       status429: w.overloaded,
       otherStatus: w.refused,
       errors: w.errors,

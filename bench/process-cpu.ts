@@ -32,7 +32,11 @@ export function processTreeCpuS(root: number): number {
     if (s) stats.set(Number(name), s);
   }
   const children = new Map<number, number[]>();
-  for (const [pid, s] of stats) children.set(s.ppid, [...(children.get(s.ppid) ?? []), pid]);
+  for (const [pid, s] of stats) {
+    const siblings = children.get(s.ppid);
+    if (siblings) siblings.push(pid);
+    else children.set(s.ppid, [pid]);
+  }
   let ticks = 0;
   const todo = [root];
   while (todo.length > 0) {

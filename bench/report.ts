@@ -1,13 +1,14 @@
 // The benchmark report: its shape (what bench/run.ts measures and writes to latest.json) and how it
 // renders, as latest.md (machine, settings, the fp32-versus-int8 summary, HTTP with our OIP REST and
-// gRPC rows beside /v2/predict, in-process, agreement and micro-benchmark tables) and as latest.svg
+// gRPC rows beside /v2/predict, the serving overhead with networks free, in-process, agreement and
+// micro-benchmark tables) and as latest.svg
 // (the /v2/predict lines drawn by bench/chart.ts).
 import { renderChart } from './chart';
 import { fixturePhotos, fmt, SERVER_NAMES, type BenchOptions, type machineInfo, type Precision, type ServerName } from './common';
 import type { InprocessResult } from './inprocess';
 import type { LoadLevel } from './load';
 import { microMarkdown, type MicroResult } from './micro';
-import { overheadMarkdown, type OverheadRun } from './overhead';
+import type { OverheadRun } from './overhead';
 import type { Answer, LoadProtocol, OipProtocol } from './protocols';
 import type { GpuUtilisation } from '../src/ops/gpu-sampler';
 import { STAGES } from '../src/timing/stage-times';
@@ -306,6 +307,49 @@ function agreementRow(label: string, answers: Record<string, Answer>, refLabel: 
 }
 
 /** latest.md. */
+/** CPU seconds of the server's processes per 1,000 answers (any status) in a level's window. */
+function cpuPerThousand(l: LoadLevel): number | undefined {
+  return l.serverCpuS === undefined || l.responses === 0 ? undefined : (l.serverCpuS / l.responses) * 1000;
+}
+
+
+/** latest.md's section: every server's rows, then per peer and level how far ahead we are. */
+function overheadMarkdown(runs: OverheadRun[]): string[] {
+  const lines = ['## Serving overhead, networks free', ''];
+  lines.push(
+    'Every server answers the warm-up photo\'s result with no network Run and no decode in its own way ' +
+      '(us: `CATCOMFORT_BENCH_SIMULATE=echo` with `CATCOMFORT_BENCH_SIMULATE_DECODE`, the real native path on a simulated device whose Runs and decode are free; ' +
+      'a peer: `PEER_FREE_NETWORKS=1`, its route answering a stored result). The same `/v2/predict` bodies as above: each server still reads the JSON body and validates it; ' +
+      'base64, decoding and networks are skipped by all. CPU s per 1,000: user + system seconds of the server\'s whole process tree in the measured window, per answer (bench/process-cpu.ts).',
+    '',
+  );
+  lines.push('| server | clients | req/s | p50 ms | p99 ms | CPU s per 1,000 | non-2xx | errors/timeouts |', '|---|---:|---:|---:|---:|---:|---:|---:|');
+  for (const run of runs) {
+    for (const l of run.levels) {
+      lines.push(`| ${SERVER_LABELS[run.name]} | ${l.concurrency} | ${fmt(l.rps)} | ${fmt(l.p50Ms, 2)} | ${fmt(l.p99Ms, 2)} | ${fmt(cpuPerThousand(l), 2)} | ${l.non2xx} | ${l.errors}/${l.timeouts} |`);
+    }
+  }
+  lines.push('');
+  const us = runs.find((r) => r.name === 'us');
+  if (us && us.levels.length > 0) {
+    lines.push('Ours against each peer (above 1: we are ahead): req/s ours ÷ theirs; latency and CPU per 1,000 theirs ÷ ours.', '');
+    lines.push('| peer | clients | req/s | p50 | p99 | CPU per 1,000 |', '|---|---:|---:|---:|---:|---:|');
+    for (const peer of runs.filter((r) => r.name !== 'us')) {
+      for (const l of peer.levels) {
+        const ours = us.levels.find((x) => x.concurrency === l.concurrency);
+        if (!ours) continue;
+        lines.push(`| ${SERVER_LABELS[peer.name]} | ${l.concurrency} | ${ratio(ours.rps, l.rps)} | ${ratio(l.p50Ms, ours.p50Ms)} | ${ratio(l.p99Ms, ours.p99Ms)} | ${ratio(cpuPerThousand(l), cpuPerThousand(ours))} |`);
+      }
+    }
+    lines.push('');
+  }
+  for (const run of runs) {
+    lines.push(`- ${SERVER_LABELS[run.name]}: ${run.description || '–'}${run.error ? `; **failed:** ${run.error}` : ''}`);
+  }
+  lines.push('');
+  return lines;
+}
+
 export function reportMarkdown(report: Report): string {
   const o = report.options;
   const m = report.machine;

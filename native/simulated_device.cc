@@ -1,7 +1,6 @@
 // The simulated accelerator of native/simulated_device.h.
 #include "simulated_device.h"
 
-#include <memory>
 #include <stdexcept>
 #include <thread>
 
@@ -25,7 +24,8 @@ void Wait(double ms) {
 }
 
 std::mutex g_deviceMutex;
-std::unique_ptr<SimulatedDevice> g_device;  // lives as long as the process: pipelines point into it
+// Never freed: pipelines and pool threads (perhaps asleep in it at exit) point into it.
+SimulatedDevice* g_device = nullptr;
 std::atomic<const SimulatedDevice*> g_current{nullptr};
 
 }  // namespace
@@ -86,8 +86,8 @@ SimulatedDevice& SetSimulatedDevice(DeviceProfile profile) {
     }
     return *g_device;
   }
-  g_device = std::make_unique<SimulatedDevice>(std::move(profile));
-  g_current.store(g_device.get(), std::memory_order_release);
+  g_device = new SimulatedDevice(std::move(profile));
+  g_current.store(g_device, std::memory_order_release);
   return *g_device;
 }
 

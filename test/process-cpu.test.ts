@@ -29,11 +29,14 @@ test('a process tree\'s CPU counts a busy grandchild, alive and once waited for;
   child.stdout!.on('data', (chunk: Buffer) => (said += chunk.toString()));
   try {
     await waitFor('the grandchild to burn 0.4 s of CPU', () => said.includes('burnt'));
-    assert.ok(processTreeCpuS(child.pid!) >= 0.4, `tree CPU ${processTreeCpuS(child.pid!)} s`);
-    assert.ok(processTreeCpuS(other.pid!) < 0.1, `the other tree ${processTreeCpuS(other.pid!)} s`);
+    const alive = processTreeCpuS(child.pid!);
+    assert.ok(alive >= 0.4, `tree CPU ${alive} s`);
+    const unrelated = processTreeCpuS(other.pid!);
+    assert.ok(unrelated < 0.1, `the other tree ${unrelated} s`);
     child.stdin!.write('stop\n');
     await waitFor('the child to wait for the grandchild', () => said.includes('reaped'));
-    assert.ok(processTreeCpuS(child.pid!) >= 0.4, `tree CPU after the reap ${processTreeCpuS(child.pid!)} s`);
+    const reaped = processTreeCpuS(child.pid!);
+    assert.ok(reaped >= 0.4, `tree CPU after the reap ${reaped} s`);
   } finally {
     child.stdin!.end();
     other.kill();

@@ -8,8 +8,9 @@ import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, 
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
+import { repoRoot as root } from './helpers/paths';
 
-const root = path.resolve(__dirname, '../..');
+
 
 /** An executable stand-in for Node.js that prints who it is and what it was given. */
 function fakeNode(file: string, name: string): void {
@@ -21,17 +22,22 @@ function fakeNode(file: string, name: string): void {
 test('the service launcher runs the bundle\'s Node.js, else PATH\'s, with the V8 settings and the compiled service', () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cc-launcher-'));
   try {
-    // The bundle's layout: top/run, top/node/bin/node, top/app/bin/catcomfort-service.
+    // The bundle's layout (top/node/bin/node beside top/app/), and a checkout's (nothing beside it).
+    const placed = (app: string) => {
+      mkdirSync(path.join(app, 'bin'), { recursive: true });
+      copyFileSync(path.join(root, 'bin/catcomfort-service'), path.join(app, 'bin/catcomfort-service'));
+      return path.join(app, 'bin/catcomfort-service');
+    };
     const app = path.join(dir, 'top/app');
-    mkdirSync(path.join(app, 'bin'), { recursive: true });
-    copyFileSync(path.join(root, 'bin/catcomfort-service'), path.join(app, 'bin/catcomfort-service'));
+    const checkout = path.join(dir, 'work/checkout');
+    placed(app);
+    placed(checkout);
     fakeNode(path.join(dir, 'top/node/bin/node'), 'bundled');
     fakeNode(path.join(dir, 'path/node'), 'from-path');
     const env = { PATH: `${path.join(dir, 'path')}:/usr/bin:/bin` };
     const run = (launcher: string) => execFileSync(launcher, ['--extra'], { cwd: os.tmpdir(), env, encoding: 'utf8' }).trim();
     assert.equal(run(path.join(app, 'bin/catcomfort-service')), `bundled --initial-old-space-size=128 ${path.join(app, 'dist/src/main.js')} --extra`);
-    // A checkout: no node/ beside it.
-    assert.equal(run(path.join(root, 'bin/catcomfort-service')), `from-path --initial-old-space-size=128 ${path.join(root, 'dist/src/main.js')} --extra`);
+    assert.equal(run(path.join(checkout, 'bin/catcomfort-service')), `from-path --initial-old-space-size=128 ${path.join(checkout, 'dist/src/main.js')} --extra`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -100,7 +100,7 @@ if [ "$check" = true ]; then
   pid=$!
   ready=false
   for _ in $(seq 1 600); do
-    if curl -fsS -o /dev/null "http://127.0.0.1:$check_port/readyz" 2> /dev/null; then ready=true; break; fi
+    if curl -fsS --max-time 5 -o /dev/null "http://127.0.0.1:$check_port/readyz" 2> /dev/null; then ready=true; break; fi
     kill -0 "$pid" 2> /dev/null || break
     sleep 0.1
   done
@@ -108,7 +108,7 @@ if [ "$check" = true ]; then
   if [ "$ready" = true ]; then
     # A detected cat from the running image: the README's example photo through /v2/predict.
     answer=$({ printf '{"image":"'; base64 -w0 models/example-cat.jpg; printf '"}'; } |
-      curl -sS "http://127.0.0.1:$check_port/v2/predict" -H 'api-key: check-key-0123456789abcdef' \
+      curl -sS --max-time 60 "http://127.0.0.1:$check_port/v2/predict" -H 'api-key: check-key-0123456789abcdef' \
         -H 'content-type: application/json' --data-binary @- 2>&1 || true)
   fi
   kill -TERM -- "-$pid" 2> /dev/null || true

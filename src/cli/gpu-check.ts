@@ -115,13 +115,13 @@ export async function gpuCheckCommand(argv: string[]): Promise<number> {
     // Every child and every service they start inherits these.
     process.env.CATCOMFORT_BENCH_SIMULATE = v.simulate;
     process.env.CATCOMFORT_BENCH_SIMULATE_DECODE = String(on('simulate-decode'));
-    if (v.cores !== undefined) {
-      // The machine played: its cores for the batching rule, and (unless set) a pool thread per core.
-      process.env.CATCOMFORT_BENCH_CORES = String(wholeNumber(v.cores, 0, 1, 1024, '--cores'));
-      process.env.CATCOMFORT_POOL_THREADS ??= process.env.CATCOMFORT_BENCH_CORES;
-    }
   }
-  const cores = v.cores !== undefined ? Number(v.cores) : os.availableParallelism();
+  const cores = wholeNumber(v.cores, os.availableParallelism(), 1, 1024, '--cores');
+  if (v.cores !== undefined) {
+    // The machine played: its cores for the batching rule, and (unless set) a pool thread per core.
+    process.env.CATCOMFORT_BENCH_CORES = String(cores);
+    process.env.CATCOMFORT_POOL_THREADS ??= process.env.CATCOMFORT_BENCH_CORES;
+  }
   const defaults = defaultGrid(cores);
   const grid = { batch: numberList(v.batch, defaults.batch, 64, '--batch'), inFlight: numberList(v['in-flight'], defaults.inFlight, 64, '--in-flight'), pool: numberList(v.pool, defaults.pool, 256, '--pool') };
   if (photoFiles(v.photos).length === 0) throw new UsageError(`no .jpg, .png or .webp photos in ${v.photos}`, USAGE);

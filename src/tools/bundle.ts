@@ -39,7 +39,6 @@ const CUDA_LIBRARIES = /^libonnxruntime_providers_(cuda|tensorrt)\.so$/;
 const CUDA_LIBRARY = 'libonnxruntime_providers_cuda.so';
 const release = path.join(repoRoot, 'build/Release');
 
-/** A launcher of `script` (under app/) with the Node.js shipped beside it; uses no program from PATH. */
 /** A launcher at the bundle's top running `command` (under app/) with the Node.js shipped beside it. */
 function launcher(what: string, command: string): string {
   return `#!/bin/sh

@@ -41,7 +41,9 @@ function gpus(): string[] {
 /** The key of a probe of `config`: what its verdict depends on. */
 export function probeKey(config: RuntimeConfig): string {
   const { providers, deviceId, trtCacheDir, trtFp16, cudnnConvAlgoSearch, pinnedMemory, precision, poolThreads, intraOpThreads, sessionBatch, maxPixels, batching, modelsDir } = config;
-  const settings = { providers, deviceId, trtCacheDir, trtFp16, cudnnConvAlgoSearch, pinnedMemory, precision, poolThreads, intraOpThreads, sessionBatch, maxPixels, batching };
+  // A probe on a simulated device ran the sessions at one size only: never a real start's verdict.
+  const { benchSimulate, benchSimulateDecode, benchCores } = config;
+  const settings = { providers, deviceId, trtCacheDir, trtFp16, cudnnConvAlgoSearch, pinnedMemory, precision, poolThreads, intraOpThreads, sessionBatch, maxPixels, batching, benchSimulate, benchSimulateDecode, benchCores };
   const packs = existsSync(modelsDir)
     ? readdirSync(modelsDir)
         .sort()
