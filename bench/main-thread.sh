@@ -35,6 +35,7 @@ if [ -n "$old" ] && [ "$free" = true ] && ! grep -rqs CATCOMFORT_BENCH_FREE_MODE
   exit 2
 fi
 new=$(cd "$(dirname "$0")/.." && pwd)
+. "$new/bench/service-probe.sh"
 photo=${MT_PHOTO:-$new/../shared/fixtures/photos/007_oxford_Siamese_151.jpg}
 levels=${MT_CONCURRENCY:-1,8,32,128}
 duration=${MT_DURATION_S:-15}
@@ -70,18 +71,13 @@ run() { # tree threads label
   local data pid; data=$(mktemp -d)
   (cd "$1" && if [ "${MT_PROTOCOL:-predict}" = grpc ]; then export CATCOMFORT_GRPC_PORT=$grpc_port; fi && CATCOMFORT_BENCH_SIMULATE=$simulate CATCOMFORT_BENCH_SIMULATE_DECODE=true CATCOMFORT_BENCH_FREE_MODEL=$free CATCOMFORT_HTTP_THREADS=$2 CATCOMFORT_API_KEYS=$key CATCOMFORT_PORT=$port CATCOMFORT_HOST=127.0.0.1 CATCOMFORT_DRAIN_DELAY_MS=0 CATCOMFORT_DATA_DIR=$data CATCOMFORT_LOG_LEVEL=${MT_LOG_LEVEL:-warn} exec node dist/src/main.js) >"$out/$3.log" 2>&1 &
   pid=$!
-  until curl -sf -o /dev/null "http://127.0.0.1:$port/readyz"; do
-    kill -0 $pid 2>/dev/null || { cat "$out/$3.log"; exit 1; }
-    sleep 0.5
-  done
-  cpu() { awk '{print $14 + $15}' "/proc/$pid/task/$pid/stat"; }
-  scrape() { curl -s -H "api-key: $key" "http://127.0.0.1:$port/metrics?name=$1" | awk -v n="$1" '$1 == n {print $2}'; }
+  await_ready "$out/$3.log"
   load 8 3 >/dev/null
   for c in ${levels//,/ }; do
     local c0 g0 b0 c1 g1 b1
-    c0=$(cpu); g0=$(scrape catcomfort_gc_seconds_total); b0=$(scrape catcomfort_event_loop_busy_seconds_total)
+    c0=$(main_thread_ticks); g0=$(metric catcomfort_gc_seconds_total); b0=$(metric catcomfort_event_loop_busy_seconds_total)
     load "$c" "$duration" "${MT_RATE:-}" >"$out/$3-$c.json"
-    c1=$(cpu); g1=$(scrape catcomfort_gc_seconds_total); b1=$(scrape catcomfort_event_loop_busy_seconds_total)
+    c1=$(main_thread_ticks); g1=$(metric catcomfort_gc_seconds_total); b1=$(metric catcomfort_event_loop_busy_seconds_total)
     echo "{\"run\":\"$3\",\"c\":$c,\"cpuTicks\":$((c1 - c0)),\"gcS\":${g1:-null},\"gcS0\":${g0:-null},\"busyS\":${b1:-null},\"busyS0\":${b0:-null}}" >>"$out/rows.jsonl"
   done
   kill $pid; wait $pid 2>/dev/null || true

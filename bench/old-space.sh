@@ -10,6 +10,7 @@
 # Usage: bash bench/old-space.sh   (OS_CONCURRENCY=1,32,256, OS_DURATION_S=8)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/bench/service-probe.sh"
 key=old-space-key-0123456789
 port=${OS_PORT:-18710}
 out=$(mktemp -d)
@@ -22,17 +23,12 @@ run() { # label flags...
   data=$(mktemp -d)
   (cd "$root" && CATCOMFORT_BENCH_SIMULATE=echo CATCOMFORT_BENCH_SIMULATE_DECODE=true CATCOMFORT_API_KEYS=$key CATCOMFORT_PORT=$port CATCOMFORT_HOST=127.0.0.1 CATCOMFORT_DRAIN_DELAY_MS=0 CATCOMFORT_DATA_DIR=$data CATCOMFORT_LOG_LEVEL=warn exec node --trace-gc "$@" dist/src/main.js) >"$out/$label.log" 2>&1 &
   pid=$!
-  until curl -sf -o /dev/null "http://127.0.0.1:$port/readyz"; do
-    kill -0 $pid 2>/dev/null || { cat "$out/$label.log"; exit 1; }
-    sleep 0.5
-  done
-  cpu() { awk '{print $14 + $15}' "/proc/$pid/task/$pid/stat"; }
-  gc() { curl -s -H "api-key: $key" "http://127.0.0.1:$port/metrics?name=catcomfort_gc_seconds_total" | awk '$1 == "catcomfort_gc_seconds_total" {print $2}'; }
+  await_ready "$out/$label.log"
   local c line c0 c1 g0 g1 rows=""
   for c in ${OS_CONCURRENCY//,/ }; do
-    c0=$(cpu); g0=$(gc)
+    c0=$(main_thread_ticks); g0=$(metric catcomfort_gc_seconds_total)
     line=$(cd "$root" && BENCH_CONCURRENCY=$c BENCH_DURATION_S=${OS_DURATION_S:-8} BENCH_WARMUP_S=2 node dist/bench/load.js "http://127.0.0.1:$port/v2/predict" $key 2>&1 | grep -E '^ +c=[0-9]+: [0-9.]+ req/s' | sed -E 's/^ +c=([0-9]+): ([0-9.]+) req\/s, p50 ([0-9.]+) ms, p90 [0-9.]+ ms, p99 ([0-9.]+) ms.*/\2 \3 \4/')
-    c1=$(cpu); g1=$(gc)
+    c1=$(main_thread_ticks); g1=$(metric catcomfort_gc_seconds_total)
     rows+="$c $line $((c1 - c0)) $g0 $g1"$'\n'
   done
   local rss; rss=$(awk '/VmRSS/ {print int($2 / 1024)}' "/proc/$pid/status")
