@@ -1,5 +1,5 @@
 // Each interface's error renderer by name, so a router's outline can cross to the HTTP front's
-// threads (http/front/front-threads.ts) and be rebuilt there with the same renderers.
+// threads (front/front-threads.ts) and be rebuilt there with the same renderers.
 import { errorResponse, type ErrorRenderer } from './http/error-answers';
 import { oipError } from './oip/error-body';
 import { renderV1Error } from './v1/errors';

@@ -1,25 +1,25 @@
-// A thread of the HTTP front (http/front/front-threads.ts starts it): an HttpFront accepting on its
-// own descriptor of the public port and relaying to uWS's private socket (POST bodies that fit go
-// the direct way to the main thread: http/front/direct-exchange.ts), with a router rebuilt
-// from the main thread's outline (sent again whenever the routes change) for its own answers. It reports those answers and its pool's
-// counts to the main thread, writes the access lines that come with its direct answers (at the
-// service's log level, gathered per turn as the main thread's), stops accepting on `close`, drains on `drain`,
-// and takes the nice value it is given (ops/loop-priority.ts).
+// A thread of the HTTP front (front/front-threads.ts starts it): an HttpFront accepting on its own
+// descriptor of the public port and handing every request to the main thread over its link
+// (front/service-link.ts), with a router rebuilt from the main thread's outline (sent again whenever
+// the routes change) for its own answers. It reports those answers and its places to the main thread,
+// writes the access lines that come with the service's answers (at the service's log level, gathered
+// per turn as the main thread's), stops accepting on `close`, drains on `drain`, and takes the nice
+// value it is given (ops/loop-priority.ts).
 import { performance } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
 import { rendererNamed } from './error-renderers';
-import { TrustedProxies } from './http/front/client-address';
-import { SlabWriter } from './http/front/body-slab';
-import { DirectLink } from './http/front/direct-exchange';
-import { HttpFront } from './http/front/front';
-import type { FromFrontThread, FrontThreadData, ToFrontThread } from './http/front/front-threads';
-import type { PoolCounts } from './http/front/upstream-pool';
+import { TrustedProxies } from './front/client-address';
+import { SlabWriter } from './front/body-slab';
+import { HttpFront } from './front/front';
+import type { FromFrontThread, FrontThreadData, ToFrontThread } from './front/front-threads';
+import { type PlaceCounts, Places } from './front/places';
+import { ServiceLink } from './front/service-link';
 import { Router } from './http/router';
 import { linesPerTurn, setLogLevel } from './log';
 import { takeNice } from './ops/loop-priority';
 import { writeRequestLine } from './ops/request-line';
 
-/** How often the pool's counts are reported when they changed. */
+/** How often the places' counts are reported when they changed. */
 const COUNTS_MS = 250;
 
 const data = workerData as FrontThreadData;
@@ -27,26 +27,22 @@ setLogLevel(data.logLevel);
 linesPerTurn();
 const port = parentPort!;
 if (data.nice !== null) takeNice(data.nice, 'http front');
-const send = (message: FromFrontThread) => port.postMessage(message);
+const send = (message: FromFrontThread, transfer?: ArrayBuffer[]) => port.postMessage(message, transfer);
 let router = Router.fromOutline(data.router, rendererNamed);
-const direct = new DirectLink(send, new SlabWriter(data.slab));
+const link = new ServiceLink(send, new SlabWriter(data.slab), new Places(data.places));
 
 const front = new HttpFront({
-  upstreamPath: data.upstreamPath,
-  upstreamConnections: data.upstreamConnections,
-  upstreamQueue: data.upstreamQueue,
-  upstreamWaitMs: data.upstreamWaitMs,
+  link,
   trustedProxies: new TrustedProxies(data.trustedProxies),
   maxBodyBytes: data.maxBodyBytes,
   idleTimeoutMs: data.idleTimeoutMs,
   allowedMethods: (path) => router.allowedMethods(path),
   rendererFor: (path) => router.rendererFor(path),
-  direct,
   onAnswer: (answer) => send({ type: 'answer', answer: { ...answer, startedAt: performance.timeOrigin + answer.startedAt } }),
 });
 
 let reported = '';
-const reportCounts = (counts: PoolCounts) => {
+const reportCounts = (counts: PlaceCounts) => {
   const text = JSON.stringify(counts);
   if (text !== reported) send({ type: 'counts', counts });
   reported = text;
@@ -54,9 +50,9 @@ const reportCounts = (counts: PoolCounts) => {
 setInterval(() => reportCounts(front.upstream), COUNTS_MS).unref();
 
 port.on('message', (message: ToFrontThread) => {
-  if (message.type === 'direct-answer' || message.type === 'direct-drop') {
-    if (message.line) writeRequestLine(message.line); // also when its client has left meanwhile, as uWS's answer is logged
-    direct.answered(message);
+  if (message.type === 'answer' || message.type === 'drop') {
+    if (message.line) writeRequestLine(message.line); // also when its client has left meanwhile
+    link.answered(message);
   }
   else if (message.type === 'close') front.close();
   else if (message.type === 'drain') void front.drain(message.timeoutMs).then(() => send({ type: 'drained' }));

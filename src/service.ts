@@ -3,7 +3,7 @@
 // one after the other and closes them together.
 import type { Config } from './config';
 import type { DocsAsset } from './http/docs/pages';
-import type { KeyRing } from './http/auth';
+import type { KeyRing } from './keys/key-ring';
 import type { Router } from './http/router';
 import type { Readiness } from './ops/readiness';
 import type { ModelRegistry } from './packs/registry';

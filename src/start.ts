@@ -5,10 +5,10 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from './config';
-import { KeyRing } from './http/auth';
+import { KeyRing } from './keys/key-ring';
 import { loadDocsAssets } from './http/docs/pages';
 import { Router } from './http/router';
-import { HttpServer } from './http/server';
+import { HttpServer } from './front/server';
 import { log } from './log';
 import { startPackControl, versionStates } from './packs/control/start';
 import { verdictsFile } from './packs/probe/verdicts';
@@ -31,7 +31,7 @@ import { OIP_DOCUMENT } from './oip/openapi';
 import { OIP_HEALTH_PATHS, oipRestInterface, registerOipHealth } from './oip/rest';
 import { grpcInterface } from './oip/grpc/server';
 import { errorResponse } from './http/error-answers';
-import { registerInspect } from './http/inspect/routes';
+import { registerInspect } from './inspect/routes';
 import { renderV1Error } from './v1/errors';
 import { nameOfRenderer } from './error-renderers';
 import { loadAddon } from './native/addon';
@@ -121,17 +121,14 @@ export async function startService(config: Config): Promise<RunningService> {
         }
         server.stopListening();
         log.info('stopped accepting connections', { in_flight: server.requestsInFlight });
-        await started.close(async () => {
-          await server.drain(10_000);
-          server.close();
-        });
+        await started.close(() => server.drain(10_000));
         metricsServer?.close();
       },
       endDrainDelay: () => delay.end(),
     };
   } catch (error) {
     // Start-up failed after the port opened: free it; main.ts reports the error and exits.
-    server.close();
+    server.stopListening();
     metricsServer?.close();
     throw error;
   }

@@ -1,11 +1,11 @@
-// Direct bodies lent from a front thread's slab (src/http/front/body-slab.ts, src/http/lent-bytes.ts),
+// Direct bodies lent from a front thread's slab (src/front/body-slab.ts, src/memory/lent-bytes.ts),
 // both sides in one process: the main thread sees the bytes the thread wrote; a block is not placed
 // again while the request or an analysis of it holds it, and is once both have let go; a block never
 // lent comes back at once; a full slab places nothing; lent bytes read after they came back throw.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createSlab, SLAB_BYTES, SlabReader, SlabWriter } from '../src/http/front/body-slab';
-import { holdLentBytes, lentBytes } from '../src/http/lent-bytes';
+import { createSlab, SLAB_BYTES, SlabReader, SlabWriter } from '../src/front/body-slab';
+import { holdLentBytes, lentBytes } from '../src/memory/lent-bytes';
 
 test('a lent block is seen as written, and placed again only once every holder has let go', () => {
   const slab = createSlab(4);

@@ -1,7 +1,7 @@
 // Over capacity, a ready service answers 429, never 503: 10,000 client connections opened at once
 // against POST /v2/predict, from a child process (bench/burst.ts) with `ulimit -n` raised, as is the
 // service's. Every connection gets 200 or 429 (with Retry-After), every answer, the front's own
-// included, is counted in the request metrics, and the front's pool of connections to uWS stays bounded.
+// included, is counted in the request metrics, and the front's places in the service stay bounded.
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -16,7 +16,7 @@ import { startServer, TEST_KEY } from './helpers/server';
 import { waitFor } from './helpers/wait';
 
 const CONNECTIONS = 10_000;
-/** Descriptors each side needs: the connections, the service's pool to uWS and uWS's side of it, and slack. */
+/** Descriptors each side needs: the connections, and slack. */
 const NEEDED = CONNECTIONS + 2_000;
 const RAISE = `ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"`;
 
@@ -54,6 +54,6 @@ test(`${CONNECTIONS} connections at once against /v2/predict: only 200 and 429, 
     return byStatus('200') + byStatus('429') === CONNECTIONS && { ok: byStatus('200'), overloaded: byStatus('429'), open: upstream('open'), waiting: upstream('waiting') };
   });
   assert.deepEqual({ ok: counted.ok, overloaded: counted.overloaded }, { ok: result.statuses['200'], overloaded: result.statuses['429'] });
-  assert.equal(counted.waiting, 0, 'nothing waits for a connection to uWS afterwards');
-  assert.ok(counted.open >= 1 && counted.open <= 256, `connections to uWS stay within the pool: ${counted.open}`);
+  assert.equal(counted.waiting, 0, 'nothing waits for a place afterwards');
+  assert.ok(counted.open >= 1 && counted.open <= 256, `places in use stay within the limit: ${counted.open}`);
 });

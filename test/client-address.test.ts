@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config';
-import { TrustedProxies } from '../src/http/front/client-address';
+import { TrustedProxies } from '../src/front/client-address';
 import { total, parseMetrics } from './helpers/metrics';
 import { responses, talk } from './helpers/raw-http';
 import { startServer, TEST_KEY, type TestServer } from './helpers/server';

@@ -24,7 +24,7 @@ import ts from 'typescript';
 import { parseAllDocuments } from 'yaml';
 import { KNOWN_VARIABLES, loadConfig, type Config } from '../src/config';
 import { errorResponse } from '../src/http/error-answers';
-import { KeyRing } from '../src/http/auth';
+import { KeyRing } from '../src/keys/key-ring';
 import { Router } from '../src/http/router';
 import { registerOipHealth } from '../src/oip/rest';
 import { metrics } from '../src/ops/metrics';

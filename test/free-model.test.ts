@@ -1,7 +1,7 @@
 // CATCOMFORT_BENCH_FREE_MODEL (benchmarks only): after warm-up every analysis answers the warm-up
 // photo's result without running the networks, the start log says so, and the HTTP and batching
 // around it stay the same (request ids, errors before the model). The server runs the front on two
-// threads with a short idle limit, for a body that stalls on their direct way to the main thread.
+// threads with a short idle limit, for a body that stalls on its way to the main thread.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
@@ -39,7 +39,7 @@ test('what is refused before the model is refused as always', async () => {
   assert.equal(response.status, 422);
 });
 
-test('a body that stalls on the threads\' direct way is cut after the idle limit and logged as its client leaving', async () => {
+test('a body that stalls on its way from the threads is cut after the idle limit and logged as its client leaving', async () => {
   const socket = net.connect(free.port, '127.0.0.1');
   await new Promise((resolve) => socket.once('connect', resolve));
   const closed = new Promise((resolve) => socket.once('close', resolve));

@@ -3,8 +3,8 @@
 // unknown methods on routes added after the port opened) get the same bytes back from both, but
 // for request ids, dates and timings; the threads report their answers to the access log and
 // their pool to /metrics; shutdown waits for a request in progress; the port stays exclusive.
-// POST bodies that fit go the threads' direct way to the main thread (direct-exchange.ts): the
-// cases below cover it too (HTTP/1.0, pipelining, a body in pieces, errors, a client that leaves),
+// Every request goes over the threads' links to the main thread (src/front/service-link.ts): the
+// cases below cover them (HTTP/1.0, pipelining, a body in pieces, errors, a client that leaves),
 // and its bodies lent in memory shared with the main thread (body-slab.ts): many at once, of
 // different photos, each answered for its own photo, and every lent byte back once they are answered.
 // Their access lines come with the answers and are written by the threads: the same line as the
@@ -66,16 +66,20 @@ test('keep-alive connections from many clients at once are all answered', async 
   for (const reply of await Promise.all(asks)) assert.deepEqual(responses(reply.text).map((r) => r.status), [200, 200], reply.text.slice(0, 300));
 });
 
-test("the threads' own answers reach the access log with their route; their pool's connections reach /metrics", async () => {
+test("the threads' own answers reach the access log with their route; their places reach /metrics", async () => {
   await talk(two.port, ['POST /v2/predict HTTP/1.1\r\nHost: x\r\nX-Request-ID: thread-refusal-1\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}'], atLeast(1));
   const line = await waitFor('the access log line', () => two.output().split('\n').find((l) => l.includes('"request_id":"thread-refusal-1"')));
   const record = JSON.parse(line);
   assert.deepEqual([record.status, record.route, record.answered_by, record.client], [400, '/v2/predict', 'front', '127.0.0.1']);
-  const open = await waitFor('a reported open connection to uWS', async () => {
+  // A request whose body is still to come holds its place in the service.
+  const socket = net.connect(two.port, '127.0.0.1');
+  socket.write(`POST /v2/predict HTTP/1.1\r\nHost: x\r\n${K}Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n{`);
+  const open = await waitFor('a reported place in use', async () => {
     const metrics = parseMetrics(await (await fetch(`${two.url}/metrics`, { headers: { 'api-key': TEST_KEY } })).text());
     const n = total(metrics, 'catcomfort_front_upstream', { state: 'open' });
     return n > 0 ? n : null;
   });
+  socket.destroy();
   assert.ok(open >= 1);
 });
 
@@ -151,7 +155,7 @@ test("a direct request's access line, written by its thread, is the main thread'
 test('a second instance on the same port fails to start; SIGTERM waits for a request in progress', async () => {
   const second = await startServer({ CATCOMFORT_HTTP_THREADS: '2', CATCOMFORT_PORT: String(two.port) }, { waitReady: false }).catch((error: Error) => error);
   assert.ok(second instanceof Error, 'the second instance started');
-  // The head goes first: uWS holds the request while the body is still to come.
+  // The head goes first: the service holds the request while the body is still to come.
   const socket = net.connect(two.port, '127.0.0.1');
   let text = '';
   socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));

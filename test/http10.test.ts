@@ -1,11 +1,13 @@
 // HTTP/1.0 through the front (RFC 9112 §9.3, RFC 9110 §6.2): served with an HTTP/1.1 status line,
 // closed after the answer unless the client asked for keep-alive, no Host needed, no interim or
 // chunked answers, Transfer-Encoding refused; HTTP/2 and unknown versions still get 505. Raw
-// sockets against the real service; the chunked-to-HTTP/1.0 rewrite on the response reader alone.
+// sockets against the real service; the answer writer's connection rules alone.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { ResponseReader } from '../src/http/front/response';
+import { PassThrough } from 'node:stream';
+import type net from 'node:net';
+import { writeAnswer } from '../src/front/answer-writer';
 import { photo } from './helpers/paths';
 import { atLeast, responses, talk } from './helpers/raw-http';
 import { startServer, TEST_KEY, type TestServer } from './helpers/server';
@@ -72,32 +74,21 @@ describe('other versions', () => {
   });
 });
 
-describe('response reader for HTTP/1.0', () => {
-  const chunked = 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n';
+describe('the answer writer', () => {
+  const written = (framing: { close: boolean; http10: boolean; omitBody: boolean }) => {
+    const socket = new PassThrough();
+    writeAnswer(socket as unknown as net.Socket, '200 OK', 'X-A: 1\r\n', Buffer.from('hello'), framing);
+    return (socket.read() as Buffer).toString('latin1');
+  };
 
-  test('a chunked answer is passed on decoded, without Transfer-Encoding, and closes the connection', () => {
-    for (const cut of [1, 20, 60, chunked.length - 3]) {
-      const reader = new ResponseReader();
-      reader.begin(false, { keepAlive: true });
-      let out = '';
-      const bytes = Buffer.from(chunked, 'latin1');
-      const first = reader.read(bytes.subarray(0, cut), (b) => (out += b.toString('latin1')));
-      const ended = reader.read(bytes.subarray(cut), (b) => (out += b.toString('latin1')));
-      assert.equal(first, false);
-      assert.equal(ended, true);
-      assert.equal(out, 'HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nabcde', `cut at ${cut}`);
-      assert.equal(reader.closeAfter, true);
-      assert.equal(reader.serviceCloses, false, 'the service keeps its connection');
-    }
+  test('HTTP/1.0: keep-alive when the connection stays, close when it ends; HTTP/1.1 says only close', () => {
+    assert.equal(written({ close: false, http10: true, omitBody: false }), 'HTTP/1.1 200 OK\r\nX-A: 1\r\nContent-Length: 5\r\nConnection: keep-alive\r\n\r\nhello');
+    assert.equal(written({ close: true, http10: true, omitBody: false }), 'HTTP/1.1 200 OK\r\nX-A: 1\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello');
+    assert.equal(written({ close: false, http10: false, omitBody: false }), 'HTTP/1.1 200 OK\r\nX-A: 1\r\nContent-Length: 5\r\n\r\nhello');
+    assert.equal(written({ close: true, http10: false, omitBody: false }), 'HTTP/1.1 200 OK\r\nX-A: 1\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello');
   });
 
-  test('interim answers are dropped; a Content-Length answer keeps the connection when asked', () => {
-    const reader = new ResponseReader();
-    reader.begin(false, { keepAlive: true });
-    let out = '';
-    const ended = reader.read(Buffer.from('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok', 'latin1'), (b) => (out += b.toString('latin1')));
-    assert.equal(ended, true);
-    assert.equal(out, 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok');
-    assert.equal(reader.closeAfter, false);
+  test("a HEAD request's answer has the body's length and no body bytes", () => {
+    assert.equal(written({ close: false, http10: false, omitBody: true }), 'HTTP/1.1 200 OK\r\nX-A: 1\r\nContent-Length: 5\r\n\r\n');
   });
 });

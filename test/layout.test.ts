@@ -9,23 +9,24 @@ import { repoRoot } from './helpers/paths';
 
 /**
  * The floors, top to bottom: a room may import rooms of its own floor and of the floors below,
- * never above. start → interfaces → packs → pipeline → native; config, store, http, ops, log and
- * hash below them; graphs only for packs, tools and training; the commands and tools on top, and
+ * never above. start → interfaces (and the inspection page) → packs → pipeline → native; ops, the
+ * HTTP front, http (exchanges, router, bodies, errors), config, store, keys, log, hash and lent memory below them; graphs only for packs, tools and training; the commands and tools on top, and
  * bench above all. A room named here may not exist yet (errors: the error room).
  */
 const FLOORS: ReadonlyArray<readonly string[]> = [
   ['bench'],
   ['cli', 'tools', 'train', 'main', 'front-thread-main'],
   ['start', 'error-renderers'],
-  ['v1', 'v2', 'scan', 'oip'],
+  ['v1', 'v2', 'scan', 'oip', 'inspect'],
   ['service'],
   ['packs'],
   ['pipeline', 'graphs'],
   ['native'],
   ['ops'],
+  ['front'],
   ['http'],
-  ['config', 'store'],
-  ['errors', 'log', 'hash', 'timing'],
+  ['config', 'store', 'keys'],
+  ['errors', 'log', 'hash', 'timing', 'memory'],
 ];
 /** The only rooms that may import graphs/. */
 const GRAPHS_USERS = new Set(['graphs', 'packs', 'tools', 'train', 'bench']);

@@ -1,6 +1,6 @@
 // Every kind of request the public port takes (test/helpers/answer-cases.ts) gets the answer it got
 // before the HTTP edge had one way (test/fixtures/answers/recorded.json, recorded at bd45cd4, with
-// the relay to uWS), with the front on the main thread and on two threads: the same status, fields,
+// the relay to uWS, before the one way), with the front on the main thread and on two threads: the same status, fields,
 // field order, bodies and connection fate, byte for byte but for what differs between runs (see
 // helpers/recorded.ts).
 import assert from 'node:assert/strict';

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { KeyRing } from '../src/http/auth';
+import { KeyRing } from '../src/keys/key-ring';
 import Database from 'better-sqlite3';
 import { InvalidCursorError, openStore, sha256Hex, SQLITE_FILE, type NewScan, type SqlValue, type Store } from '../src/store';
 import { postgresMigrations } from '../src/store/migrations';

@@ -1,4 +1,4 @@
-// The failures of reading a request body, whichever listener reads it (the public port's uWS
+// The failures of reading a request body, whichever listener reads it (the public port's
 // exchange, the admin listener): over the limit, a bad Content-Length, the client gone.
 import { CodedFailure } from './failure';
 import { ApiError, bodyTooLargeMessage } from './table';

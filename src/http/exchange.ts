@@ -1,6 +1,6 @@
-// One HTTP request/response pair over uWS (or a front thread's direct request, which acts as uWS
-// does: front/direct-transport.ts). Copies what it needs from the stack-bound HttpRequest up front,
-// reads the body with a hard limit, and makes every write corked and safe after the client has gone away.
+// One HTTP request/response pair, as the front hands it to the service (front/linked-response.ts):
+// the parsed head (http/request-head.ts), the body read with a hard limit, and one answer, safe to
+// write after the client has gone away.
 //
 // An answer given before the request body has fully arrived (401, 413, ...) waits until the
 // rest of the body has been received and discarded, so clients that upload first and read
@@ -9,40 +9,28 @@
 import { STATUS_CODES } from 'node:http';
 import { BadContentLengthError, BodyTooLargeError, ClientGoneError } from '../errors';
 import { RequestTiming, serverTimingHeader } from '../timing/stage-times';
-import { PEER_ADDRESS_HEADER } from './front/head';
+import type { ServiceHead } from './request-head';
 
 /** A request's access line as its fields (the access log builds them; whoever writes the line formats them). */
 export type AccessLineFields = Readonly<Record<string, unknown>>;
 
-/** What an exchange uses of uWS's HttpResponse. */
+/** Where an exchange's answer goes: the front that holds the client's connection. */
 export interface ResponseSink {
+  /** `handler` is called once if the client leaves before the answer. */
   onAborted(handler: () => void): unknown;
-  onData(handler: (chunk: ArrayBuffer | Buffer, isLast: boolean) => void): unknown;
-  cork(write: () => void): unknown;
-  writeStatus(status: string): unknown;
-  writeHeader(name: string, value: string): unknown;
-  end(body: string | Buffer, closeConnection: boolean): unknown;
-  close(): unknown;
-  /**
-   * Its chunks stay valid after the data handler returns (uWS's do not), until the exchange ends and
-   * no analysis reads them (http/lent-bytes.ts), so a whole body may be kept without a copy.
-   */
-  readonly keepsChunks?: boolean;
-  /** Body bytes the client sent that no data handler saw (a direct request whose client left mid-body). */
+  /** The body, once the front has it whole (`isLast`). */
+  onData(handler: (chunk: Buffer, isLast: boolean) => void): unknown;
+  /** The answer: status and reason (`200 OK`), field lines (each ending CRLF), body; `close`: the connection ends after it. */
+  answer(status: string, fields: string, body: string | Buffer, close: boolean): void;
+  /** No answer: the connection is dropped. */
+  drop(): void;
+  /** Body bytes the client sent that no data handler saw (a request whose client left mid-body). */
   readonly bytesIn?: number;
   /**
    * Takes the request's access line (its fields) to be written where the answer is framed (a front
    * thread), when the answer has not gone yet; false: the caller writes it.
    */
   carryLine?(fields: AccessLineFields): boolean;
-}
-
-/** What an exchange reads of uWS's HttpRequest (method in lower case, path, query without `?`, fields). */
-export interface RequestSource {
-  getMethod(): string;
-  getUrl(): string;
-  getQuery(): string | undefined;
-  forEach(each: (name: string, value: string) => void): void;
 }
 
 /** How a request's client leaving is heard (by the batcher): an AbortSignal, or an Exchange itself (no AbortController per request). */
@@ -54,7 +42,7 @@ export interface Leaving {
 
 export const MAX_DISCARD_BYTES = 64 * 1024 * 1024;
 
-type Sink = (chunk: ArrayBuffer | Buffer, isLast: boolean) => void;
+type Sink = (chunk: Buffer, isLast: boolean) => void;
 
 export class Exchange implements Leaving {
   readonly method: string;
@@ -89,22 +77,18 @@ export class Exchange implements Leaving {
 
   constructor(
     private readonly res: ResponseSink,
-    req: RequestSource,
+    req: ServiceHead,
     /** Called once when the exchange ends: response written or client gone. */
     private readonly settledHook: (ex: Exchange) => void = () => undefined,
-    /** When the head arrived, if before now (a front thread's direct request). */
+    /** When the head arrived, if before now (a front thread's request). */
     startedAt = performance.now(),
   ) {
     this.startedAt = startedAt;
-    this.method = req.getMethod().toUpperCase();
-    this.path = req.getUrl();
-    this.query = req.getQuery() ?? '';
-    let peer = '';
-    req.forEach((key, value) => {
-      if (key === PEER_ADDRESS_HEADER) peer = value;
-      else this.headers.set(key, value);
-    });
-    this.peerAddress = peer;
+    this.method = req.method.toUpperCase();
+    this.path = req.path;
+    this.query = req.query;
+    for (let i = 0; i + 1 < req.fields.length; i += 2) this.headers.set(req.fields[i]!, req.fields[i + 1]!);
+    this.peerAddress = req.peer;
     const length = this.headers.get('content-length');
     this.declaredLength = length !== undefined && /^\d{1,15}$/.test(length) ? Number(length) : null;
     this.bodyDone = this.declaredLength === 0 || (length === undefined && !this.headers.has('transfer-encoding'));
@@ -114,8 +98,8 @@ export class Exchange implements Leaving {
       this.pendingWrite = null;
       for (const listener of this.abortListeners.splice(0)) listener();
     });
-    // Attached now, while uWS allows it: a body nobody reads is received and discarded, so an
-    // answer sent later still finds the request complete.
+    // Attached now: a body nobody reads is received and discarded, so an answer sent later still
+    // finds the request complete.
     this.attachData();
   }
 
@@ -185,14 +169,14 @@ export class Exchange implements Leaving {
     if (write && !this.aborted) {
       if (close) this.bodyDone = true; // the connection goes; nothing more will be read
       write();
-      if (close) this.res.close();
+      if (close) this.res.drop();
     }
   }
 
   /**
-   * Reads the whole body. Must be called synchronously inside the uWS handler (before any chunk).
+   * Reads the whole body. Must be called synchronously inside the handler (before any chunk).
    * Rejects with BodyTooLargeError past `limit` (declared or streamed), BadContentLengthError,
-   * and ClientGoneError on abort. `borrow`: a whole body the transport keeps (a front thread's direct
+   * and ClientGoneError on abort. `borrow`: a whole body the transport keeps (a front's
    * body) may be given as it is, valid until the exchange ends, for a caller that reads it no later
    * or holds it (analyses do: Model.analyze); otherwise the body is the exchange's own copy.
    */
@@ -231,7 +215,7 @@ export class Exchange implements Leaving {
           return;
         }
         if (buffer === null) {
-          if (isLast && this.res.keepsChunks) return settle(() => resolve(keptBody(chunk, borrow)));
+          if (isLast) return settle(() => resolve(borrow ? chunk : Buffer.from(chunk)));
           buffer = Buffer.allocUnsafe(this.declaredLength ?? 0);
         }
         if (used + size > buffer.length) {
@@ -239,7 +223,7 @@ export class Exchange implements Leaving {
           buffer.copy(grown, 0, 0, used);
           buffer = grown;
         }
-        buffer.set(Buffer.isBuffer(chunk) ? chunk : new Uint8Array(chunk), used);
+        buffer.set(chunk, used);
         used += size;
         if (isLast) {
           const body = buffer.subarray(0, used);
@@ -259,12 +243,9 @@ export class Exchange implements Leaving {
       this.bytesOut = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
       this.answeredRequestId = headers['X-Request-ID'];
       this.onSettled();
-      this.res.cork(() => {
-        this.res.writeStatus(`${status} ${STATUS_CODES[status] ?? ''}`);
-        for (const name in headers) this.res.writeHeader(name, headers[name]!);
-        this.res.writeHeader('Server-Timing', serverTimingHeader(this.stages!));
-        this.res.end(body, close);
-      });
+      let fields = '';
+      for (const name in headers) fields += `${name}: ${headers[name]!}\r\n`;
+      this.res.answer(`${status} ${STATUS_CODES[status] ?? ''}`, `${fields}Server-Timing: ${serverTimingHeader(this.stages!)}\r\n`, body, close);
     };
     const tooMuchLeft = this.declaredLength === null ? this.received > MAX_DISCARD_BYTES : this.declaredLength > MAX_DISCARD_BYTES;
     if (this.bodyDone) write(closeAfter);
@@ -276,10 +257,4 @@ export class Exchange implements Leaving {
       this.pendingWrite = () => write(false);
     }
   }
-}
-
-/** A whole body the transport keeps: as it is when borrowed, else the exchange's own copy (an ArrayBuffer is already its own). */
-function keptBody(chunk: ArrayBuffer | Buffer, borrow: boolean): Buffer {
-  if (!Buffer.isBuffer(chunk)) return Buffer.from(chunk);
-  return borrow ? chunk : Buffer.from(chunk);
 }

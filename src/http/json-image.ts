@@ -13,7 +13,7 @@
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 
-/** v2 predict's image member, the one a front thread looks for (direct-exchange.ts). */
+/** v2 predict's image member, the one a front looks for (front/service-link.ts). */
 export const IMAGE_MEMBER = 'image';
 
 /** A stand-in for the member's value while the rest is parsed: a non-empty string, as a schema wants. */

@@ -1,11 +1,11 @@
 // The access log: one `request` line per request or call, on every interface, made by one
 // writer (writeAccessLine) when it ends (answered or the client gone), and written here or, for a
-// front thread's direct request, by that thread with the answer (request-line.ts). HTTP's requests, whether the
+// request that came through a front thread, by that thread with the answer (request-line.ts). HTTP's requests, whether the
 // service or the HTTP front answered them, are recorded here with their metrics; gRPC's calls by
 // its interceptor (src/oip/grpc/call-log.ts). The line names what was done and for which client
 // address, never the image, the body or the key.
 import type { Exchange } from '../http/exchange';
-import type { FrontAnswerRecord } from '../http/server';
+import type { FrontAnswerRecord } from '../front/server';
 import { requestIdFrom } from '../errors';
 import { log } from '../log';
 import { countAnswered } from './event-loop';

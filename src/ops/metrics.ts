@@ -2,7 +2,7 @@
 // registry stays empty). Names and labels are documented in docs/operations.md "Health, metrics and logs"
 // and queried by ops/grafana/catcomfort-dashboard.json.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { lentBytes } from '../http/lent-bytes';
+import { lentBytes } from '../memory/lent-bytes';
 import { TallyHistogram } from './tally-histogram';
 import { eventLoopBusySeconds, eventLoopFigures, gcSeconds, mainThreadCpuSeconds } from './event-loop';
 
@@ -15,7 +15,7 @@ export interface MetricSources {
   requestsInFlight?(): number;
   /** Requests waiting in each model's micro-batch queue. */
   queueDepths?(): Array<{ model: string; queued: number }>;
-  /** The HTTP front's connections to uWS (open, of which idle) and requests waiting for one. */
+  /** The HTTP front's places in the service held (open; idle is always 0) and requests waiting for one (front/places.ts). */
   upstream?(): { open: number; idle: number; waiting: number };
   /** Scans waiting (PENDING) and being worked on (PROCESSING), from the store all instances share. */
   scanQueue?(): Promise<{ pending: number; processing: number }>;
@@ -113,7 +113,7 @@ export class ServiceMetrics {
     });
     new Gauge({
       name: 'catcomfort_front_upstream',
-      help: "The HTTP front's connections to the service behind it: open, idle (of the open ones), and requests waiting for one",
+      help: "The HTTP front's places in the service: held by requests (open; idle is always 0, kept for dashboards), and requests waiting for one",
       labelNames: ['state'] as const,
       registers: [this.registry],
       collect() {
@@ -146,7 +146,7 @@ export class ServiceMetrics {
     );
     this.readGauge(
       'catcomfort_http_direct_lent_bytes',
-      "Direct bodies' bytes the HTTP front's threads have lent the main thread and not yet had back (held by a request or an analysis)",
+      "Request bodies' bytes the HTTP front has lent the service from its slabs and not yet had back (held by a request or an analysis; the name is kept from the direct way)",
       lentBytes,
     );
     this.storeDepthGauge('catcomfort_scan_queue_depth', 'Scans in the shared store by state: pending (waiting for a worker) and processing', () => metrics.sources.scanQueue?.());

@@ -2,7 +2,7 @@
 // GET /metrics (Prometheus text format; behind the API key, open, or off per CATCOMFORT_METRICS;
 // `?name=N&name=M` serves only those metrics, a cheap scrape for the benchmarks).
 // None of them needs a key except /metrics in `key` mode; all answer before readiness.
-import type { KeyRing } from '../http/auth';
+import type { KeyRing } from '../keys/key-ring';
 import type { Exchange } from '../http/exchange';
 import type { Router } from '../http/router';
 import { log } from '../log';

@@ -7,7 +7,7 @@ import { describeFailure, type AnalyzeItem, type BenchAddon, type HostMemory, ty
 import { metrics } from '../ops/metrics';
 import { observeStages } from '../ops/stage-summary';
 import { toAnalysis, type Analysis } from '../pipeline/analysis';
-import { holdLentBytes } from '../http/lent-bytes';
+import { holdLentBytes } from '../memory/lent-bytes';
 import { DeadlineError, MicroBatcher, QueueFullError, type SubmitOptions } from '../pipeline/batcher';
 import { analysisStages, analysisTimes, type RequestTiming } from '../timing/stage-times';
 import { kneeBatchSize } from './batching-plan';

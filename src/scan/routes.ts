@@ -48,7 +48,7 @@ type Handler = (
 function authed(ctx: ScanContext, readsBody: boolean, handler: Handler) {
   return (ex: Exchange): void => {
     const requestId = requestIdFrom(ex.header('x-request-id'));
-    // uWS needs the body read started now; it is only used once the caller is authenticated.
+    // The body read starts in the handler (http/exchange.ts readBody); it is only used once the caller is authenticated.
     const body = readsBody ? ex.readBody(ctx.service.config.maxBodyBytes) : null;
     body?.catch(() => undefined); // rejections are handled where the body is awaited
     ctx.verifier

@@ -1,5 +1,5 @@
-// The v2 routes. The synchronous prelude (request id, key, content type, body read)
-// runs inside the uWS handler, as uWS requires; the rest is async.
+// The v2 routes. The synchronous prelude (request id, key, content type, body read) runs in the
+// handler, before the body is handed over (http/exchange.ts readBody); the rest is async.
 import type { Exchange } from '../http/exchange';
 import { isJsonContentType } from '../http/content-type';
 import { redocPage, swaggerPage } from '../http/docs/pages';

@@ -35,7 +35,6 @@ export const ANSWER_CASES: AnswerCase[] = [
   { name: 'HEAD /healthz, then GET', pieces: ['HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'], answers: 2, bodiless: [true, false] },
   { name: 'HTTP/1.0 GET without Host', pieces: ['GET /healthz HTTP/1.0\r\n\r\n'], closes: true },
   { name: 'HTTP/1.0 GET keep-alive', pieces: ['GET /v2/health/live HTTP/1.0\r\nConnection: keep-alive\r\n\r\n'] },
-  { name: 'GET /v2/models', pieces: [`GET /v2/models HTTP/1.1\r\nHost: x\r\n${K}\r\n`] },
   { name: 'GET /v2/models/bc-v1 (OIP metadata)', pieces: [`GET /v2/models/bc-v1 HTTP/1.1\r\nHost: x\r\n${K}\r\n`] },
   { name: 'GET /v2/models/bc-v1/ready', pieces: [`GET /v2/models/bc-v1/ready HTTP/1.1\r\nHost: x\r\n${K}\r\n`] },
   { name: 'GET on no route', pieces: ['GET /nowhere?x=1 HTTP/1.1\r\nHost: x\r\n\r\n'] },

@@ -44,7 +44,7 @@ function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
-/** Every docs page links to the inspection page (src/http/inspect/), where a photo's answer is drawn on it. */
+/** Every docs page links to the inspection page (src/inspect/), where a photo's answer is drawn on it. */
 const INSPECT_LINK = '<p><a href="/inspect">Inspection page: drop photos and see what the service sees</a></p>';
 
 /**

@@ -1,19 +1,18 @@
-// The uWS application: one catch-all route feeding our router, with 404/405/503 and handler
-// failures answered by the error renderer of the interface the path belongs to (Router.mount).
-// uWS listens on a private unix socket; the public port belongs to the HTTP front (front/front.ts).
-import { rmSync } from 'node:fs';
-import path from 'node:path';
-import { Exchange, type RequestSource, type ResponseSink } from './exchange';
-import { TrustedProxies } from './front/client-address';
-import { HttpFront } from './front/front';
-import { FrontThreads } from './front/front-threads';
-import { localDirect } from './front/local-direct';
-import type { FrontAnswer } from './front/settings';
+// The HTTP service: the front on the public port (front.ts; on the main thread or on threads:
+// front-threads.ts) and each request it hands over dispatched to our router, with 404/405/503 and
+// handler failures answered by the error renderer of the interface the path belongs to (Router.mount).
+// The way a request travels: docs/architecture.md "The life of a request".
+import { Exchange, type ResponseSink } from '../http/exchange';
+import type { ServiceHead } from '../http/request-head';
+import { TrustedProxies } from './client-address';
+import { HttpFront } from './front';
+import { FrontThreads } from './front-threads';
+import { localLink } from './local-link';
+import type { PlaceLimits } from './places';
+import type { FrontAnswer } from './settings';
 import { ApiError, requestIdFrom } from '../errors';
-import { errorAnswer, methodNotAllowedAnswer, notFoundAnswer, type Answer, type ErrorRenderer } from './error-answers';
-import { Router } from './router';
-import { createSocketDir, SOCKET_NAME } from './socket-dir';
-import { uws, type ListenSocket, type TemplatedApp } from './uws';
+import { errorAnswer, methodNotAllowedAnswer, notFoundAnswer, type Answer, type ErrorRenderer } from '../http/error-answers';
+import { Router } from '../http/router';
 import type { FrontConfig } from '../config';
 import { log } from '../log';
 
@@ -62,7 +61,7 @@ export interface HttpServerOptions {
   maxBodyBytes: number;
   /** The front's limits and trusted proxies (Config.front: CATCOMFORT_UPSTREAM_*, CATCOMFORT_TRUSTED_PROXIES, CATCOMFORT_CLIENT_IDLE_TIMEOUT_MS). */
   front: FrontConfig;
-  /** Longest a request waits for a connection to uWS, then 429 (the service: its request timeout). */
+  /** Longest a request waits for a place in the service, then 429 (the service: its request timeout). */
   upstreamWaitMs: number;
   /** Until this returns true, requests get 503 unless `alwaysOpen` (default: ready at once). */
   isReady?: () => boolean;
@@ -84,34 +83,27 @@ export interface FrontThreadsStart {
 }
 
 export class HttpServer {
-  private listenSocket: ListenSocket | null = null;
   private front: HttpFront | FrontThreads | null = null;
-  private socketDir: string | null = null;
-  private readonly removeSocketDir = () => this.releaseSocketDir();
   private closing = false;
   private inFlight = 0;
   private idle: Array<() => void> = [];
-  readonly app: TemplatedApp;
 
   constructor(
     readonly router: Router,
     private readonly options: HttpServerOptions,
-  ) {
-    this.app = uws.App();
-    this.app.any('/*', (res, req) => this.serve(res, req));
-  }
+  ) {}
 
-  /** One request, from uWS or a front thread's direct way. */
-  private serve(res: ResponseSink, req: RequestSource, startedAt?: number): void {
+  /** One request, handed over by the front. */
+  private serve(res: ResponseSink, head: ServiceHead, startedAt?: number): void {
     this.inFlight++;
-    const ex = new Exchange(res, req, (done) => this.settled(done), startedAt);
+    const ex = new Exchange(res, head, (done) => this.settled(done), startedAt);
     if (this.options.alwaysOpen?.(ex.path)) dispatch(this.router, ex);
     else if (this.closing) refuse(this.router, ex, true);
     else if (this.options.isReady && !this.options.isReady()) refuse(this.router, ex, false);
     else dispatch(this.router, ex);
   }
 
-  /** The front's connections to uWS (open, idle) and requests waiting for one. */
+  /** The front's places in the service held (open; idle always 0) and requests waiting for one. */
   get upstream(): { open: number; idle: number; waiting: number } {
     return this.front?.upstream ?? { open: 0, idle: 0, waiting: 0 };
   }
@@ -145,64 +137,51 @@ export class HttpServer {
     await this.front?.drain(Math.max(0, deadline - Date.now()));
   }
 
-  /**
-   * Starts uWS on a private unix socket, then the front on host:port (0 = any free port).
-   * Resolves with the port; rejects with ListenError when the port cannot be opened.
-   */
+  /** Starts the front on host:port (0 = any free port). Resolves with the port; rejects with ListenError when the port cannot be opened. */
   async listen(host: string, port: number): Promise<number> {
-    this.socketDir = await createSocketDir();
-    process.once('exit', this.removeSocketDir);
-    const socketPath = path.join(this.socketDir, SOCKET_NAME);
+    const { front: limits, onFrontAnswer, frontThreads } = this.options;
+    const onAnswer = onFrontAnswer && ((a: FrontAnswer) => onFrontAnswer({ ...a, route: this.routeOf(a.method, a.path) }));
+    const places: PlaceLimits = { places: limits.upstreamConnections, queue: limits.upstreamQueue, waitMs: this.options.upstreamWaitMs };
+    const common = { maxBodyBytes: this.options.maxBodyBytes, idleTimeoutMs: limits.idleTimeoutMs };
+    const serve = (res: ResponseSink, head: ServiceHead, startedAt: number) => this.serve(res, head, startedAt);
+    this.front =
+      frontThreads && limits.httpThreads >= 2
+        ? this.frontOnThreads(limits.httpThreads, frontThreads, places, common, onAnswer)
+        : new HttpFront({
+            ...common,
+            link: localLink(places, serve),
+            trustedProxies: new TrustedProxies(limits.trustedProxies),
+            onAnswer,
+            allowedMethods: (p) => this.router.allowedMethods(p),
+            rendererFor: (p) => this.router.rendererFor(p),
+          });
     try {
-      this.listenSocket = await new Promise<ListenSocket>((resolve, reject) => {
-        this.app.listen_unix((socket) => {
-          if (socket) resolve(socket);
-          else reject(new Error(`uWS cannot listen on its private socket ${socketPath}`));
-        }, socketPath);
-      });
-      const { front: limits, onFrontAnswer, frontThreads } = this.options;
-      const onAnswer = onFrontAnswer && ((a: FrontAnswer) => onFrontAnswer({ ...a, route: this.routeOf(a.method, a.path) }));
-      const common = { upstreamPath: socketPath, upstreamWaitMs: this.options.upstreamWaitMs, maxBodyBytes: this.options.maxBodyBytes, idleTimeoutMs: limits.idleTimeoutMs };
-      this.front =
-        frontThreads && limits.httpThreads >= 2
-          ? this.frontOnThreads(limits.httpThreads, frontThreads, common, onAnswer)
-          : new HttpFront({
-              ...common,
-              upstreamConnections: limits.upstreamConnections,
-              upstreamQueue: limits.upstreamQueue,
-              trustedProxies: new TrustedProxies(limits.trustedProxies),
-              onAnswer,
-              allowedMethods: (p) => this.router.allowedMethods(p),
-              rendererFor: (p) => this.router.rendererFor(p),
-              direct: localDirect(limits.upstreamConnections + limits.upstreamQueue, (res, req, startedAt) => this.serve(res, req, startedAt)),
-            });
       return await this.front.listen(host, port);
     } catch (error) {
-      this.close();
+      this.stopListening();
       throw error;
     }
   }
 
-  /** The front on `count` threads, each with its share of the pool's limits (so the sums stay the settings), told of every change of routes. */
+  /** The front on `count` threads, each with its share of the places (so the sums stay the settings), told of every change of routes. */
   private frontOnThreads(
     count: number,
     start: FrontThreadsStart,
-    common: { upstreamPath: string; upstreamWaitMs: number; maxBodyBytes: number; idleTimeoutMs: number },
+    places: PlaceLimits,
+    common: { maxBodyBytes: number; idleTimeoutMs: number },
     onAnswer: ((a: FrontAnswer) => void) | undefined,
   ): FrontThreads {
-    const limits = this.options.front;
     const share = (n: number) => Math.max(1, Math.ceil(n / count));
     const front = new FrontThreads({
       count,
       entry: start.entry,
       dupFd: start.dupFd,
       onAnswer,
-      serve: (res, req, startedAt) => this.serve(res, req, startedAt),
+      serve: (res, head, startedAt) => this.serve(res, head, startedAt),
       data: {
         ...common,
-        upstreamConnections: share(limits.upstreamConnections),
-        upstreamQueue: share(limits.upstreamQueue),
-        trustedProxies: [...limits.trustedProxies],
+        places: { places: share(places.places), queue: share(places.queue), waitMs: places.waitMs },
+        trustedProxies: [...this.options.front.trustedProxies],
         router: this.router.outline(start.nameOfRenderer),
       },
     });
@@ -232,21 +211,5 @@ export class HttpServer {
   stopListening(): void {
     this.closing = true;
     this.front?.close();
-  }
-
-  /** Closes uWS's private socket and removes its folder (after stopListening and drain). */
-  close(): void {
-    this.stopListening();
-    if (this.listenSocket) {
-      uws.us_listen_socket_close(this.listenSocket);
-      this.listenSocket = null;
-    }
-    this.releaseSocketDir();
-  }
-
-  private releaseSocketDir(): void {
-    process.off('exit', this.removeSocketDir);
-    if (this.socketDir) rmSync(this.socketDir, { recursive: true, force: true });
-    this.socketDir = null;
   }
 }

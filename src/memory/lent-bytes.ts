@@ -1,4 +1,4 @@
-// Bytes lent by the memory's owner (a front thread's body slab: http/front/body-slab.ts) rather than
+// Bytes lent by the memory's owner (a front's body slab: front/body-slab.ts) rather than
 // owned by the JavaScript that reads them. A lent range stays valid while anyone holds it; once the
 // last holder lets go, its owner may write other bytes there. So whatever reads lent bytes after the
 // code that received them has moved on (an analysis in the addon, a shadow's after the answer) holds

@@ -3,9 +3,9 @@
 // from page/ by page/tsconfig.json) are read once at start and served with SECURITY_HEADERS.
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Exchange } from '../exchange';
-import { requestIdFrom } from '../../errors';
-import type { Router } from '../router';
+import type { Exchange } from '../http/exchange';
+import { requestIdFrom } from '../errors';
+import type { Router } from '../http/router';
 import { INSPECT_CSS } from './css';
 import { SECURITY_HEADERS } from './headers';
 import { INSPECT_HTML } from './html';

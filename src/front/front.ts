@@ -1,20 +1,16 @@
-// The HTTP front: a strict HTTP/1.1 server on node:net that owns the public port and passes valid
-// requests to uWS, which listens only on a private unix socket. It exists because uWS 20.30 drops
-// many bad requests without an answer, or misreads them: heads over 4 KiB split across reads, more
-// than 48 header fields, unknown methods, HTTP/1.0, a missing Host, duplicate Content-Length
-// (request smuggling), Content-Length with Transfer-Encoding, chunked bodies with extensions or
-// trailers split across reads; and it sends 100 Continue to bodies it will refuse, and body bytes
-// after HEAD answers, and it answers HTTP/1.0 with 505. What the front checks and answers is listed
-// in docs/operations.md "HTTP front".
+// The HTTP front: a strict HTTP/1.1 and HTTP/1.0 server on node:net that owns the public port, the
+// only HTTP parser on it. Each valid request goes to the service over the front's link
+// (service-link.ts); every answer is framed here (answer-writer.ts). Why it is ours and not uWS's, and
+// what it checks and answers: docs/architecture.md "Why the front is ours", docs/operations.md "HTTP front".
 //
 // The port is opened without SO_REUSEPORT, so a second instance on the same port fails to start
 // (ListenError) instead of silently sharing it.
 import net, { type AddressInfo } from 'node:net';
 import type { FrontSettings } from './settings';
 import { ClientConnection } from './client-connection';
-import { UpstreamPool, type PoolCounts } from './upstream-pool';
-import { ListenError } from '../listen-error';
-import { log } from '../../log';
+import type { PlaceCounts } from './places';
+import { ListenError } from '../http/listen-error';
+import { log } from '../log';
 
 /** Connections the kernel may hold for accepting (capped by net.core.somaxconn), for bursts of clients. */
 const LISTEN_BACKLOG = 4096;
@@ -38,16 +34,9 @@ export function listenExclusive(server: net.Server, host: string, port: number):
 export class HttpFront {
   private readonly server: net.Server;
   private readonly connections = new Set<ClientConnection>();
-  private readonly pool: UpstreamPool;
   private idleWaiters: Array<() => void> = [];
 
-  constructor(settings: FrontSettings) {
-    this.pool = new UpstreamPool(settings.upstreamPath, {
-      connections: settings.upstreamConnections,
-      queue: settings.upstreamQueue,
-      waitMs: settings.upstreamWaitMs,
-    });
-    settings.direct?.holdPlacesIn(this.pool);
+  constructor(private readonly settings: FrontSettings) {
     const events = {
       accepting: () => this.server.listening,
       idle: () => this.checkIdle(),
@@ -57,7 +46,7 @@ export class HttpFront {
       },
     };
     this.server = net.createServer({ noDelay: true, allowHalfOpen: true }, (socket) => {
-      this.connections.add(new ClientConnection(socket, settings, this.pool, events));
+      this.connections.add(new ClientConnection(socket, settings, events));
     });
   }
 
@@ -80,9 +69,9 @@ export class HttpFront {
     });
   }
 
-  /** The pool of connections to uWS: open, idle, and requests waiting for one. */
-  get upstream(): PoolCounts {
-    return this.pool.counts;
+  /** Places in the service held, and requests waiting for one (places.ts). */
+  get upstream(): PlaceCounts {
+    return this.settings.link.places.counts;
   }
 
   /** Stops accepting connections; open connections go on. */
@@ -104,7 +93,6 @@ export class HttpFront {
     await Promise.race([work, timeout]);
     clearTimeout(timer);
     for (const resolve of this.idleWaiters.splice(0)) resolve();
-    this.pool.closeIdle();
   }
 
   private busy(): boolean {

@@ -1,29 +1,26 @@
-// One client connection of the HTTP front (see front.ts), its client side: reads requests from the
-// client's socket (heads collected by client-head.ts), refuses what uWS would mishandle (the HTTP/1.1
-// and HTTP/1.0 checks of head.ts), hands valid requests one at a time to its UpstreamExchange
-// (upstream-exchange.ts), which forwards them to uWS and passes the answers back, and writes the
-// front's own answers. On a front thread, a POST whose body fits goes the direct way to the main
-// thread instead (direct-exchange.ts). Bodies are forwarded as the Buffers that arrive; no per-byte work in JS.
+// One client connection of the HTTP front (see front.ts): reads requests from the client's socket
+// (heads collected by client-head.ts), refuses what is not strict HTTP/1.1 or HTTP/1.0 (head.ts),
+// hands each valid request to the service over its front's link (service-link.ts), one at a time, and
+// writes every answer, the service's and its own (answer-writer.ts). Bodies go into the link as the
+// Buffers arrive; no per-byte work in JS.
 //
-// Order: the next request is read only once the previous answer has been passed on completely, so
-// the front's own answers are always in order. A refusal that leaves the connection's framing in
-// doubt is sent with `Connection: close`, and the connection closes after it. A client that
-// half-closes after sending still gets the answers to every complete request it sent.
+// Order: the next request is read only once the previous answer has been written, so answers are
+// always in order. A refusal that leaves the connection's framing in doubt is sent with
+// `Connection: close`, and the connection closes after it. A client that half-closes after sending
+// still gets the answers to every complete request it sent.
 import net from 'node:net';
-import { bodyTooLargeMessage, type ErrorKind } from '../../errors';
-import { errorAnswer, methodNotAllowedAnswer, type Answer } from '../error-answers';
-import { MAX_DISCARD_BYTES } from '../exchange';
+import { bodyTooLargeMessage } from '../errors';
+import { errorAnswer, methodNotAllowedAnswer, type Answer } from '../http/error-answers';
+import { MAX_DISCARD_BYTES } from '../http/exchange';
+import { serviceFields, writeAnswer, writeOwnAnswer } from './answer-writer';
 import { ChunkedError, ChunkedReader } from './chunked';
-import { STANDARD_METHODS, dechunkedHead, forwardedHead, parseHead, peerTrailer, type HeadRefusal, type RequestHead } from './head';
-import { answerBytes } from './answer-bytes';
+import { STANDARD_METHODS, parseHead, serviceHead, type HeadRefusal, type RequestHead } from './head';
 import { plainAddress } from './client-address';
 import { HeadReader } from './client-head';
 import type { FrontSettings } from './settings';
-import { DirectExchange, goesDirect, type FrontExchange } from './direct-exchange';
-import { UpstreamExchange, type ExchangeClient, type UpstreamLoss } from './upstream-exchange';
-import type { UpstreamPool } from './upstream-pool';
+import { BodyWay, ServiceExchange, type AnswerMessage } from './service-link';
 
-/** Retry-After of the front's 429 when no connection to uWS is free in time. */
+/** Retry-After of the front's 429 when no place in the service is free in time. */
 const OVERLOADED_RETRY_AFTER_S = '1';
 const CONTINUE = Buffer.from('HTTP/1.1 100 Continue\r\n\r\n', 'latin1');
 /** Bytes of pipelined requests held while an answer is awaited, before reading from the client pauses. */
@@ -42,46 +39,40 @@ export interface ConnectionEvents {
 const enum In {
   /** Waiting for a request head. */
   Head,
-  /** Forwarding the current request's Content-Length body. */
+  /** Passing the current request's Content-Length body to the service. */
   Body,
-  /** Reading a chunked body whole before forwarding it. */
+  /** Reading a chunked body whole before handing the request over. */
   Chunked,
   /** Dropping the body of a request the front answered itself. */
   Discard,
-  /** The head is read; a connection to uWS is awaited. */
+  /** The head is read; a place in the service is awaited. */
   Queued,
-  /** The request is forwarded; its answer is awaited. */
+  /** The request is handed over; its answer is awaited. */
   Wait,
   /** The connection is ending; nothing more is read. */
   Closing,
 }
 
-/** Hands a request to the exchange: its forward or resend. */
-type Send = (sent: () => void, refused: () => void) => boolean;
-
 export class ClientConnection {
   private state = In.Head;
-  /** The current request's exchange: the relay, or the direct one. */
-  private exchange: FrontExchange;
-  private readonly relay: UpstreamExchange;
-  private readonly direct: DirectExchange | null;
+  private readonly exchange: ServiceExchange;
   private readonly heads = new HeadReader({ head: (raw) => this.onHead(raw), refuse: (refusal) => this.refuse(refusal) });
   private clientPaused = false;
   /** Client bytes not read yet (pipelined requests while an answer is awaited). */
   private readonly held: Buffer[] = [];
   private heldOffset = 0;
   private heldBytes = 0;
-  /** Body bytes still to forward (Body) or drop (Discard). */
+  /** Body bytes still to pass on (Body) or drop (Discard). */
   private left = 0;
   private request: RequestHead | null = null;
   private chunks: ChunkedReader | null = null;
   private chunkParts: Buffer[] = [];
   private chunkBytes = 0;
-  /** A request has been forwarded and its final answer has not been passed on completely. */
+  /** A request has been handed over and its answer has not been written. */
   private awaiting = false;
   private readonly peer: string;
-  /** The peer-address field for every request; null from a trusted proxy (built per request). */
-  private readonly trailer: Buffer | null;
+  /** The peer is a trusted proxy: each request's client is read from its forwarding fields. */
+  private readonly viaProxy: boolean;
   /** The current request's client address and when its head arrived. */
   private clientAddress: string;
   private startedAt = 0;
@@ -92,26 +83,15 @@ export class ClientConnection {
   constructor(
     private readonly client: net.Socket,
     private readonly settings: FrontSettings,
-    pool: UpstreamPool,
     private readonly events: ConnectionEvents,
   ) {
-    const side: ExchangeClient = {
-      write: (bytes) => this.client.write(bytes),
-      answered: (close) => this.answered(close),
-      drained: () => this.flow(),
-      broken: () => this.client.destroy(),
-      lost: (loss) => this.upstreamLost(loss),
-    };
-    this.relay = new UpstreamExchange(pool, side);
-    this.direct = settings.direct ? new DirectExchange(settings.direct, side) : null;
-    this.exchange = this.relay;
+    this.exchange = new ServiceExchange(settings.link, { answer: (message) => this.answer(message), dropped: () => this.dropped() });
     this.peer = plainAddress(client.remoteAddress);
     this.clientAddress = this.peer;
-    this.trailer = settings.trustedProxies.has(this.peer) ? null : peerTrailer(this.peer);
+    this.viaProxy = settings.trustedProxies.has(this.peer);
     client.setNoDelay(true);
     client.setTimeout(settings.idleTimeoutMs);
     client.on('data', (chunk: Buffer) => this.onClientData(chunk));
-    client.on('drain', () => this.exchange.resume());
     client.on('timeout', () => this.onTimeout());
     client.on('end', () => {
       this.clientEnded = true;
@@ -121,7 +101,7 @@ export class ClientConnection {
     client.on('close', () => this.onClientClose());
   }
 
-  /** A request has been accepted and its answer has not been passed on completely. */
+  /** A request has been accepted and its answer has not been written. */
   get busy(): boolean {
     return this.awaiting || this.state === In.Chunked;
   }
@@ -135,7 +115,7 @@ export class ClientConnection {
     });
     if (this.state !== In.Closing) {
       this.state = In.Closing;
-      this.exchange.drop();
+      this.exchange.abandon();
       this.client.end();
       this.flow();
     }
@@ -167,7 +147,7 @@ export class ClientConnection {
     this.flow();
   }
 
-  /** A request is complete and its answer (or a wait for a connection to uWS) is under way. */
+  /** A request is complete and its answer (or a wait for a place) is under way. */
   private answerPending(): boolean {
     return this.state === In.Wait || this.state === In.Queued || this.state === In.Closing;
   }
@@ -176,7 +156,7 @@ export class ClientConnection {
   private finishEnded(): void {
     this.state = In.Closing;
     this.awaiting = false;
-    this.exchange.drop();
+    this.exchange.abandon();
     this.client.end();
     this.events.idle(this);
   }
@@ -189,12 +169,9 @@ export class ClientConnection {
       case In.Body:
       case In.Discard: {
         const n = Math.min(this.left, chunk.length - at);
-        if (this.state === In.Body) this.toUpstream(n === chunk.length ? chunk : chunk.subarray(at, at + n));
+        if (this.state === In.Body) this.toService(n === chunk.length ? chunk : chunk.subarray(at, at + n));
         this.left -= n;
-        if (this.left === 0) {
-          this.state = this.state === In.Body && this.awaiting ? In.Wait : In.Head;
-          this.releaseIfDone();
-        }
+        if (this.left === 0 && (this.state as In) !== In.Closing) this.state = this.state === In.Body && this.awaiting ? In.Wait : In.Head;
         return at + n;
       }
       case In.Chunked:
@@ -210,14 +187,12 @@ export class ClientConnection {
     const head = parsed.head;
     this.request = head;
     this.startedAt = performance.now();
-    this.clientAddress = this.trailer ? this.peer : this.settings.trustedProxies.clientOf(this.peer, head.forwarded, head.xForwardedFor);
+    this.clientAddress = this.viaProxy ? this.settings.trustedProxies.clientOf(this.peer, head.forwarded, head.xForwardedFor) : this.peer;
     if (!STANDARD_METHODS.has(head.method)) return this.unknownMethod(head);
-    // Over the limit, and asked about first (Expect) or too long to read and drop: 413 here, and close
-    // (uWS would close without an answer on a Content-Length of ten digits).
+    // Over the limit, and asked about first (Expect) or too long to read and drop: 413 here, and close.
     if (head.contentLength > this.settings.maxBodyBytes && (head.expectContinue || head.contentLength > MAX_DISCARD_BYTES)) {
       return this.refuse(tooLarge(head, this.settings.maxBodyBytes), head);
     }
-    this.exchange = this.direct && goesDirect(head, this.settings.maxBodyBytes) && this.settings.direct?.fits(head.contentLength) ? this.direct : this.relay;
     if (head.chunked) {
       if (head.expectContinue) this.client.write(CONTINUE);
       this.chunks = new ChunkedReader();
@@ -227,12 +202,8 @@ export class ClientConnection {
       return;
     }
     this.left = head.contentLength;
-    const headBytes = forwardedHead(raw, head, this.trailerFor());
-    this.forward(head, this.left > 0 ? In.Body : In.Wait, (sent, refused) => this.exchange.forward(headBytes, null, head, sent, refused));
-  }
-
-  private trailerFor(): Buffer {
-    return this.trailer ?? peerTrailer(this.clientAddress);
+    const way = this.left === 0 ? BodyWay.None : this.left > this.settings.maxBodyBytes ? BodyWay.Dropped : BodyWay.Whole;
+    this.handOver(head, serviceHead(head, this.clientAddress, 0), way, this.left > 0 ? In.Body : In.Wait);
   }
 
   /** A method outside the nine standard ones: 405 with Allow where the path is routed, else 501. */
@@ -287,9 +258,10 @@ export class ClientConnection {
       }
       return end;
     }
-    const body = this.chunkBytes === 0 ? null : parts.length === 1 ? parts[0]! : Buffer.concat(parts, this.chunkBytes);
-    const headBytes = dechunkedHead(head, this.trailerFor(), this.chunkBytes);
-    this.forward(head, In.Wait, (sent, refused) => this.exchange.forward(headBytes, body, head, sent, refused));
+    const bytes = this.chunkBytes;
+    this.handOver(head, serviceHead(head, this.clientAddress, bytes), bytes > 0 ? BodyWay.Whole : BodyWay.None, In.Wait, () => {
+      for (const part of parts) this.exchange.write(part);
+    });
     return end;
   }
 
@@ -300,27 +272,30 @@ export class ClientConnection {
   };
 
   /**
-   * Hands the request to the exchange, then goes on in state `next` once it is sent. Nothing more is
-   * read from the client while a connection to uWS is awaited; a full queue or a wait past the limit
-   * gets 429.
+   * Hands the request to the service once it has a place, then goes on in state `next` (`withBody`:
+   * a body read already is written first). Nothing more is read from the client while a place is
+   * awaited; a full queue or a wait past the limit gets 429.
    */
-  private forward(head: RequestHead, next: In, send: Send): void {
+  private handOver(head: RequestHead, packed: string, way: BodyWay, next: In, withBody?: () => void): void {
     this.awaiting = true;
     this.state = In.Queued;
     let pumping = true;
-    const sent = (): void => {
+    const granted = (): void => {
+      if (head.expectContinue && way === BodyWay.Whole) this.client.write(CONTINUE);
       this.state = next;
+      withBody?.();
       if (!pumping) this.pump();
     };
-    const refused = (): void => {
+    const expired = (): void => {
       this.overloaded(head);
       if (!pumping) this.pump();
     };
-    if (!send(sent, refused)) this.overloaded(head);
+    const bodyBytes = head.chunked ? this.chunkBytes : head.contentLength;
+    if (!this.exchange.begin(packed, bodyBytes, way, granted, expired)) this.overloaded(head);
     pumping = false;
   }
 
-  /** No connection to uWS in time: 429 in the path's format, the body (if any) dropped. */
+  /** No place in the service in time: 429 in the path's format, the body (if any) dropped. */
   private overloaded(head: RequestHead): void {
     this.awaiting = false;
     this.state = In.Head;
@@ -331,78 +306,52 @@ export class ClientConnection {
     this.events.idle(this);
   }
 
-  /** Body bytes go only to the connection that got their head; if it is gone, so is the request. */
-  private toUpstream(bytes: Buffer): void {
+  /** Body bytes go only to the request that got their head; if it has been answered (a closing answer), the connection goes. */
+  private toService(bytes: Buffer): void {
     if (this.exchange.write(bytes)) return;
     this.state = In.Closing;
     this.client.destroy();
   }
 
-  /** The final answer to the current request has been passed on; `close`: the connection ends after it. */
-  private answered(close: boolean): void {
+  /** The service's answer: framed and written; the connection ends after it when the service or the client said so. */
+  private answer(message: Extract<AnswerMessage, { type: 'answer' }>): void {
+    const head = this.request!;
+    const body = typeof message.body === 'string' ? Buffer.from(message.body, 'utf8') : Buffer.from(message.body.buffer, message.body.byteOffset, message.body.byteLength);
+    const close = message.close || head.close;
+    writeAnswer(this.client, message.status, serviceFields(message.fields), body, { close: message.close || (head.http10 && head.close), http10: head.http10, omitBody: head.method === 'HEAD' });
     this.awaiting = false;
     this.events.idle(this);
-    if (close || this.request?.close) {
+    if (close) {
       this.state = In.Closing;
-      this.exchange.drop();
+      this.exchange.abandon();
       this.client.end();
       return;
     }
     if (this.state === In.Wait) this.state = In.Head;
-    this.releaseIfDone();
     if (this.state === In.Head) this.pump();
   }
 
-  /** Once the answer is passed on and the request body forwarded, the connection to uWS goes back to the pool. */
-  private releaseIfDone(): void {
-    if (!this.awaiting && this.state !== In.Body) this.exchange.release();
-  }
-
-  /** The connection to uWS closed while held. */
-  private upstreamLost(loss: UpstreamLoss): void {
+  /** The service dropped the request mid-way; the client sees the connection close. */
+  private dropped(): void {
     if (this.state === In.Closing) return;
-    if (!this.awaiting && this.state !== In.Body) {
-      this.flow();
-      return;
-    }
-    if (!this.awaiting) {
-      // Answered early and closed while the body was still arriving: the rest has nowhere to go.
-      this.state = In.Closing;
-      this.client.end();
-    } else if (loss === 'ended') {
-      this.awaiting = false;
-      this.events.idle(this);
-      this.state = In.Closing;
-      this.client.end();
-    } else if (loss === 'replayable' && this.state === In.Wait) {
-      // Closed by uWS before it read the request (an idle connection's close racing it): sent
-      // again, once, over another connection; only bodiless GET, HEAD and OPTIONS requests.
-      this.forward(this.request!, In.Wait, (sent, refused) => this.exchange.resend(sent, refused));
-      this.pump(); // uncorks what forward() wrote
-    } else if (loss === 'unreachable') {
-      // uWS could not be reached: over capacity while running, gone while shutting down.
-      const head = this.request!;
-      const kind: ErrorKind = this.events.accepting() ? 'overloaded' : 'unavailable';
-      this.close(errorAnswer(this.settings.rendererFor(head.path), head.requestId, kind, { headers: { 'Retry-After': '1' } }), head);
-    } else {
-      // The service dropped the request mid-way; the client sees the connection close, as it would from uWS.
-      this.state = In.Closing;
-      this.client.destroy();
-    }
+    this.awaiting = false;
+    this.events.idle(this);
+    this.state = In.Closing;
+    this.client.destroy();
   }
 
   private onTimeout(): void {
-    // A body stalled on the direct way is the front's to time out (uWS times out those it reads).
-    if (this.awaiting && this.exchange === this.direct && this.direct.receiving) return void this.client.destroy();
-    if (this.awaiting) return; // the service is answering; its own deadlines and uWS's timeouts apply
+    // A body stalled while the service holds its request is the front's to time out.
+    if (this.awaiting && this.exchange.receiving) return void this.client.destroy();
+    if (this.awaiting) return; // the service is answering; its own deadlines apply
     const late = this.state === In.Head ? this.heads.lateRefusal() : null;
     if (late) return this.refuse(late);
     this.client.destroy();
   }
 
   private onClientClose(): void {
-    // A request the service has not seen yet (waiting for a connection to it, or its chunked body
-    // still arriving) is the front's to report; one the service has is reported by the service.
+    // A request the service has not seen yet (waiting for a place, or its chunked body still
+    // arriving) is the front's to report; one the service has is reported by the service.
     if (this.state === In.Queued || this.state === In.Chunked) this.reportGone(this.request!);
     this.state = In.Closing;
     if (this.lingerTimer) clearTimeout(this.lingerTimer);
@@ -410,7 +359,7 @@ export class ClientConnection {
     this.heldBytes = 0;
     this.chunkParts = [];
     this.awaiting = false;
-    // An upstream request in progress is aborted, so the service's onAborted fires.
+    // A request the service holds is aborted, so the service's onAborted fires.
     this.exchange.abandon();
     this.events.closed(this);
   }
@@ -435,9 +384,8 @@ export class ClientConnection {
 
   /** Writes an answer of the front's own and reports it (access log, metrics). */
   private send(answer: Answer, head: RequestHead | undefined, close: boolean, path = head?.path ?? '/', method = head?.method ?? ''): void {
-    const bytes = answerBytes(answer, close, head?.http10 ?? false, head?.method === 'HEAD');
-    if (close) this.client.end(bytes);
-    else this.client.write(bytes);
+    writeOwnAnswer(this.client, answer, { close, http10: head?.http10 ?? false, omitBody: head?.method === 'HEAD' });
+    if (close) this.client.end();
     this.settings.onAnswer?.({
       method,
       path,
@@ -465,9 +413,9 @@ export class ClientConnection {
     });
   }
 
-  /** Pauses reading from the client while uWS is not taking bytes or pipelined requests pile up. */
+  /** Pauses reading from the client while pipelined requests pile up. */
   private flow(): void {
-    const hold = this.state !== In.Closing && (this.exchange.blocked || this.heldBytes > HOLD_LIMIT);
+    const hold = this.state !== In.Closing && this.heldBytes > HOLD_LIMIT;
     if (hold === this.clientPaused) return;
     this.clientPaused = hold;
     if (hold) this.client.pause();

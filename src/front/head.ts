@@ -1,19 +1,20 @@
 // Request heads for the HTTP front (front.ts): parsing and validation of one complete head
-// (request line, field lines, empty line) per RFC 9112, and the head forwarded to uWS. Pure
-// functions over strings; no sockets here.
-import type { ErrorKind } from '../../errors';
+// (request line, field lines, empty line) per RFC 9112, and the head as the service gets it
+// (http/request-head.ts). Pure functions over strings; no sockets here.
+import type { ErrorKind } from '../errors';
+import { packHead } from '../http/request-head';
 
 /** Longest request head accepted (request line + fields + CRLFs); past it: 431 (414 for a request line alone). */
 export const MAX_HEAD_BYTES = 32 * 1024;
-/** Most header fields accepted; past it: 431. uWS 20.30 handles at most 48, and the front adds one. */
+/** Most header fields accepted; past it: 431. */
 export const MAX_HEADER_FIELDS = 40;
-/** The field carrying the client's address from the front to the service; a client-sent one is removed. */
-export const PEER_ADDRESS_HEADER = 'catcomfort-peer-address';
 /** The only methods passed on (RFC 9110 §9, case-sensitive). Others get 405 or 501 from the front. */
 export const STANDARD_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH']);
 
 export interface RequestHead {
   method: string;
+  /** The request target as sent, e.g. `/v2/predict?explain=true`. */
+  target: string;
   /** The request target without query or fragment, e.g. `/v2/predict`. */
   path: string;
   /** The client's X-Request-ID, for the request id of the front's own v2 errors. */
@@ -30,10 +31,8 @@ export interface RequestHead {
   /** The `Forwarded` and `X-Forwarded-For` fields (each field's lines joined), for trusted proxies. */
   forwarded: string | undefined;
   xForwardedFor: string | undefined;
-  /** The request line followed by the field lines, as received (latin1). */
-  lines: string[];
-  /** Whether the forwarded head must be rebuilt (HTTP/1.0, or a client-sent peer-address field to remove). */
-  rewrite: boolean;
+  /** Each field's name (lower case) and value (without surrounding blanks) in turn, in the order sent. */
+  fields: string[];
 }
 
 export interface HeadRefusal {
@@ -112,7 +111,7 @@ export function parseHead(text: string): ParsedHead {
   let keepAlive = false;
   let forwarded: string | undefined;
   let xForwardedFor: string | undefined;
-  let rewrite = http10;
+  const fields: string[] = [];
   let malformed = false;
   for (let i = 1; i < lines.length; i++) {
     const match = FIELD.exec(lines[i]!);
@@ -121,7 +120,9 @@ export function parseHead(text: string): ParsedHead {
       continue;
     }
     const value = match[2]!;
-    switch (match[1]!.toLowerCase()) {
+    const name = match[1]!.toLowerCase();
+    fields.push(name, value);
+    switch (name) {
       case 'host':
         hosts++;
         host = value;
@@ -152,9 +153,6 @@ export function parseHead(text: string): ParsedHead {
       case 'x-request-id':
         requestId = value;
         break;
-      case PEER_ADDRESS_HEADER:
-        rewrite = true;
-        break;
     }
   }
   if (malformed) return refuse('bad_request', 'Malformed header field.');
@@ -177,6 +175,7 @@ export function parseHead(text: string): ParsedHead {
     ok: true,
     head: {
       method: method!,
+      target,
       path,
       requestId,
       contentLength: lengths === 1 ? Number(length) : 0,
@@ -186,44 +185,34 @@ export function parseHead(text: string): ParsedHead {
       close: close || (http10 && !keepAlive),
       forwarded,
       xForwardedFor,
-      lines,
-      rewrite,
+      fields,
     },
   };
 }
 
-/** `catcomfort-peer-address: <address>` CRLF CRLF: the end of every head forwarded for one client. */
-export function peerTrailer(address: string): Buffer {
-  return Buffer.from(`${PEER_ADDRESS_HEADER}: ${address}\r\n\r\n`, 'latin1');
+/** Fields of an HTTP/1.0 head that concern only its connection to the front. */
+const HTTP10_DROPPED: ReadonlySet<string> = new Set(['expect', 'connection', 'keep-alive']);
+/** Fields of a chunked head whose body the front has read whole (and answered 100 Continue to itself). */
+const DECHUNKED_DROPPED: ReadonlySet<string> = new Set(['transfer-encoding', 'expect']);
+
+function without(fields: readonly string[], dropped: ReadonlySet<string>): string[] {
+  const kept: string[] = [];
+  for (let i = 0; i + 1 < fields.length; i += 2) if (!dropped.has(fields[i]!)) kept.push(fields[i]!, fields[i + 1]!);
+  return kept;
 }
 
 /**
- * The head written to uWS: the client's head (`raw`) with the peer-address field appended, any the
- * client sent removed. An HTTP/1.0 head goes as HTTP/1.1 (uWS refuses 1.0), without `Expect` and
- * `Connection` (the front keeps its connection to uWS open) and with an empty `Host` if it had none.
+ * The head as the service gets it, packed (http/request-head.ts), from the client at `peer`: an HTTP/1.0
+ * head without the fields that concern only its connection, with an empty Host if it had none; a
+ * chunked one, its body read whole (`bodyLength` bytes), with Content-Length instead of its coding.
  */
-export function forwardedHead(raw: Buffer, head: RequestHead, trailer: Buffer): Buffer {
-  if (!head.rewrite) return Buffer.concat([raw.subarray(0, raw.length - 2), trailer]);
-  if (!head.http10) return rebuilt(head, new Set([PEER_ADDRESS_HEADER]), [], trailer);
-  return rebuilt(head, HTTP10_DROPPED, head.lines.some(isHostLine) ? [] : ['Host: '], trailer);
-}
-
-const HTTP10_DROPPED: ReadonlySet<string> = new Set([PEER_ADDRESS_HEADER, 'expect', 'connection', 'keep-alive']);
-
-function isHostLine(line: string, i: number): boolean {
-  return i > 0 && line.slice(0, line.indexOf(':')).toLowerCase() === 'host';
-}
-
-/**
- * The head written to uWS for a chunked request whose body the front has read whole: Content-Length
- * instead of Transfer-Encoding, and no Expect (the front answered 100 Continue itself).
- */
-export function dechunkedHead(head: RequestHead, trailer: Buffer, bodyLength: number): Buffer {
-  return rebuilt(head, new Set([PEER_ADDRESS_HEADER, 'transfer-encoding', 'expect']), [`Content-Length: ${bodyLength}`], trailer);
-}
-
-function rebuilt(head: RequestHead, drop: ReadonlySet<string>, extra: string[], trailer: Buffer): Buffer {
-  const kept = head.lines.filter((line, i) => i === 0 || !drop.has(line.slice(0, line.indexOf(':')).toLowerCase()));
-  if (head.http10) kept[0] = `${kept[0]!.slice(0, -'HTTP/1.0'.length)}HTTP/1.1`;
-  return Buffer.concat([Buffer.from([...kept, ...extra].join('\r\n') + '\r\n', 'latin1'), trailer]);
+export function serviceHead(head: RequestHead, peer: string, bodyLength: number): string {
+  let fields = head.fields;
+  if (head.http10) {
+    fields = without(fields, HTTP10_DROPPED);
+    if (!fields.some((name, i) => i % 2 === 0 && name === 'host')) fields.push('host', '');
+  } else if (head.chunked) {
+    fields = [...without(fields, DECHUNKED_DROPPED), 'content-length', String(bodyLength)];
+  }
+  return packHead(head.method, head.target, fields, peer);
 }

@@ -1,18 +1,13 @@
 // What the HTTP front is set up with (FrontSettings) and what it reports of each answer it gives
 // itself and of each request it held whose client left (FrontAnswer): shared by the front and its
 // client connections.
-import type { ErrorRenderer } from '../error-answers';
+import type { ErrorRenderer } from '../http/error-answers';
 import type { TrustedProxies } from './client-address';
-import type { DirectLink } from './direct-exchange';
+import type { ServiceLink } from './service-link';
 
 export interface FrontSettings {
-  /** uWS's private unix socket. */
-  upstreamPath: string;
-  /** Connections to uWS at most, and requests waiting for one at most (the rest get 429). */
-  upstreamConnections: number;
-  upstreamQueue: number;
-  /** Longest a request waits for a connection to uWS before it gets 429. */
-  upstreamWaitMs: number;
+  /** The way to the service, with its places (service-link.ts): a front thread's, or the main thread's own (local-link.ts). */
+  link: ServiceLink;
   trustedProxies: TrustedProxies;
   maxBodyBytes: number;
   /** Idle limit of a client connection between requests and while a head or chunked body arrives. */
@@ -21,8 +16,6 @@ export interface FrontSettings {
   allowedMethods(path: string): string[];
   /** How the interface a path belongs to writes errors. */
   rendererFor(path: string): ErrorRenderer;
-  /** The direct way to the service for POST bodies that fit (direct-exchange.ts): a front thread's to the main thread, or the main thread's own (local-direct.ts). */
-  direct?: DirectLink;
   /** Hears every answer the front gives itself (refusals, 429 and 503), and every request it held whose client left, for the access log and metrics. */
   onAnswer?(record: FrontAnswer): void;
 }
@@ -34,7 +27,7 @@ export interface FrontAnswer {
   path: string;
   requestId: string | undefined;
   client: string;
-  /** client_closed: the client left while the front held the request (not yet passed to the service). */
+  /** client_closed: the client left while the front held the request (not yet handed to the service). */
   status: number | 'client_closed';
   /** When the head arrived whole (performance.now()), or when the refusal was decided. */
   startedAt: number;

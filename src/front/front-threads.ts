@@ -1,38 +1,34 @@
 // The HTTP front on worker threads (CATCOMFORT_HTTP_THREADS >= 2): the main thread opens the public
 // port as the one-thread front does (exclusive, so a second instance fails with ListenError), gives
 // each thread its own descriptor of that listening socket (dupFd) and closes its own, so only the
-// threads accept. Each thread runs an HttpFront (front-thread-main.ts) relaying to uWS's private
-// socket with its share of the upstream pool's limits, and sending POST bodies that fit the direct
-// way (direct-exchange.ts), served here as uWS requests are; the main thread then does no front work. The
-// threads write the access lines of their direct requests (carried with the answers), report their
-// own answers (for the access log) and pool counts; a thread that ends
-// unexpectedly is started again on a fresh descriptor.
+// threads accept. Each thread runs an HttpFront (front-thread-main.ts) with its share of the places
+// in the service, and hands every request over its link (service-link.ts), served here; the main
+// thread then does no front work. The threads write the access lines of the service's answers
+// (carried with them), report their own answers (for the access log) and their places; a thread that
+// ends unexpectedly is started again on a fresh descriptor.
 import { closeSync } from 'node:fs';
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
-import type { RequestSource, ResponseSink } from '../exchange';
-import type { RouterOutline } from '../router';
+import type { RouterOutline } from '../http/router';
 import { createSlab, type Slab } from './body-slab';
-import type { DirectAbortMessage, DirectAnswerMessage, DirectBodyMessage, DirectRequestMessage } from './direct-exchange';
-import { DirectService } from './direct-service';
 import { listenExclusive } from './front';
+import type { PlaceCounts, PlaceLimits } from './places';
+import type { AnswerMessage, ToService } from './service-link';
+import { ServiceSide, type ServiceSideOptions } from './service-side';
 import type { FrontAnswer } from './settings';
-import type { PoolCounts } from './upstream-pool';
-import { type Level, log, logLevel } from '../../log';
+import { type Level, log, logLevel } from '../log';
 
 /** What a front thread is started with (structured-cloned to it). */
 export interface FrontThreadData {
   fd: number;
-  upstreamPath: string;
-  upstreamConnections: number;
-  upstreamQueue: number;
-  upstreamWaitMs: number;
+  /** Its share of the places in the service. */
+  places: PlaceLimits;
   trustedProxies: string[];
   maxBodyBytes: number;
   idleTimeoutMs: number;
   router: RouterOutline;
-  /** The memory its direct bodies are lent in (body-slab.ts). */
+  /** The memory its requests' bodies are lent in (body-slab.ts). */
   slab: Slab;
   /** The service's log level, for the access lines it writes. */
   logLevel: Level;
@@ -44,18 +40,16 @@ export interface FrontThreadData {
 export type FromFrontThread =
   | { type: 'listening' }
   | { type: 'answer'; answer: FrontAnswer }
-  | { type: 'counts'; counts: PoolCounts }
+  | { type: 'counts'; counts: PlaceCounts }
   | { type: 'drained' }
-  | DirectRequestMessage
-  | DirectBodyMessage
-  | DirectAbortMessage;
+  | ToService;
 
 export type ToFrontThread =
   | { type: 'close' }
   | { type: 'drain'; timeoutMs: number }
   | { type: 'router'; router: RouterOutline }
   | { type: 'nice'; nice: number }
-  | DirectAnswerMessage;
+  | AnswerMessage;
 
 export interface FrontThreadsOptions {
   count: number;
@@ -64,17 +58,17 @@ export interface FrontThreadsOptions {
   data: Omit<FrontThreadData, 'fd' | 'slab' | 'logLevel' | 'nice'>;
   dupFd(fd: number): number;
   onAnswer?(answer: FrontAnswer): void;
-  /** Serves a direct request as uWS's handler serves one; `startedAt` on performance.now()'s clock. */
-  serve(res: ResponseSink, req: RequestSource, startedAt: number): void;
+  /** Serves a request; `startedAt` on performance.now()'s clock. */
+  serve: ServiceSideOptions['serve'];
 }
 
 interface Thread {
   worker: Worker;
-  counts: PoolCounts;
+  counts: PlaceCounts;
   listening: boolean;
   drained: boolean;
-  /** The main thread's side of its direct way. */
-  direct: DirectService;
+  /** The service's side of its link. */
+  side: ServiceSide;
 }
 
 export class FrontThreads {
@@ -104,11 +98,11 @@ export class FrontThreads {
   }
 
   private start(): Promise<void> {
-    const slab = createSlab(this.options.data.upstreamConnections + this.options.data.upstreamQueue);
+    const slab = createSlab(this.options.data.places.places + this.options.data.places.queue);
     const workerData: FrontThreadData = { ...this.options.data, fd: this.options.dupFd(this.spare!), slab, logLevel: logLevel(), nice: this.nice };
     const worker = new Worker(this.options.entry, { workerData });
-    const direct = new DirectService({ slab, post: (answer) => worker.postMessage(answer), serve: this.options.serve, carryLines: true });
-    const thread: Thread = { worker, counts: { open: 0, idle: 0, waiting: 0 }, listening: false, drained: false, direct };
+    const side = new ServiceSide({ slab, post: (answer) => worker.postMessage(answer), serve: this.options.serve, carryLines: true });
+    const thread: Thread = { worker, counts: { open: 0, idle: 0, waiting: 0 }, listening: false, drained: false, side };
     this.threads.add(thread);
     thread.worker.unref();
     return new Promise((resolve, reject) => {
@@ -117,7 +111,7 @@ export class FrontThreads {
           thread.listening = true;
           resolve();
         }
-        else if (message.type === 'direct-request' || message.type === 'direct-body' || message.type === 'direct-abort') thread.direct.receive(message);
+        else if (message.type === 'request' || message.type === 'body' || message.type === 'abort') thread.side.receive(message);
         else if (message.type === 'counts') thread.counts = message.counts;
         else if (message.type === 'answer') this.options.onAnswer?.({ ...message.answer, startedAt: message.answer.startedAt - performance.timeOrigin });
         else if (message.type === 'drained') this.markDrained(thread);
@@ -128,7 +122,7 @@ export class FrontThreads {
       });
       thread.worker.once('exit', (code) => {
         this.threads.delete(thread);
-        thread.direct.abortAll(); // their clients' connections ended with the thread
+        thread.side.abortAll(); // their clients' connections ended with the thread
         this.markDrained(thread);
         if (this.closing || this.spare === null || !thread.listening) return;
         log.error('http front thread ended; starting another', { code });
@@ -158,8 +152,8 @@ export class FrontThreads {
     this.post({ type: 'nice', nice });
   }
 
-  /** The threads' connections to uWS, summed from their latest reports. */
-  get upstream(): PoolCounts {
+  /** The threads' places, summed from their latest reports. */
+  get upstream(): PlaceCounts {
     const sum = { open: 0, idle: 0, waiting: 0 };
     for (const { counts } of this.threads) for (const key of ['open', 'idle', 'waiting'] as const) sum[key] += counts[key];
     return sum;

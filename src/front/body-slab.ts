@@ -1,11 +1,11 @@
-// Memory shared by one front thread and the main thread for direct bodies (direct-exchange.ts). The
+// Memory shared by one front and the main thread for request bodies (service-link.ts). The
 // thread writes each body into a block of the slab and lends it; the main thread views it in place
 // (no copy, and no ArrayBuffer per body, whose external memory V8 collects for). The main thread
-// gives a block back once its exchange has ended and no analysis reads it (http/lent-bytes.ts)
+// gives a block back once its exchange has ended and no analysis reads it (memory/lent-bytes.ts)
 // by clearing the block's flag; the thread takes the block again once it sees the flag clear.
-import { lendRange, type LentRange } from '../lent-bytes';
+import { lendRange, type LentRange } from '../memory/lent-bytes';
 
-/** Body bytes one thread holds for direct requests at most, lent or arriving; what does not fit goes to uWS. */
+/** Body bytes one front holds in its slab at most, lent or arriving; a body that does not fit gets memory of its own (service-link.ts). */
 export const SLAB_BYTES = 64 * 1024 * 1024;
 
 /** Blocks start on 8-byte boundaries. */
@@ -17,7 +17,7 @@ export interface Slab {
   blocks: number;
 }
 
-/** A slab for a thread with at most `requests` direct requests at once; as many again may still be lent after their answers. */
+/** A slab for a front with at most `requests` requests at once; as many again may still be lent after their answers. */
 export function createSlab(requests: number): Slab {
   const blocks = 2 * requests + 16;
   return { memory: new SharedArrayBuffer(dataStart(blocks) + SLAB_BYTES), blocks };
