@@ -26,7 +26,7 @@ let grpcPort: number;
 
 before(async () => {
   server = await startServer({ CATCOMFORT_GRPC_PORT: '0', CATCOMFORT_BATCH_MAX_SIZE: '1', CATCOMFORT_BATCH_IN_FLIGHT: '1' });
-  grpcPort = grpcListeningPort(server.output());
+  grpcPort = await grpcListeningPort(server.output);
 });
 
 after(async () => {

@@ -28,7 +28,7 @@ let expected: any[];
 
 before(async () => {
   server = await startServer({ CATCOMFORT_GRPC_PORT: '0', CATCOMFORT_MAX_BODY_BYTES: String(MAX_BODY) });
-  grpcPort = grpcListeningPort(server.output());
+  grpcPort = await grpcListeningPort(server.output);
   expected = await Promise.all(PHOTOS.map(async (file) => (await postJson(`${server.url}/v2/predict`, { image: readFileSync(photo(file)).toString('base64') })).body));
   const config = { grpc: `127.0.0.1:${grpcPort}`, http: server.url, key: TEST_KEY, photos: PHOTOS.map(photo), too_large: MAX_BODY + 1024 };
   result = JSON.parse(await runClientScript('test/oip-client/check.py', [JSON.stringify(config)]));

@@ -6,7 +6,7 @@
 import os from 'node:os';
 import { log } from '../log';
 
-/** Steps below the analyses with the CPU provider alone (measured on 2 cores: docs/performance.md). */
+/** Steps below the analyses with the CPU provider alone (measured on 2 cores: docs/performance-log.md). */
 export const CPU_LOOP_NICE = 5;
 
 /**

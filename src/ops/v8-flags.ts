@@ -3,7 +3,7 @@
 // requests in flight) and allocated later ones from the same sites straight in the old generation.
 // Dead there until the next full collection, they kept the young objects they point to alive
 // through every scavenge, which copied and then promoted them: the collector took 17-23 % of the
-// main thread with the front on 2 threads. Off, request objects die young (docs/performance.md).
+// main thread with the front on 2 threads. Off, request objects die young (docs/performance-log.md).
 import { setFlagsFromString } from 'node:v8';
 
 export function tuneCollector(): void {

@@ -7,14 +7,18 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { joinBytesElements } from '../../src/oip/bytes-elements';
 import { PROTO_FILE } from '../../src/oip/grpc/server';
+import { waitFor } from './wait';
 
-export function grpcListeningPort(output: string): number {
-  for (const line of output.split('\n')) {
-    if (!line.startsWith('{')) continue;
-    const entry = JSON.parse(line) as { msg?: string; port?: number };
-    if (entry.msg === 'grpc listening' && entry.port) return entry.port;
-  }
-  throw new Error(`no "grpc listening" line:\n${output}`);
+/** The port of the service's `grpc listening` line, once its output has it (it may reach us after /readyz's answer). */
+export function grpcListeningPort(output: () => string): Promise<number> {
+  return waitFor('the "grpc listening" line', () => {
+    for (const line of output().split('\n')) {
+      if (!line.startsWith('{')) continue;
+      const entry = JSON.parse(line) as { msg?: string; port?: number };
+      if (entry.msg === 'grpc listening' && entry.port) return entry.port;
+    }
+    return null;
+  }, { timeoutMs: 10_000 });
 }
 
 const definition = protoLoader.loadSync(PROTO_FILE, { keepCase: true, longs: Number, defaults: true, oneofs: true });
