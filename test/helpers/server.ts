@@ -1,6 +1,7 @@
 // Starts the real service (`node dist/src/main.js`) on 127.0.0.1 with an ephemeral port
 // and a known key, reads the port from its "listening" log line, waits until GET /readyz answers
-// 200 (every pack warmed up), and stops it afterwards. stdout and stderr
+// 200 (every pack warmed up) and its start-up lines have come (the `ready` line, logged last, may
+// reach this process after /readyz's answer), and stops it afterwards. stdout and stderr
 // are separate pipes, so a line on one may arrive after a later line on the other: output() is
 // complete only once stop() has returned.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -80,6 +81,8 @@ export async function startServer(env: Record<string, string> = {}, options: Sta
         },
         { timeoutMs: 120_000 },
       );
+      const level = env.CATCOMFORT_LOG_LEVEL ?? (options.inheritEnv === false ? undefined : process.env.CATCOMFORT_LOG_LEVEL);
+      if (level === undefined || level === 'info' || level === 'debug') await waitFor('the "ready" line', () => output.includes('"msg":"ready"') || null, { timeoutMs: 10_000 });
     } catch (error) {
       child.kill('SIGKILL');
       throw error;
