@@ -4,7 +4,8 @@ import { readFile } from 'node:fs/promises';
 import { ConfigError, loadConfig } from '../config';
 import { setLogLevel } from '../log';
 import { toApiError } from '../errors';
-import { toPredictResponse } from '../v2/predict';
+import { predictedFigures } from '../v2/predict';
+import { predictResponse } from '../v2/predict-response';
 import { serviceVersion } from '../start';
 import { parse, UsageError } from './args';
 import { commandLineBytes, predictInChild, readNames, SAFE_COMMAND_LINE_BYTES } from './file-list';
@@ -59,7 +60,7 @@ async function analyseFile(model: Model, file: string, threshold: number, versio
   }
   try {
     const analysis = await model.analyze({ data, encoding: 'bytes' });
-    const { request_id: _requestId, ...result } = toPredictResponse({ serviceVersion: version }, model, analysis, threshold, '');
+    const { request_id: _requestId, ...result } = predictResponse({ serviceVersion: version }, predictedFigures(model, analysis, threshold), '');
     return { line: { file, ...result }, ok: true };
   } catch (error) {
     // Unknown failures are logged on stderr and become internal_error, as in the service.

@@ -7,11 +7,12 @@ import type { PlaceLimits } from './places';
 import { Places } from './places';
 import { ServiceLink } from './service-link';
 import { ServiceSide, type ServiceSideOptions } from './service-side';
+import type { HotRoutes } from '../http/hot-route';
 
 /** The front's side of the way, with its places and a slab for as many requests; the service writes their access lines. */
-export function localLink(limits: PlaceLimits, serve: ServiceSideOptions['serve']): ServiceLink {
+export function localLink(limits: PlaceLimits, service: Pick<ServiceSideOptions, 'serve' | 'serveHot'>, hot: HotRoutes | null): ServiceLink {
   const slab = createSlab(limits.places + limits.queue);
-  const side = new ServiceSide({ slab, post: (answer) => queueMicrotask(() => link.answered(answer)), serve, carryLines: false });
-  const link = new ServiceLink((message) => queueMicrotask(() => side.receive(message)), new SlabWriter(slab), new Places(limits));
+  const side = new ServiceSide({ slab, post: (answer) => queueMicrotask(() => link.answered(answer)), ...service, carryLines: false });
+  const link = new ServiceLink((message) => queueMicrotask(() => side.receive(message)), new SlabWriter(slab), new Places(limits), hot);
   return link;
 }

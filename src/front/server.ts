@@ -2,16 +2,21 @@
 // front-threads.ts) and each request it hands over dispatched to our router, with 404/405/503 and
 // handler failures answered by the error renderer of the interface the path belongs to (Router.mount).
 // The way a request travels: docs/architecture.md "The life of a request".
-import { Exchange, type ResponseSink } from '../http/exchange';
+import { STATUS_CODES } from 'node:http';
+import { Exchange, type EndedRequest, type ResponseSink } from '../http/exchange';
+import type { HotRequest, HotRoutes, HotRoutesData, HotService } from '../http/hot-route';
 import type { ServiceHead } from '../http/request-head';
+import { serverTimingHeader } from '../timing/stage-times';
+import { HotExchange } from './hot-exchange';
 import { TrustedProxies } from './client-address';
 import { HttpFront } from './front';
-import { FrontThreads } from './front-threads';
+import { FrontThreads, type FrontThreadsOptions } from './front-threads';
 import { localLink } from './local-link';
 import type { PlaceLimits } from './places';
+import type { HotCall, HotReply } from './service-side';
 import type { FrontAnswer } from './settings';
-import { ApiError, requestIdFrom } from '../errors';
-import { errorAnswer, methodNotAllowedAnswer, notFoundAnswer, type Answer, type ErrorRenderer } from '../http/error-answers';
+import { ApiError, requestIdFrom, toApiError } from '../errors';
+import { errorAnswer, errorResponse, methodNotAllowedAnswer, notFoundAnswer, type Answer, type ErrorRenderer } from '../http/error-answers';
 import { Router } from '../http/router';
 import type { FrontConfig } from '../config';
 import { log } from '../log';
@@ -68,11 +73,13 @@ export interface HttpServerOptions {
   /** Paths dispatched before readiness and while shutting down (health, readiness, metrics). */
   alwaysOpen?: (path: string) => boolean;
   /** Hears every request once it ends: answered, or its client gone. */
-  onRequestEnd?: (ex: Exchange) => void;
+  onRequestEnd?: (ex: EndedRequest) => void;
   /** Hears every answer the front gives itself. */
   onFrontAnswer?: (record: FrontAnswerRecord) => void;
   /** What starting the front on worker threads (front.httpThreads >= 2, front/front-threads.ts) takes from the floors above. */
   frontThreads?: FrontThreadsStart;
+  /** The hot routes' front ends (http/hot-route.ts), for the front on the main thread; its threads build theirs from `data`. */
+  hot?: { routes: HotRoutes; data: HotRoutesData };
 }
 
 /** The front thread's script, the addon's dupFd, and the renderers' names. */
@@ -84,6 +91,8 @@ export interface FrontThreadsStart {
 
 export class HttpServer {
   private front: HttpFront | FrontThreads | null = null;
+  /** The hot routes' end in the service; until set, hot requests take the usual way. */
+  private hot: HotService | null = null;
   private closing = false;
   private inFlight = 0;
   private idle: Array<() => void> = [];
@@ -103,6 +112,54 @@ export class HttpServer {
     else dispatch(this.router, ex);
   }
 
+  /** From now on, hot requests the front read are served by `service` (http/hot-route.ts). */
+  serveHotWith(service: HotService): void {
+    this.hot = service;
+  }
+
+  /**
+   * A hot request, served as the usual route would serve it, without an Exchange: null (the usual
+   * way) unless the service is open and takes it. Its analysis's errors are rendered as the usual
+   * route renders them (v2's format); its access line goes to the front with the answer.
+   */
+  private serveHot(request: HotRequest, body: Buffer, startedAt: number, reply: (answer: HotReply) => void): HotCall | null {
+    const hot = this.hot;
+    if (!hot || this.closing || (this.options.isReady && !this.options.isReady()) || !hot.takes(request)) return null;
+    this.inFlight++;
+    const ex = new HotExchange(request, startedAt, body.length);
+    const settle = (status: number, bytesOut = 0) => {
+      ex.status = status;
+      ex.bytesOut = bytesOut;
+      ex.stages = ex.timing.stages(startedAt, performance.now());
+      this.settled(ex);
+      return serverTimingHeader(ex.stages);
+    };
+    hot.serve(request, body, { signal: ex, timing: ex.timing }).then(
+      (found) => {
+        if (ex.aborted) return;
+        ex.notes.modelVersion = found.modelVersion;
+        ex.notes.detection = found.detection;
+        const serverTiming = settle(200);
+        reply({ type: 'hot', result: { requestId: request.requestId, serverTiming, figures: found.figures, line: ex.line } });
+      },
+      (error: unknown) => {
+        const apiError = ex.aborted ? null : toApiError(error, { request_id: request.requestId, path: request.path });
+        if (apiError === null) return;
+        const answer = errorResponse(request.requestId, apiError);
+        const serverTiming = settle(answer.status, Buffer.byteLength(answer.body));
+        let fields = '';
+        for (const name in answer.headers) fields += `${name}: ${answer.headers[name]}\r\n`;
+        reply({ type: 'answer', status: `${answer.status} ${STATUS_CODES[answer.status] ?? ''}`, fields: `${fields}Server-Timing: ${serverTiming}\r\n`, body: answer.body, close: false, line: ex.line });
+      },
+    );
+    return {
+      abort: () => {
+        ex.abort();
+        this.settled(ex);
+      },
+    };
+  }
+
   /** The front's places in the service held (open; idle always 0) and requests waiting for one. */
   get upstream(): { open: number; idle: number; waiting: number } {
     return this.front?.upstream ?? { open: 0, idle: 0, waiting: 0 };
@@ -113,7 +170,7 @@ export class HttpServer {
     return this.inFlight;
   }
 
-  private settled(ex: Exchange): void {
+  private settled(ex: EndedRequest): void {
     this.inFlight--;
     if (this.inFlight === 0) for (const resolve of this.idle.splice(0)) resolve();
     this.options.onRequestEnd?.(ex);
@@ -143,13 +200,16 @@ export class HttpServer {
     const onAnswer = onFrontAnswer && ((a: FrontAnswer) => onFrontAnswer({ ...a, route: this.routeOf(a.method, a.path) }));
     const places: PlaceLimits = { places: limits.upstreamConnections, queue: limits.upstreamQueue, waitMs: this.options.upstreamWaitMs };
     const common = { maxBodyBytes: this.options.maxBodyBytes, idleTimeoutMs: limits.idleTimeoutMs };
-    const serve = (res: ResponseSink, head: ServiceHead, startedAt: number) => this.serve(res, head, startedAt);
+    const service = {
+      serve: (res: ResponseSink, head: ServiceHead, startedAt: number) => this.serve(res, head, startedAt),
+      serveHot: (request: HotRequest, body: Buffer, startedAt: number, reply: (answer: HotReply) => void) => this.serveHot(request, body, startedAt, reply),
+    };
     this.front =
       frontThreads && limits.httpThreads >= 2
-        ? this.frontOnThreads(limits.httpThreads, frontThreads, places, common, onAnswer)
+        ? this.frontOnThreads(limits.httpThreads, frontThreads, places, common, onAnswer, service)
         : new HttpFront({
             ...common,
-            link: localLink(places, serve),
+            link: localLink(places, service, this.options.hot?.routes ?? null),
             trustedProxies: new TrustedProxies(limits.trustedProxies),
             onAnswer,
             allowedMethods: (p) => this.router.allowedMethods(p),
@@ -170,6 +230,7 @@ export class HttpServer {
     places: PlaceLimits,
     common: { maxBodyBytes: number; idleTimeoutMs: number },
     onAnswer: ((a: FrontAnswer) => void) | undefined,
+    service: Pick<FrontThreadsOptions, 'serve' | 'serveHot'>,
   ): FrontThreads {
     const share = (n: number) => Math.max(1, Math.ceil(n / count));
     const front = new FrontThreads({
@@ -177,11 +238,12 @@ export class HttpServer {
       entry: start.entry,
       dupFd: start.dupFd,
       onAnswer,
-      serve: (res, head, startedAt) => this.serve(res, head, startedAt),
+      ...service,
       data: {
         ...common,
         places: { places: share(places.places), queue: share(places.queue), waitMs: places.waitMs },
         trustedProxies: [...this.options.front.trustedProxies],
+        hot: this.options.hot?.data ?? null,
         router: this.router.outline(start.nameOfRenderer),
       },
     });

@@ -8,10 +8,14 @@
 // member lies in it (json-image.ts), found here rather than on the main thread. A body over the limit is
 // read and dropped here, and the service told how much came. The service's answer comes back as its
 // parts and is framed by the front (answer-writer.ts). So the main thread never reads a request's bytes
-// off a socket, parses HTTP, or copies a body.
+// off a socket, parses HTTP, or copies a body. A hot route's request (http/hot-route.ts) goes with what
+// its prelude read, and its answer comes back as the service's findings, answered here; the front
+// writes the access lines that come with answers.
 import { performance } from 'node:perf_hooks';
 import type { AccessLineFields } from '../http/exchange';
+import type { HotRequest, HotResult, HotRoutes } from '../http/hot-route';
 import { IMAGE_MEMBER, locateMember } from '../http/json-image';
+import { writeRequestLine } from '../http/request-line';
 import { type SlabBlock, SlabWriter } from './body-slab';
 import type { Places } from './places';
 
@@ -25,13 +29,17 @@ export type OwnBody = { bytes: Uint8Array; imageStart: number; imageEnd: number 
 export type DroppedBody = { dropped: number };
 export type LinkBody = SlabBody | OwnBody | DroppedBody;
 
-/** A request for the service: its head packed (http/request-head.ts), its body if it has come; `startedAt` on the epoch clock. */
+/**
+ * A request for the service: its head packed (http/request-head.ts), its body if it has come, and
+ * with its body, what a hot route's prelude read of it (null: none did); `startedAt` on the epoch clock.
+ */
 export interface RequestMessage {
   type: 'request';
   id: number;
   head: string;
   startedAt: number;
   body: LinkBody | null;
+  hot: HotRequest | null;
 }
 
 /** The whole body of a request posted before it. */
@@ -50,7 +58,11 @@ export type ToService = RequestMessage | BodyMessage | AbortMessage;
  */
 export type AnswerMessage =
   | { type: 'answer'; id: number; status: string; fields: string; body: string | Uint8Array; close: boolean; line: AccessLineFields | null }
-  | { type: 'drop'; id: number; line: AccessLineFields | null };
+  | { type: 'drop'; id: number; line: AccessLineFields | null }
+  | { type: 'hot'; id: number; result: HotResult };
+
+/** A hot route's prelude, bound to its request's head: what it reads of the whole body (null: the usual way). */
+export type HotPrelude = (body: Buffer, image: [number, number] | null) => HotRequest | null;
 
 /** How a request's body reaches the service. */
 export const enum BodyWay {
@@ -64,11 +76,14 @@ export const enum BodyWay {
 
 /** The client side of one exchange, as the link sees it. */
 export interface ExchangeClient {
-  /** The answer's parts (AnswerMessage `answer`). */
-  answer(message: Extract<AnswerMessage, { type: 'answer' }>): void;
+  /** The answer's parts. */
+  answer(message: ServiceAnswer): void;
   /** The service dropped the request: the connection goes without an answer. */
   dropped(): void;
 }
+
+/** An answer's parts as the service wrote them, or as a hot route's answer makes them. */
+export type ServiceAnswer = { status: string; fields: string; body: string | Uint8Array; close: boolean };
 
 /** One front's way to the service: its requests' ids, their slab blocks, and the heads waiting for the end of a turn. */
 export class ServiceLink {
@@ -82,6 +97,8 @@ export class ServiceLink {
     private readonly post: (message: ToService, transfer?: ArrayBuffer[]) => void,
     private readonly slab: SlabWriter,
     readonly places: Places,
+    /** The hot routes' ends in this front; null: none. */
+    readonly hot: HotRoutes | null = null,
   ) {}
 
   /** An id for a request whose body is `bytes` long (0: none), and where to write its body when it is lent. */
@@ -103,14 +120,17 @@ export class ServiceLink {
     return entry.exchange;
   }
 
-  sendHead(id: number, head: string, startedAt: number, body: Buffer | DroppedBody | null): void {
+  sendHead(id: number, head: string, startedAt: number, body: Buffer | DroppedBody | null, prelude: HotPrelude | null): void {
     const transfer: ArrayBuffer[] = [];
-    this.post({ type: 'request', id, head, startedAt, body: body && this.lend(id, body, transfer) }, transfer);
+    if (!Buffer.isBuffer(body)) return this.post({ type: 'request', id, head, startedAt, body, hot: null }, transfer);
+    const image = locateMember(body, IMAGE_MEMBER);
+    const hot = prelude?.(body, image) ?? null;
+    this.post({ type: 'request', id, head, startedAt, body: this.lend(id, body, image, transfer), hot }, transfer);
   }
 
   sendBody(id: number, body: Buffer | DroppedBody): void {
     const transfer: ArrayBuffer[] = [];
-    this.post({ type: 'body', id, body: this.lend(id, body, transfer) }, transfer);
+    this.post({ type: 'body', id, body: Buffer.isBuffer(body) ? this.lend(id, body, locateMember(body, IMAGE_MEMBER), transfer) : body }, transfer);
   }
 
   /** `exchange`'s head goes at the end of this turn of the loop, unless its whole body comes first (then both go as one message). */
@@ -132,9 +152,8 @@ export class ServiceLink {
     this.waiting.delete(exchange);
   }
 
-  private lend(id: number, body: Buffer | DroppedBody, transfer: ArrayBuffer[]): LinkBody {
-    if (!Buffer.isBuffer(body)) return body;
-    const [imageStart, imageEnd] = locateMember(body, IMAGE_MEMBER) ?? [-1, -1];
+  private lend(id: number, body: Buffer, image: [number, number] | null, transfer: ArrayBuffer[]): LinkBody {
+    const [imageStart, imageEnd] = image ?? [-1, -1];
     const { block } = this.open.get(id)!;
     if (!block) {
       transfer.push(body.buffer as ArrayBuffer);
@@ -149,9 +168,18 @@ export class ServiceLink {
     if (this.close(id) && sent) this.post({ type: 'abort', id, received });
   }
 
-  /** An answer (or drop) from the service. */
+  /** An answer (or drop) from the service; its access line is written here, also when its client has left meanwhile. */
   answered(message: AnswerMessage): void {
-    this.close(message.id)?.answered(message); // none: its client left meanwhile
+    const exchange = this.close(message.id);
+    if (message.type === 'hot') {
+      const answer = this.hot!.answer(message.result);
+      const line = message.result.line;
+      if (line) writeRequestLine({ ...line, bytes_out: Buffer.byteLength(answer.body) });
+      return exchange?.answered({ ...answer, close: false });
+    }
+    if (message.line) writeRequestLine(message.line);
+    if (message.type === 'drop') exchange?.dropped();
+    else exchange?.answered(message);
   }
 }
 
@@ -172,6 +200,8 @@ export class ServiceExchange {
   private bodyPosted = false;
   /** Leaves the queue of places (while the request waits for one). */
   private cancel: (() => void) | null = null;
+  /** The current request's hot route prelude, if it may have one. */
+  private prelude: HotPrelude | null = null;
 
   constructor(
     private readonly link: ServiceLink,
@@ -187,7 +217,7 @@ export class ServiceExchange {
    * Takes a request (a place in the link, now or once one is free: `granted`), its head packed, its body
    * of `bytes` to come through write (`way`); `expired`: no place came in time. False when the queue is full.
    */
-  begin(head: string, bytes: number, way: BodyWay, granted: () => void, expired: () => void): boolean {
+  begin(head: string, bytes: number, way: BodyWay, prelude: HotPrelude | null, granted: () => void, expired: () => void): boolean {
     const leave = this.link.places.acquire(() => {
       this.cancel = null;
       const place = this.link.enter(this, way === BodyWay.Whole ? bytes : 0);
@@ -200,6 +230,7 @@ export class ServiceExchange {
       this.expected = way === BodyWay.None ? 0 : bytes;
       this.posted = false;
       this.bodyPosted = way === BodyWay.None;
+      this.prelude = way === BodyWay.Whole ? prelude : null;
       granted();
     }, () => {
       this.cancel = null;
@@ -246,7 +277,7 @@ export class ServiceExchange {
   private sendHead(body: Buffer | DroppedBody | null): void {
     this.posted = true;
     this.link.posted(this);
-    this.link.sendHead(this.id, this.head, this.startedAt, body);
+    this.link.sendHead(this.id, this.head, this.startedAt, body, this.prelude);
   }
 
   /** The client left, or the connection ends: the service hears of a request it has, and its place is freed. */
@@ -259,10 +290,20 @@ export class ServiceExchange {
     this.body = null;
   }
 
-  answered(message: AnswerMessage): void {
+  answered(answer: ServiceAnswer): void {
+    this.forget();
+    this.client.answer(answer);
+  }
+
+  dropped(): void {
+    this.forget();
+    this.client.dropped();
+  }
+
+  /** The request has ended: an answer before the whole body (a closing one) leaves the rest nowhere to go. */
+  private forget(): void {
     this.id = 0;
-    this.body = null; // an answer before the whole body (a closing one): the rest has nowhere to go
-    if (message.type === 'drop') this.client.dropped();
-    else this.client.answer(message);
+    this.body = null;
+    this.prelude = null;
   }
 }

@@ -1,7 +1,9 @@
 // The service's side of one link (service-link.ts): a front thread's, or the main thread's own front's
 // (local-link.ts). Each request is handed to the service with its head unpacked (http/request-head.ts)
 // and a LinkedResponse, its body borrowed in place from the link's slab (or taken as handed over), and
-// its answer posted back.
+// its answer posted back. A hot route's request (http/hot-route.ts) is served without its head when
+// the service takes it (serveHot), else the usual way.
+import type { HotRequest } from '../http/hot-route';
 import type { ServiceHead } from '../http/request-head';
 import { unpackHead } from '../http/request-head';
 import type { ResponseSink } from '../http/exchange';
@@ -10,12 +12,22 @@ import { type Slab, SlabReader } from './body-slab';
 import type { AnswerMessage, LinkBody, RequestMessage, ToService } from './service-link';
 import { LinkedResponse } from './linked-response';
 
+/** What the service answers a hot request with: its findings, or an answer's parts. */
+export type HotReply = Omit<Extract<AnswerMessage, { type: 'hot' }>, 'id'> | Omit<Extract<AnswerMessage, { type: 'answer' }>, 'id'>;
+
+/** A hot request the service has taken: the client may leave. */
+export interface HotCall {
+  abort(): void;
+}
+
 export interface ServiceSideOptions {
   slab: Slab;
   /** Posts an answer (or drop) to the link's front side. */
   post(message: AnswerMessage): void;
   /** Serves a request; `startedAt` on performance.now()'s clock. */
   serve(res: ResponseSink, head: ServiceHead, startedAt: number): void;
+  /** Serves a hot request with its whole body, replying once (not after abort); null: it takes the usual way. */
+  serveHot(request: HotRequest, body: Buffer, startedAt: number, reply: (answer: HotReply) => void): HotCall | null;
   /** The answers carry their access lines for the front side to write (a front thread); false: the service writes them. */
   carryLines: boolean;
 }
@@ -25,7 +37,7 @@ const nothingToGiveBack = (): void => undefined;
 export class ServiceSide {
   private readonly slab: SlabReader;
   /** Requests not answered yet, by id. */
-  private readonly open = new Map<number, LinkedResponse>();
+  private readonly open = new Map<number, { abort(received?: number): void }>();
 
   constructor(private readonly options: ServiceSideOptions) {
     this.slab = new SlabReader(options.slab);
@@ -39,32 +51,60 @@ export class ServiceSide {
 
   /** The front side is gone (its thread ended): every open request's client has left with it. */
   abortAll(): void {
-    for (const res of [...this.open.values()]) res.abort();
+    for (const request of [...this.open.values()]) request.abort();
   }
 
   private serve(message: RequestMessage): void {
     const { id } = message;
+    const startedAt = message.startedAt - performance.timeOrigin;
+    if (message.hot && message.body && !('dropped' in message.body) && this.serveHot(id, message.hot, message.body, startedAt)) return;
     const res = new LinkedResponse(id, this.options.post, () => this.open.delete(id), this.options.carryLines);
     this.open.set(id, res);
-    this.options.serve(res, unpackHead(message.head), message.startedAt - performance.timeOrigin);
+    this.options.serve(res, unpackHead(message.head), startedAt);
     if (message.body) this.deliver(id, message.body);
+  }
+
+  /** Whether the service took the hot request; its body is held until it is answered or its client leaves. */
+  private serveHot(id: number, request: HotRequest, body: Exclude<LinkBody, { dropped: number }>, startedAt: number): boolean {
+    const { lent } = this.borrow(body);
+    let done = false;
+    const over = (): boolean => {
+      if (done) return false;
+      done = true;
+      this.open.delete(id);
+      lent.letGo();
+      return true;
+    };
+    const call = this.options.serveHot(request, lent.bytes, startedAt, (answer) => {
+      if (over()) this.options.post({ ...answer, id } as AnswerMessage);
+    });
+    if (!call) {
+      lent.letGo();
+      return false;
+    }
+    this.open.set(id, {
+      abort: () => {
+        if (over()) call.abort();
+      },
+    });
+    return true;
   }
 
   /** A body, to the request it is for (or given back at once when that has ended). */
   private deliver(id: number, body: LinkBody): void {
     const res = this.open.get(id);
-    if ('dropped' in body) return res?.deliverDropped(body.dropped);
-    let lent: LentRange;
-    let image: [number, number] | null;
-    if ('bytes' in body) {
-      lent = new LentRange(Buffer.from(body.bytes.buffer, body.bytes.byteOffset, body.bytes.byteLength), nothingToGiveBack);
-      image = body.imageStart < 0 ? null : [body.imageStart, body.imageEnd];
-    } else {
-      const [block, offset, length, imageStart, imageEnd] = body;
-      lent = this.slab.borrow({ block, offset, length });
-      image = imageStart < 0 ? null : [imageStart, imageEnd];
-    }
-    if (res) res.deliver(lent, image);
+    if ('dropped' in body) return void (res instanceof LinkedResponse && res.deliverDropped(body.dropped));
+    const { lent, image } = this.borrow(body);
+    if (res instanceof LinkedResponse) res.deliver(lent, image);
     else lent.letGo();
+  }
+
+  private borrow(body: Exclude<LinkBody, { dropped: number }>): { lent: LentRange; image: [number, number] | null } {
+    if ('bytes' in body) {
+      const lent = new LentRange(Buffer.from(body.bytes.buffer, body.bytes.byteOffset, body.bytes.byteLength), nothingToGiveBack);
+      return { lent, image: body.imageStart < 0 ? null : [body.imageStart, body.imageEnd] };
+    }
+    const [block, offset, length, imageStart, imageEnd] = body;
+    return { lent: this.slab.borrow({ block, offset, length }), image: imageStart < 0 ? null : [imageStart, imageEnd] };
   }
 }

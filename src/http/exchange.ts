@@ -33,6 +33,9 @@ export interface ResponseSink {
   carryLine?(fields: AccessLineFields): boolean;
 }
 
+/** What the access log and the metrics read of a request that has ended (ops/access-log.ts recordRequest). */
+export type EndedRequest = Pick<Exchange, 'answeredRequestId' | 'path' | 'method' | 'route' | 'peerAddress' | 'notes' | 'status' | 'startedAt' | 'bytesIn' | 'bytesOut' | 'stages' | 'header' | 'carryLine'>;
+
 /** How a request's client leaving is heard (by the batcher): an AbortSignal, or an Exchange itself (no AbortController per request). */
 export interface Leaving {
   readonly aborted: boolean;

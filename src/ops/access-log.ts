@@ -4,13 +4,13 @@
 // service or the HTTP front answered them, are recorded here with their metrics; gRPC's calls by
 // its interceptor (src/oip/grpc/call-log.ts). The line names what was done and for which client
 // address, never the image, the body or the key.
-import type { Exchange } from '../http/exchange';
+import type { EndedRequest, Exchange } from '../http/exchange';
 import type { FrontAnswerRecord } from '../front/server';
 import { requestIdFrom } from '../errors';
 import { log } from '../log';
 import { countAnswered } from './event-loop';
 import { metrics } from './metrics';
-import { writeRequestLine } from './request-line';
+import { writeRequestLine } from '../http/request-line';
 import { observeStages } from './stage-summary';
 
 export type Interface = 'v1' | 'v2' | 'scan' | 'ops';
@@ -107,7 +107,7 @@ function record(r: RequestRecord, carrier?: LineCarrier): void {
   }, carrier);
 }
 
-export function recordRequest(ex: Exchange): void {
+export function recordRequest(ex: EndedRequest): void {
   // The stages around the analyses (the analyses' own are observed by Model.analyze).
   if (ex.notes.model !== undefined && ex.stages?.read !== undefined) observeStages(ex.notes.model, { read: ex.stages.read, convert: ex.stages.convert });
   record({

@@ -1,19 +1,16 @@
 // POST /v2/predict and POST /v2/models/{model_id}/predict (spec 2.1, 2.2, 4.1).
 import type { AnalyzeOptions, Model } from '../packs/model';
 import type { ModelRegistry } from '../packs/registry';
-import { analyzePicked, appliedThreshold, pickVersion } from '../packs/routed';
+import { analyzePicked, appliedThreshold, pickVersion, type Routed } from '../packs/routed';
 import { jsonDecodeError } from '../http/json-body';
 import { hasControlByte, PLACEHOLDER } from '../http/json-image';
-import { ImageError, isDiscomfort, type Analysis } from '../pipeline/analysis';
+import { ImageError, type Analysis } from '../pipeline/analysis';
 import { explain } from './explain';
 import type { PredictExplanation } from './explain-schema';
 import { NO_OPT_IN, type PredictOptions } from './predict-options';
+import { type PredictContext, type PredictFigures, predictResponse } from './predict-response';
 import type { PredictResponse } from './schemas';
 import { validatePredictRequest } from './validate';
-
-export interface PredictContext {
-  serviceVersion: string;
-}
 
 /** A v2 answer, with `explanation` when the request opted in. */
 export type ExplainedPredictResponse = PredictResponse & { explanation?: PredictExplanation };
@@ -34,39 +31,40 @@ export async function predict(
 ): Promise<ExplainedPredictResponse> {
   const bytes = Buffer.isBuffer(body.image) ? body.image : null;
   const request = validatePredictRequest(bytes ? { ...body, image: PLACEHOLDER } : body);
-  const pick = pickVersion(registry, modelId, opts.packVersion, true);
-  const item = { data: bytes ?? request.image, encoding: 'base64-strict' as const, ...(opts.explain ? { explain: true } : {}) };
-  const { analysis, model } = await analyzePicked(pick, item, options, request.threshold ?? null).catch((error: unknown) => {
-    // JSON forbids raw control characters in a string: the body parsed whole said so first.
-    if (bytes && error instanceof ImageError && error.code === 'invalid_base64' && hasControlByte(bytes)) throw jsonDecodeError();
-    throw error;
-  });
-  const response = toPredictResponse(ctx, model, analysis, appliedThreshold(model, request.threshold), requestId);
+  const { model, analysis } = await analyzeImage(registry, modelId, bytes ?? request.image, request.threshold ?? null, options, opts);
+  const response = predictResponse(ctx, predictedFigures(model, analysis, request.threshold ?? null), requestId);
   return opts.explain ? { ...response, explanation: explain(model, analysis) } : response;
 }
 
-export function toPredictResponse(
-  ctx: PredictContext,
-  model: Model,
-  analysis: Analysis,
-  threshold: number,
-  requestId: string,
-): PredictResponse {
+/** Analyses a predict request's image (base64: its bytes as sent, or the string) with the version of `modelId` that answers it. */
+export async function analyzeImage(
+  registry: ModelRegistry,
+  modelId: string,
+  image: Buffer | string,
+  threshold: number | null,
+  options: AnalyzeOptions,
+  opts: PredictOptions = NO_OPT_IN,
+): Promise<Routed> {
+  const pick = pickVersion(registry, modelId, opts.packVersion, true);
+  const item = { data: image, encoding: 'base64-strict' as const, ...(opts.explain ? { explain: true } : {}) };
+  return analyzePicked(pick, item, options, threshold).catch((error: unknown) => {
+    // JSON forbids raw control characters in a string: the body parsed whole said so first.
+    if (Buffer.isBuffer(image) && error instanceof ImageError && error.code === 'invalid_base64' && hasControlByte(image)) throw jsonDecodeError();
+    throw error;
+  });
+}
+
+/** The figures of `analysis` by `model`, labelled with the threshold asked for (null: the model's default). */
+export function predictedFigures(model: Model, analysis: Analysis, threshold: number | null): PredictFigures {
   const cat = analysis.cat;
   return {
-    request_id: requestId,
-    model: { id: model.id, version: ctx.serviceVersion, pack_version: model.version },
+    modelId: model.id,
+    packVersion: model.version,
     detection: analysis.detection,
-    prediction:
-      analysis.score === null
-        ? null
-        : { label: isDiscomfort(analysis.score, threshold) ? 'discomfort' : 'comfort', score: analysis.score, threshold },
-    cat: cat
-      ? {
-          bounding_box: { x_min: cat.box[0], y_min: cat.box[1], x_max: cat.box[2], y_max: cat.box[3] },
-          detection_confidence: cat.confidence,
-        }
-      : null,
-    image: { width: analysis.width, height: analysis.height },
+    score: analysis.score,
+    threshold: appliedThreshold(model, threshold),
+    cat: cat ? [cat.box[0], cat.box[1], cat.box[2], cat.box[3], cat.confidence] : null,
+    width: analysis.width,
+    height: analysis.height,
   };
 }

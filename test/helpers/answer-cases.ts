@@ -24,6 +24,9 @@ const oip = oipBinaryRequest(jpeg);
 const v1 = JSON.stringify({ media_data: { image: jpeg.toString('base64') } });
 const predict = (extra = '', version = 'HTTP/1.1', host = 'Host: x\r\n') =>
   `POST /v2/predict ${version}\r\n${host}X-Request-ID: rid\r\n${K}Content-Type: application/json\r\n${extra}Content-Length: ${json.length}\r\n\r\n${json}`;
+/** A v2 predict of `text` as its body, at `path`. */
+const body = (text: string, path = '/v2/predict') =>
+  `POST ${path} HTTP/1.1\r\nHost: x\r\nX-Request-ID: rid\r\n${K}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`;
 const chunked = (text: string) => `${text.length.toString(16)}\r\n${text}\r\n0\r\n\r\n`;
 /** Over the default body limit (8 MiB), under the most the service reads and drops (64 MiB). */
 const OVER = 9 * 1024 * 1024;
@@ -59,6 +62,13 @@ export const ANSWER_CASES: AnswerCase[] = [
   { name: 'predict, no body', pieces: [`POST /v2/predict HTTP/1.1\r\nHost: x\r\nX-Request-ID: rid\r\n${K}Content-Type: application/json\r\n\r\n`] },
   { name: 'predict, over the body limit (read and dropped)', pieces: [`POST /v2/predict HTTP/1.1\r\nHost: x\r\nX-Request-ID: rid\r\n${K}Content-Type: application/json\r\nContent-Length: ${OVER}\r\n\r\n`, Buffer.alloc(OVER, 0x20)] },
   { name: 'predict, over the limit with Expect (413 from the front)', pieces: [`POST /v2/predict HTTP/1.1\r\nHost: x\r\nX-Request-ID: rid\r\n${K}Expect: 100-continue\r\nContent-Length: ${OVER}\r\n\r\n`], closes: true },
+  { name: 'predict, a threshold', pieces: [body(JSON.stringify({ image: jpeg.toString('base64'), threshold: 0.9 }))] },
+  { name: 'predict, an image not in base64', pieces: [body('{"image":"@@@@"}')] },
+  { name: 'predict, base64 of no image', pieces: [body(JSON.stringify({ image: Buffer.from('hello, not a photo').toString('base64') }))] },
+  { name: 'predict, a raw control byte in the image', pieces: [body('{"image":"aGVsbG8\x01"}')] },
+  { name: 'predict, a threshold out of range', pieces: [body(JSON.stringify({ image: jpeg.toString('base64'), threshold: 2 }))] },
+  { name: 'predict, an unknown pack', pieces: [body(json, '/v2/models/nope/predict')] },
+  { name: 'predict, X-Request-ID and api-key twice', pieces: [predict(`X-Request-ID: second\r\napi-key: wrong-key-0123456789\r\n${K}`)] },
   { name: 'model-pinned predict', pieces: [predict().replace('/v2/predict', '/v2/models/bc-v1/predict')] },
   { name: 'OIP binary infer', pieces: [Buffer.concat([Buffer.from(`POST /v2/models/bc-v1/infer HTTP/1.1\r\nHost: x\r\n${K}Content-Type: application/octet-stream\r\nInference-Header-Content-Length: ${oip.headers['inference-header-content-length']}\r\nContent-Length: ${oip.body.length}\r\n\r\n`), oip.body])] },
   { name: 'OIP infer, invalid JSON', pieces: [`POST /v2/models/bc-v1/infer HTTP/1.1\r\nHost: x\r\n${K}Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`] },
