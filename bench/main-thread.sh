@@ -15,17 +15,19 @@
 # MT_PROTOCOL=oip loads the Open Inference Protocol's REST infer with the photo as binary tensor data
 # (bench/protocols.ts) instead of /v2/predict; MT_PROTOCOL=grpc its gRPC ModelInfer (the service with
 # CATCOMFORT_GRPC_PORT; bench/grpc-load.ts: one channel, as many calls in flight as the clients).
+# MT_OLD_THREADS runs the older build with that many front threads (default 1), to set its T2 beside this one's.
 # MT_LOG_LEVEL sets CATCOMFORT_LOG_LEVEL for every run (default warn: no access line; info writes one per request).
 # MT_RATE holds each level at that many requests a second in all (autocannon's overallRate), for the
 # cost per answer at a given rate rather than at the most the clients get.
 # MT_SIMULATE=PROFILE (with `free`): instead of the free model, the real path on a simulated device
 # (CATCOMFORT_BENCH_SIMULATE, decoding simulated too: docs/gpu.md "A simulated device"), so the N-API
 # calls, the pool and the result conversion are in the figures; `echo` makes every Run free.
-# Usage: bash bench/main-thread.sh OLD_TREE|free   (MT_PHOTO, MT_PROTOCOL=predict|oip|grpc, MT_CONCURRENCY=1,8,32,128, MT_DURATION_S=15, MT_LOG_LEVEL=warn, MT_FREE=false, MT_RATE unset, MT_SIMULATE unset)
+# Usage: bash bench/main-thread.sh OLD_TREE|free   (MT_PHOTO, MT_PROTOCOL=predict|oip|grpc, MT_OLD_THREADS=1, MT_CONCURRENCY=1,8,32,128, MT_DURATION_S=15, MT_LOG_LEVEL=warn, MT_FREE=false, MT_RATE unset, MT_SIMULATE unset)
 set -euo pipefail
 free=${MT_FREE:-false}
 if [ "${1:-}" = free ]; then free=true; old=""; else old=$(cd "${1:?usage: bench/main-thread.sh OLD_TREE|free}" && pwd); fi
 simulate=${MT_SIMULATE:-}
+old_threads=${MT_OLD_THREADS:-1}
 if [ -n "$simulate" ]; then
   [ -z "$old" ] || { echo "MT_SIMULATE goes with free (this checkout alone)" >&2; exit 2; }
   free=false
@@ -86,7 +88,7 @@ run() { # tree threads label
 if [ -z "$old" ]; then
   run "$new" 1 t1a; run "$new" 2 t2a; run "$new" 2 t2b; run "$new" 1 t1b
 else
-  run "$old" 1 old1; run "$new" 1 t1a; run "$new" 2 t2a; run "$new" 2 t2b; run "$new" 1 t1b; run "$old" 1 old2
+  run "$old" "$old_threads" old1; run "$new" 1 t1a; run "$new" 2 t2a; run "$new" 2 t2b; run "$new" 1 t1b; run "$old" "$old_threads" old2
 fi
 node -e '
 const fs = require("fs"), dir = process.argv[1];

@@ -50,7 +50,7 @@ const reportCounts = (counts: PlaceCounts) => {
 setInterval(() => reportCounts(front.upstream), COUNTS_MS).unref();
 
 port.on('message', (message: ToFrontThread) => {
-  if (message.type === 'answer' || message.type === 'drop' || message.type === 'hot') link.answered(message);
+  if (message.type === 'answer' || message.type === 'hot') link.answered(message);
   else if (message.type === 'close') front.close();
   else if (message.type === 'drain') void front.drain(message.timeoutMs).then(() => send({ type: 'drained' }));
   else if (message.type === 'router') router = Router.fromOutline(message.router, rendererNamed);

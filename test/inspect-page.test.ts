@@ -11,6 +11,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { ffmpegJpeg } from './helpers/phone-jpeg';
 import { photo } from './helpers/paths';
 import { startServer, TEST_KEY, type TestServer } from './helpers/server';
+import { waitFor } from './helpers/wait';
 
 const CHROMIUM = '/usr/bin/chromium';
 const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is not installed (Debian package chromium; .ci/run installs it)`;
@@ -88,8 +89,12 @@ async function settled(p: Photo, state: 'answered' | 'refused') {
   return c;
 }
 
-/** The answer the page received for `p` (the last one). */
-const answerFor = (p: Photo) => answers.get(p.buffer.toString('base64').slice(-200));
+/** The answer the page received for `p` (the last one, or the last one `until` holds for), once this process has read it too. */
+const answerFor = (p: Photo, until: (answer: any) => boolean = () => true): Promise<any> =>
+  waitFor(`the answer to ${p.name}`, () => {
+    const answer = answers.get(p.buffer.toString('base64').slice(-200));
+    return answer !== undefined && until(answer) ? answer : null;
+  }, { timeoutMs: 10_000 });
 
 /** RGB of the card's canvas at (x, y). */
 async function pixel(p: Photo, x: number, y: number): Promise<number[]> {
@@ -151,23 +156,23 @@ describe('the inspection page', { skip }, () => {
     await drop([DOG, CAT_AND_PERSON]);
     for (const p of [CAT, DOG, CAT_AND_PERSON]) {
       const c = await settled(p, 'answered');
-      const answer = answerFor(p);
+      const answer = await answerFor(p);
       assert.equal(await c.getAttribute('data-detection'), answer.detection, p.name);
       assert.equal(await c.locator('[data-fact=detection]').innerText(), answer.detection);
       assert.equal(await c.locator('[data-fact=model]').innerText(), `bc-v1 ${answer.model.pack_version} (service ${answer.model.version})`);
       if (answer.prediction) assert.match(await c.locator('[data-fact=comfort]').innerText(), new RegExp(`^${answer.prediction.label} \\(score ${answer.prediction.score.toFixed(3)}`));
       if (answer.cat) await assertBoxDrawn(p, answer.cat.bounding_box, answer.image, GREEN);
     }
-    assert.equal(answerFor(CAT).detection, 'detected');
-    assert.equal(answerFor(CAT_AND_PERSON).detection, 'detected');
-    assert.equal(answerFor(DOG).detection, 'not_detected');
+    assert.equal((await answerFor(CAT)).detection, 'detected');
+    assert.equal((await answerFor(CAT_AND_PERSON)).detection, 'detected');
+    assert.equal((await answerFor(DOG)).detection, 'not_detected');
   });
 
   test('a large phone photo is shown scaled down, its box scaled with it, and its original bytes sent', async () => {
     const phone: Photo = { name: 'phone-chelsea.jpg', mimeType: 'image/jpeg', buffer: ffmpegJpeg(photo(CAT.name), 'scale=4032:3024') };
     await page.setInputFiles('#files', phone);
     await settled(phone, 'answered');
-    const answer = answerFor(phone);
+    const answer = await answerFor(phone);
     assert.deepEqual(answer.image, { width: 4032, height: 3024 });
     assert.equal((await shown(phone)).width, 480);
     await assertBoxDrawn(phone, answer.cat.bounding_box, answer.image, GREEN);
@@ -178,11 +183,12 @@ describe('the inspection page', { skip }, () => {
     const rows = cardOf(DOG).locator('table.candidates tr[data-outcome="below_low_confidence_cutoff"]');
     const row = rows.first();
     await row.waitFor();
-    assert.equal(await rows.count(), answerFor(DOG).explanation.candidates.length, 'every candidate the detector proposed');
+    const explained = await answerFor(DOG, (a) => a.explanation !== undefined);
+    assert.equal(await rows.count(), explained.explanation.candidates.length, 'every candidate the detector proposed');
     assert.match(await row.innerText(), /not reported: confidence 0\.\d+ is below the low-confidence cutoff 0\.5/);
-    const box = answerFor(DOG).explanation.candidates[0].bounding_box;
+    const box = explained.explanation.candidates[0].bounding_box;
     const size = await shown(DOG);
-    const scale = size.width / answerFor(DOG).image.width;
+    const scale = size.width / explained.image.width;
     const y = Math.floor(box.y_min * scale);
     const top = await Promise.all(Array.from({ length: 13 }, (_, i) => pixel(DOG, Math.floor(box.x_min * scale) + 2 + i, y)));
     assert.ok(top.some((rgb) => rgb.join() === MAGENTA.join()), JSON.stringify(top));
@@ -190,7 +196,7 @@ describe('the inspection page', { skip }, () => {
   });
 
   test('the threshold control asks again and shows the borderline photo\'s label change', async () => {
-    const before = answerFor(CAT).prediction;
+    const before = (await answerFor(CAT)).prediction;
     assert.equal(before.label, 'discomfort');
     assert.ok(before.score > 0.3 && before.score < 0.5, `a borderline score: ${before.score}`);
     await page.uncheck('#default-threshold');
@@ -198,7 +204,7 @@ describe('the inspection page', { skip }, () => {
     const c = cardOf(CAT);
     await c.and(page.locator('[data-label="comfort"]')).waitFor();
     assert.match(await c.locator('[role=status]').innerText(), /comfort: discomfort \(score [\d.]+, threshold 0\.3\) → comfort \(score [\d.]+, threshold 0\.5\)/);
-    assert.equal(answerFor(CAT).prediction.threshold, 0.5);
+    assert.equal((await answerFor(CAT, (a) => a.prediction?.threshold === 0.5)).prediction.threshold, 0.5);
   });
 
   test('a photo over the body limit and a file that is not an image get their messages', async () => {

@@ -1,4 +1,4 @@
-// The one place an answer is framed for the client: the front's own answers (refusals, 429, 503) and
+// The one place an answer is framed for the client: the front's own answers (refusals, 429) and
 // the service's alike. The status line is HTTP/1.1 (RFC 9110 §6.2, also to HTTP/1.0 clients); then the
 // answer's fields, Content-Length (never chunked), and the connection's fate: `Connection: close` when
 // it ends after this answer, `Connection: keep-alive` to an HTTP/1.0 client that keeps it (HTTP/1.0

@@ -52,11 +52,6 @@ export class SlabWriter {
     this.unused = Array.from({ length: slab.blocks }, (_, i) => slab.blocks - 1 - i);
   }
 
-  /** Whether a body of `length` bytes can be placed now. */
-  fits(length: number): boolean {
-    return this.slotFor(length) >= 0;
-  }
-
   /** A block of `length` bytes, or null when none fits. */
   place(length: number): SlabBlock | null {
     const index = this.slotFor(length);

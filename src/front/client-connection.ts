@@ -32,8 +32,6 @@ export interface ConnectionEvents {
   /** The connection has no request in progress any more (answered, refused or closed). */
   idle(connection: ClientConnection): void;
   closed(connection: ClientConnection): void;
-  /** False once the front stops accepting connections (shutdown). */
-  accepting(): boolean;
 }
 
 const enum In {
@@ -85,7 +83,7 @@ export class ClientConnection {
     private readonly settings: FrontSettings,
     private readonly events: ConnectionEvents,
   ) {
-    this.exchange = new ServiceExchange(settings.link, { answer: (message) => this.answer(message), dropped: () => this.dropped() });
+    this.exchange = new ServiceExchange(settings.link, (answer) => this.answer(answer));
     this.peer = plainAddress(client.remoteAddress);
     this.clientAddress = this.peer;
     this.viaProxy = settings.trustedProxies.has(this.peer);
@@ -282,7 +280,8 @@ export class ClientConnection {
     this.state = In.Queued;
     let pumping = true;
     const granted = (): void => {
-      if (head.expectContinue && way === BodyWay.Whole) this.client.write(CONTINUE);
+      // A chunked body's 100 Continue went with its head (onHead).
+      if (head.expectContinue && !head.chunked && way === BodyWay.Whole) this.client.write(CONTINUE);
       this.state = next;
       withBody?.();
       if (!pumping) this.pump();
@@ -338,15 +337,6 @@ export class ClientConnection {
     }
     if (this.state === In.Wait) this.state = In.Head;
     if (this.state === In.Head) this.pump();
-  }
-
-  /** The service dropped the request mid-way; the client sees the connection close. */
-  private dropped(): void {
-    if (this.state === In.Closing) return;
-    this.awaiting = false;
-    this.events.idle(this);
-    this.state = In.Closing;
-    this.client.destroy();
   }
 
   private onTimeout(): void {

@@ -38,7 +38,6 @@ export class HttpFront {
 
   constructor(private readonly settings: FrontSettings) {
     const events = {
-      accepting: () => this.server.listening,
       idle: () => this.checkIdle(),
       closed: (connection: ClientConnection) => {
         this.connections.delete(connection);

@@ -23,7 +23,7 @@ export class LinkedResponse implements ResponseSink {
     private readonly id: number,
     /** Posts to the request's front. */
     private readonly post: (message: AnswerMessage) => void,
-    /** Told once when the response is over: answered, dropped or aborted. */
+    /** Told once when the response is over: answered or aborted. */
     private readonly over: () => void,
     /** The answer carries the access line for the thread to write; false: the service writes it. */
     private readonly carriesLines = true,
@@ -41,10 +41,6 @@ export class LinkedResponse implements ResponseSink {
 
   answer(status: string, fields: string, body: string | Buffer, close: boolean): void {
     if (this.finish()) this.post({ type: 'answer', id: this.id, status, fields, body, close, line: this.line });
-  }
-
-  drop(): void {
-    if (this.finish()) this.post({ type: 'drop', id: this.id, line: this.line });
   }
 
   /** The thread writes the line, as it comes with the answer (the service settles an exchange before ending it); not once the response is over. */

@@ -62,7 +62,7 @@ export interface FrontAnswerRecord extends FrontAnswer {
 }
 
 export interface HttpServerOptions {
-  /** The body limit, for the front's early 413 to `Expect: 100-continue`. */
+  /** The body limit: over it, the front answers 413 itself to `Expect: 100-continue` (and past MAX_DISCARD_BYTES), else reads and drops the body. */
   maxBodyBytes: number;
   /** The front's limits and trusted proxies (Config.front: CATCOMFORT_UPSTREAM_*, CATCOMFORT_TRUSTED_PROXIES, CATCOMFORT_CLIENT_IDLE_TIMEOUT_MS). */
   front: FrontConfig;
@@ -143,8 +143,8 @@ export class HttpServer {
         reply({ type: 'hot', result: { requestId: request.requestId, serverTiming, figures: found.figures, line: ex.line } });
       },
       (error: unknown) => {
-        const apiError = ex.aborted ? null : toApiError(error, { request_id: request.requestId, path: request.path });
-        if (apiError === null) return;
+        if (ex.aborted) return;
+        const apiError = toApiError(error, { request_id: request.requestId, path: request.path }) ?? new ApiError('internal_error');
         const answer = errorResponse(request.requestId, apiError);
         const serverTiming = settle(answer.status, Buffer.byteLength(answer.body));
         let fields = '';
@@ -223,7 +223,7 @@ export class HttpServer {
     }
   }
 
-  /** The front on `count` threads, each with its share of the places (so the sums stay the settings), told of every change of routes. */
+  /** The front on `count` threads, each with its share of the places (rounded up: the sums may pass the settings by count - 1), told of every change of routes. */
   private frontOnThreads(
     count: number,
     start: FrontThreadsStart,

@@ -53,12 +53,11 @@ export type ToService = RequestMessage | BodyMessage | AbortMessage;
 
 /**
  * The answer's parts as the service wrote them (status and reason, field lines, body, whether it
- * closes), or `drop`: no answer; with either, the request's access line (its fields) for the front's
- * thread to write, or null.
+ * closes) with the request's access line (its fields) for the front to write, or null; or a hot
+ * route's findings (http/hot-route.ts), answered by the front.
  */
 export type AnswerMessage =
   | { type: 'answer'; id: number; status: string; fields: string; body: string | Uint8Array; close: boolean; line: AccessLineFields | null }
-  | { type: 'drop'; id: number; line: AccessLineFields | null }
   | { type: 'hot'; id: number; result: HotResult };
 
 /** A hot route's prelude, bound to its request's head: what it reads of the whole body (null: the usual way). */
@@ -74,13 +73,8 @@ export const enum BodyWay {
   Dropped,
 }
 
-/** The client side of one exchange, as the link sees it. */
-export interface ExchangeClient {
-  /** The answer's parts. */
-  answer(message: ServiceAnswer): void;
-  /** The service dropped the request: the connection goes without an answer. */
-  dropped(): void;
-}
+/** The client side of one exchange, as the link sees it: it takes the answer's parts. */
+export type ExchangeClient = (answer: ServiceAnswer) => void;
 
 /** An answer's parts as the service wrote them, or as a hot route's answer makes them. */
 export type ServiceAnswer = { status: string; fields: string; body: string | Uint8Array; close: boolean };
@@ -168,7 +162,7 @@ export class ServiceLink {
     if (this.close(id) && sent) this.post({ type: 'abort', id, received });
   }
 
-  /** An answer (or drop) from the service; its access line is written here, also when its client has left meanwhile. */
+  /** An answer from the service; its access line is written here, also when its client has left meanwhile. */
   answered(message: AnswerMessage): void {
     const exchange = this.close(message.id);
     if (message.type === 'hot') {
@@ -178,8 +172,7 @@ export class ServiceLink {
       return exchange?.answered({ ...answer, close: false });
     }
     if (message.line) writeRequestLine(message.line);
-    if (message.type === 'drop') exchange?.dropped();
-    else exchange?.answered(message);
+    exchange?.answered(message);
   }
 }
 
@@ -205,7 +198,7 @@ export class ServiceExchange {
 
   constructor(
     private readonly link: ServiceLink,
-    private readonly client: ExchangeClient,
+    private readonly answer: ExchangeClient,
   ) {}
 
   /** The current request's body is still arriving. */
@@ -290,20 +283,11 @@ export class ServiceExchange {
     this.body = null;
   }
 
-  answered(answer: ServiceAnswer): void {
-    this.forget();
-    this.client.answer(answer);
-  }
-
-  dropped(): void {
-    this.forget();
-    this.client.dropped();
-  }
-
   /** The request has ended: an answer before the whole body (a closing one) leaves the rest nowhere to go. */
-  private forget(): void {
+  answered(answer: ServiceAnswer): void {
     this.id = 0;
     this.body = null;
     this.prelude = null;
+    this.answer(answer);
   }
 }

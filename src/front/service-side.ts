@@ -28,7 +28,7 @@ export interface ServiceSideOptions {
   serve(res: ResponseSink, head: ServiceHead, startedAt: number): void;
   /** Serves a hot request with its whole body, replying once (not after abort); null: it takes the usual way. */
   serveHot(request: HotRequest, body: Buffer, startedAt: number, reply: (answer: HotReply) => void): HotCall | null;
-  /** The answers carry their access lines for the front side to write (a front thread); false: the service writes them. */
+  /** The usual way's answers carry their access lines for the front side to write (a front thread); false: the service writes them. Hot answers always carry theirs. */
   carryLines: boolean;
 }
 
@@ -55,18 +55,21 @@ export class ServiceSide {
   }
 
   private serve(message: RequestMessage): void {
-    const { id } = message;
+    const { id, body } = message;
     const startedAt = message.startedAt - performance.timeOrigin;
-    if (message.hot && message.body && !('dropped' in message.body) && this.serveHot(id, message.hot, message.body, startedAt)) return;
+    // Borrowed once: the hot way holds it, or the usual way does.
+    const whole = body && !('dropped' in body) ? this.borrow(body) : null;
+    if (message.hot && whole && this.serveHot(id, message.hot, whole.lent, startedAt)) return;
     const res = new LinkedResponse(id, this.options.post, () => this.open.delete(id), this.options.carryLines);
     this.open.set(id, res);
     this.options.serve(res, unpackHead(message.head), startedAt);
-    if (message.body) this.deliver(id, message.body);
+    if (whole) res.deliver(whole.lent, whole.image);
+    else if (body) this.deliver(id, body);
   }
 
-  /** Whether the service took the hot request; its body is held until it is answered or its client leaves. */
-  private serveHot(id: number, request: HotRequest, body: Exclude<LinkBody, { dropped: number }>, startedAt: number): boolean {
-    const { lent } = this.borrow(body);
+  /** Whether the service took the hot request; if so, it holds `lent` until it is answered or its client leaves. */
+  private serveHot(id: number, request: HotRequest, lent: LentRange, startedAt: number): boolean {
+    let call: HotCall | null = null;
     let done = false;
     const over = (): boolean => {
       if (done) return false;
@@ -75,19 +78,14 @@ export class ServiceSide {
       lent.letGo();
       return true;
     };
-    const call = this.options.serveHot(request, lent.bytes, startedAt, (answer) => {
+    // Open before the service sees it, so that an answer it gives at once finds it.
+    this.open.set(id, { abort: () => over() && call?.abort() });
+    call = this.options.serveHot(request, lent.bytes, startedAt, (answer) => {
       if (over()) this.options.post({ ...answer, id } as AnswerMessage);
     });
-    if (!call) {
-      lent.letGo();
-      return false;
-    }
-    this.open.set(id, {
-      abort: () => {
-        if (over()) call.abort();
-      },
-    });
-    return true;
+    if (call) return true;
+    this.open.delete(id);
+    return false;
   }
 
   /** A body, to the request it is for (or given back at once when that has ended). */

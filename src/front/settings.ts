@@ -16,7 +16,7 @@ export interface FrontSettings {
   allowedMethods(path: string): string[];
   /** How the interface a path belongs to writes errors. */
   rendererFor(path: string): ErrorRenderer;
-  /** Hears every answer the front gives itself (refusals, 429 and 503), and every request it held whose client left, for the access log and metrics. */
+  /** Hears every answer the front gives itself (refusals and 429), and every request it held whose client left, for the access log and metrics. */
   onAnswer?(record: FrontAnswer): void;
 }
 

@@ -3,9 +3,9 @@
 // write after the client has gone away.
 //
 // An answer given before the request body has fully arrived (401, 413, ...) waits until the
-// rest of the body has been received and discarded, so clients that upload first and read
-// later still get the answer instead of a reset; past MAX_DISCARD_BYTES it is sent at once
-// and the connection closed.
+// rest of the body has been received (or read and dropped by the front), so clients that upload
+// first and read later still get the answer instead of a reset; one that closes the connection, or
+// one to a request declaring more than MAX_DISCARD_BYTES, is sent at once.
 import { STATUS_CODES } from 'node:http';
 import { BadContentLengthError, BodyTooLargeError, ClientGoneError } from '../errors';
 import { RequestTiming, serverTimingHeader } from '../timing/stage-times';
@@ -22,8 +22,6 @@ export interface ResponseSink {
   onData(handler: (chunk: Buffer, isLast: boolean) => void): unknown;
   /** The answer: status and reason (`200 OK`), field lines (each ending CRLF), body; `close`: the connection ends after it. */
   answer(status: string, fields: string, body: string | Buffer, close: boolean): void;
-  /** No answer: the connection is dropped. */
-  drop(): void;
   /** Body bytes the client sent that no data handler saw (a request whose client left mid-body). */
   readonly bytesIn?: number;
   /**
@@ -159,21 +157,15 @@ export class Exchange implements Leaving {
       this.sink?.(chunk, isLast);
       if (isLast) {
         this.bodyDone = true;
-        this.flush(false);
-      } else if (this.received > MAX_DISCARD_BYTES) {
-        this.flush(true);
+        this.flush();
       }
     });
   }
 
-  private flush(close: boolean): void {
+  private flush(): void {
     const write = this.pendingWrite;
     this.pendingWrite = null;
-    if (write && !this.aborted) {
-      if (close) this.bodyDone = true; // the connection goes; nothing more will be read
-      write();
-      if (close) this.res.drop();
-    }
+    if (write && !this.aborted) write();
   }
 
   /**

@@ -85,12 +85,22 @@ export function writeAccessLine(r: AccessRecord, carrier?: LineCarrier): void {
   if (!carrier?.carryLine(fields)) writeRequestLine(fields);
 }
 
+/** Each label set's series of catcomfort_http_requests_total, looked up once (labels are hashed on each lookup). */
+const requestSeries = new Map<string, { inc(): void }>();
+
+function countRequest(iface: Interface, route: string, model: string, status: number | 'client_closed'): void {
+  const key = `${iface} ${route} ${model} ${status}`;
+  let series = requestSeries.get(key);
+  if (!series) requestSeries.set(key, (series = metrics.requests.labels({ interface: iface, route, model, status })));
+  series.inc();
+}
+
 /** An HTTP request's line and metrics. */
 function record(r: RequestRecord, carrier?: LineCarrier): void {
   const iface = interfaceOf(r.path);
   const route = r.route || 'unmatched';
   const seconds = (performance.now() - r.startedAt) / 1000;
-  metrics.requests.inc({ interface: iface, route, model: r.model ?? '', status: r.status });
+  countRequest(iface, route, r.model ?? '', r.status);
   metrics.requestDuration.of({ interface: iface, route }).observe(seconds);
   writeAccessLine({
     requestId: r.requestId,

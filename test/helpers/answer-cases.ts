@@ -50,6 +50,7 @@ export const ANSWER_CASES: AnswerCase[] = [
   { name: 'predict, explain, head and body apart', pieces: [predict().replace('/v2/predict', '/v2/predict?explain=true').slice(0, -json.length), json.slice(0, 5000), json.slice(5000)] },
   { name: 'predict, chunked', pieces: [`POST /v2/predict HTTP/1.1\r\nHost: x\r\nX-Request-ID: rid\r\n${K}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${chunked(json)}`] },
   { name: 'predict, chunked, empty', pieces: [`POST /v2/predict HTTP/1.1\r\nHost: x\r\nX-Request-ID: rid\r\n${K}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`] },
+  { name: 'predict, chunked, Expect: 100-continue', pieces: [`POST /v2/predict HTTP/1.1\r\nHost: x\r\nX-Request-ID: rid\r\n${K}Content-Type: application/json\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n${chunked(json)}`] },
   { name: 'predict, Expect: 100-continue', pieces: [predict('Expect: 100-continue\r\n')] },
   { name: 'predict, HTTP/1.0', pieces: [predict('', 'HTTP/1.0', '')], closes: true },
   { name: 'predict, HTTP/1.0 keep-alive', pieces: [predict('Connection: keep-alive\r\n', 'HTTP/1.0', '')] },
