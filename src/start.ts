@@ -27,8 +27,9 @@ import { keepIssuedKeys } from './store/api-keys';
 import { newApiKey } from './store/secrets';
 import { v1Interface } from './v1/routes';
 import { v2Interface } from './v2/routes';
-import { hotRoutes } from './v2/hot-predict';
+import { frontHotRoutes } from './front-hot-routes';
 import { hotService } from './v2/hot-service';
+import { hotInferService } from './oip/hot-service';
 import { OIP_DOCUMENT } from './oip/openapi';
 import { OIP_HEALTH_PATHS, oipRestInterface, registerOipHealth } from './oip/rest';
 import { grpcInterface } from './oip/grpc/server';
@@ -90,7 +91,7 @@ export async function startService(config: Config): Promise<RunningService> {
     onRequestEnd: recordRequest,
     onFrontAnswer: recordFrontAnswer,
     frontThreads: { entry: path.join(__dirname, 'front-thread-main.js'), dupFd: (fd) => loadAddon().dupFd(fd), nameOfRenderer },
-    hot: { routes: hotRoutes(hotData), data: hotData },
+    hot: { routes: frontHotRoutes(hotData), data: hotData },
   });
   const port = await server.listen(config.host, config.port);
   metrics.setSources({ requestsInFlight: () => server.requestsInFlight, upstream: () => server.upstream });
@@ -99,7 +100,7 @@ export async function startService(config: Config): Promise<RunningService> {
     if (config.metrics.port !== null) metricsServer = await startMetricsServer(config.host, config.metrics.port);
     log.info('listening', { host: config.host, port, version, ...(metricsServer ? { metrics_port: metricsServer.port } : {}) });
     const started = await startInterfaces(config, { router, keys, readiness, version, packsDisabled: packs.disabled });
-    server.serveHotWith(hotService(started.service));
+    server.serveHotWith([hotService(started.service), hotInferService(started.service)]);
     lowerLoopThreads(loopNiceSteps(config.loopNice, !started.gpu && !config.benchFreeModel), server);
     readiness.markReady();
     log.info('ready', {

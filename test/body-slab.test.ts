@@ -60,7 +60,7 @@ test('a hot request the service declines lends its body once: the usual way hold
   });
   const block = writer.place(64)!;
   writer.lend(block);
-  const hot = { route: '/v2/predict', path: '/v2/predict', requestId: 'r', apiKey: undefined, peer: '127.0.0.1', model: 'bc-v1', threshold: null, imageStart: 0, imageEnd: 1 };
+  const hot = { route: '/v2/predict', path: '/v2/predict', requestId: 'r', apiKey: undefined, peer: '127.0.0.1', model: 'bc-v1', args: { threshold: null, imageStart: 0, imageEnd: 1 } };
   side.receive({ type: 'request', id: 1, head: packHead('POST', '/v2/predict', [], '127.0.0.1'), startedAt: performance.timeOrigin, body: [block.block, block.offset, block.length, -1, -1], hot });
   assert.equal(held.length, 1, 'served the usual way');
   assert.notEqual(writer.place(64)!.offset, block.offset, 'the block is still lent');

@@ -19,9 +19,12 @@ function read(body: string, target = '/v2/predict', fields = FIELDS, method = 'P
 test('a predict the usual route would take: route, pack, key, request id, threshold and the image bytes', () => {
   const body = '{"threshold":0.25,"image":"aGVsbG8="}';
   const hot = read(body);
-  assert.deepEqual(hot, { route: '/v2/predict', model: 'bc-v1', path: '/v2/predict', requestId: 'rid-1', apiKey: 'k1', peer: '203.0.113.7', threshold: 0.25, imageStart: body.indexOf('aGVs'), imageEnd: body.indexOf('aGVs') + 8 });
-  assert.equal(Buffer.from(body).subarray(hot!.imageStart, hot!.imageEnd).toString(), 'aGVsbG8=');
-  assert.deepEqual(read('{"image":"aGVsbG8="}', '/v2/models/bc-legacy/predict'), { ...read('{"image":"aGVsbG8="}'), route: '/v2/models/:model_id/predict', model: 'bc-legacy', path: '/v2/models/bc-legacy/predict', threshold: null });
+  const args = { threshold: 0.25, imageStart: body.indexOf('aGVs'), imageEnd: body.indexOf('aGVs') + 8 };
+  assert.deepEqual(hot, { route: '/v2/predict', model: 'bc-v1', path: '/v2/predict', requestId: 'rid-1', apiKey: 'k1', peer: '203.0.113.7', args });
+  assert.equal(Buffer.from(body).subarray(args.imageStart, args.imageEnd).toString(), 'aGVsbG8=');
+  const pinned = read('{"image":"aGVsbG8="}', '/v2/models/bc-legacy/predict');
+  assert.deepEqual(pinned, { ...read('{"image":"aGVsbG8="}'), route: '/v2/models/:model_id/predict', model: 'bc-legacy', path: '/v2/models/bc-legacy/predict' });
+  assert.deepEqual((pinned!.args as { threshold: unknown }).threshold, null);
 });
 
 test('the last of a repeated field counts, as in the service; no X-Request-ID gets a new id; no Content-Type is JSON; unknown members are ignored', () => {
@@ -51,7 +54,7 @@ test('everything else takes the usual way', () => {
 
 test("the answer is the usual route's: fields in its order, its body", () => {
   const figures: PredictFigures = { modelId: 'bc-v1', packVersion: '1.3.0', detection: 'detected', score: 0.75, threshold: 0.5, cat: [1, 2, 3, 4, 0.9], width: 10, height: 20 };
-  const answer = routes.answer({ requestId: 'rid-1', serverTiming: 'total;dur=1.000', figures, line: null });
+  const answer = routes.answer({ route: '/v2/predict', requestId: 'rid-1', serverTiming: 'total;dur=1.000', figures, line: null });
   assert.deepEqual(answer, {
     status: '200 OK',
     fields: 'Content-Type: application/json\r\nX-Request-ID: rid-1\r\nServer-Timing: total;dur=1.000\r\n',

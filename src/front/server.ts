@@ -16,7 +16,7 @@ import type { PlaceLimits } from './places';
 import type { HotCall, HotReply } from './service-side';
 import type { FrontAnswer } from './settings';
 import { ApiError, requestIdFrom, toApiError } from '../errors';
-import { errorAnswer, errorResponse, methodNotAllowedAnswer, notFoundAnswer, type Answer, type ErrorRenderer } from '../http/error-answers';
+import { errorAnswer, methodNotAllowedAnswer, notFoundAnswer, type Answer, type ErrorRenderer } from '../http/error-answers';
 import { Router } from '../http/router';
 import type { FrontConfig } from '../config';
 import { log } from '../log';
@@ -91,8 +91,8 @@ export interface FrontThreadsStart {
 
 export class HttpServer {
   private front: HttpFront | FrontThreads | null = null;
-  /** The hot routes' end in the service; until set, hot requests take the usual way. */
-  private hot: HotService | null = null;
+  /** The hot routes' ends in the service, by route; until set, hot requests take the usual way. */
+  private hot = new Map<string, HotService>();
   private closing = false;
   private inFlight = 0;
   private idle: Array<() => void> = [];
@@ -112,18 +112,18 @@ export class HttpServer {
     else dispatch(this.router, ex);
   }
 
-  /** From now on, hot requests the front read are served by `service` (http/hot-route.ts). */
-  serveHotWith(service: HotService): void {
-    this.hot = service;
+  /** From now on, hot requests the front read are served by `services` (http/hot-route.ts). */
+  serveHotWith(services: readonly HotService[]): void {
+    for (const service of services) for (const route of service.routes) this.hot.set(route, service);
   }
 
   /**
    * A hot request, served as the usual route would serve it, without an Exchange: null (the usual
    * way) unless the service is open and takes it. Its analysis's errors are rendered as the usual
-   * route renders them (v2's format); its access line goes to the front with the answer.
+   * route renders them; its access line goes to the front with the answer.
    */
   private serveHot(request: HotRequest, body: Buffer, startedAt: number, reply: (answer: HotReply) => void): HotCall | null {
-    const hot = this.hot;
+    const hot = this.hot.get(request.route);
     if (!hot || this.closing || (this.options.isReady && !this.options.isReady()) || !hot.takes(request)) return null;
     this.inFlight++;
     const ex = new HotExchange(request, startedAt, body.length);
@@ -140,12 +140,12 @@ export class HttpServer {
         ex.notes.modelVersion = found.modelVersion;
         ex.notes.detection = found.detection;
         const serverTiming = settle(200);
-        reply({ type: 'hot', result: { requestId: request.requestId, serverTiming, figures: found.figures, line: ex.line } });
+        reply({ type: 'hot', result: { route: request.route, requestId: request.requestId, serverTiming, figures: found.figures, line: ex.line } });
       },
       (error: unknown) => {
         if (ex.aborted) return;
         const apiError = toApiError(error, { request_id: request.requestId, path: request.path }) ?? new ApiError('internal_error');
-        const answer = errorResponse(request.requestId, apiError);
+        const answer = hot.render(request.requestId, apiError);
         const serverTiming = settle(answer.status, Buffer.byteLength(answer.body));
         let fields = '';
         for (const name in answer.headers) fields += `${name}: ${answer.headers[name]}\r\n`;

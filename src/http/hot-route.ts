@@ -6,9 +6,10 @@
 // so does a hot request the service will not take (not ready, the key or the pack refused): the
 // usual way answers those, byte for byte as before.
 import type { RequestTiming } from '../timing/stage-times';
+import type { ErrorRenderer } from './error-answers';
 import type { AccessLineFields, Leaving } from './exchange';
 
-/** A predict request read and validated by the front (v2/hot-predict.ts). */
+/** A hot route's request read and validated by the front (v2/hot-predict.ts, oip/hot-infer.ts). */
 export interface HotRequest {
   /** The route's pattern, as the router names it. */
   route: string;
@@ -20,44 +21,64 @@ export interface HotRequest {
   /** The client's address, as the front judged it. */
   peer: string;
   model: string;
-  /** The threshold asked for; null: the model's default. */
-  threshold: number | null;
-  /** Where the image's base64 bytes lie in the body. */
-  imageStart: number;
-  imageEnd: number;
+  /** The route's own reading of the body (plain data, offsets into the body where it holds images). */
+  args: unknown;
 }
 
 /** What the service found for a hot request, for the front to answer with. */
 export interface HotResult {
+  route: string;
   requestId: string;
   /** The Server-Timing field's value. */
   serverTiming: string;
-  /** The route's own figures (v2/predict.ts PredictFigures). */
+  /** The route's own figures (v2/predict-response.ts PredictFigures, oip/hot-infer.ts InferFigures). */
   figures: unknown;
   /** The access line without its `bytes_out`, which the front sets once the body is written; null: no line. */
   line: AccessLineFields | null;
 }
 
-/** A hot route's two ends in the front (v2/hot-predict.ts hotRoutes). */
+/** Hot routes' two ends in the front (v2/hot-predict.ts, oip/hot-infer.ts). */
 export interface HotRoutes {
+  /** The route patterns whose answers it makes. */
+  routes: readonly string[];
   /**
    * For a POST whose whole body has come, the request the service needs to serve it without its
    * head; null: the usual way. `image`: where v2's image member lies in the body (json-image.ts), if found.
    */
   prelude(method: string, target: string, fields: readonly string[], peer: string, body: Buffer, image: [number, number] | null): HotRequest | null;
   /** The answer's status, fields (lines ending CRLF) and body. */
-  answer(result: HotResult): { status: string; fields: string; body: string };
+  answer(result: HotResult): { status: string; fields: string; body: string | Buffer };
+}
+
+/** Several routes' front ends as one: the first prelude that reads a request, the answer of its route's end. */
+export function eitherHotRoute(ends: readonly HotRoutes[]): HotRoutes {
+  const byRoute = new Map(ends.flatMap((end) => end.routes.map((route) => [route, end] as const)));
+  return {
+    routes: [...byRoute.keys()],
+    prelude: (...read) => {
+      for (const end of ends) {
+        const request = end.prelude(...read);
+        if (request) return request;
+      }
+      return null;
+    },
+    answer: (result) => byRoute.get(result.route)!.answer(result),
+  };
 }
 
 /** What a hot route's analysis tells the access log, with the figures its answer is made of. */
 export interface HotFindings {
   figures: unknown;
   modelVersion: string;
-  detection: string;
+  detection?: string;
 }
 
-/** A hot route's end in the service (v2/hot-predict.ts hotService). */
+/** Hot routes' end in the service (v2/hot-service.ts, oip/hot-service.ts). */
 export interface HotService {
+  /** The route patterns it serves. */
+  routes: readonly string[];
+  /** How its routes' errors are written (the usual routes' renderer). */
+  render: ErrorRenderer;
   /** Whether the service takes `request` now (its key passes, its pack is loaded); false: the usual way answers it. */
   takes(request: HotRequest): boolean;
   /** Analyses the image at the request's span of `body`; rejects as the usual way's handler would. */

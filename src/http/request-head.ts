@@ -32,3 +32,9 @@ export function unpackHead(packed: string): ServiceHead {
   const parts = packed.split(SEPARATOR);
   return { method: parts[0]!, path: parts[1]!, query: parts[2]!, peer: parts[3]!, fields: parts.slice(4) };
 }
+
+/** The value of the last `name` field (lower case) in `fields` (names and values in turn), as the service's header map holds it. */
+export function lastField(fields: readonly string[], name: string): string | undefined {
+  for (let i = fields.length - 2; i >= 0; i -= 2) if (fields[i] === name) return fields[i + 1];
+  return undefined;
+}

@@ -5,6 +5,17 @@
 import { joinBytesElements, rawNumbers } from './bytes-elements';
 import type { InferAnswer } from './infer';
 
+/** The REST answer: its fields but Server-Timing, in the order they go, and its body (the JSON, then any binary outputs). */
+export function inferRestAnswer(answer: InferAnswer, requested: readonly string[] | 'all', requestId: string): { headers: Record<string, string>; body: string | Buffer } {
+  const parts = inferAnswerParts(answer, new Set(requested === 'all' ? answer.outputs.map((o) => o.name) : requested));
+  if (parts.tail.length === 0) return { headers: { 'Content-Type': 'application/json', 'X-Request-ID': requestId }, body: parts.json };
+  const head = Buffer.from(parts.json, 'utf8');
+  return {
+    headers: { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(head.length), 'X-Request-ID': requestId },
+    body: Buffer.concat([head, ...parts.tail]),
+  };
+}
+
 /** The answer's JSON header, and the bytes of the outputs in `binary`, in order. */
 export function inferAnswerParts(answer: InferAnswer, binary: ReadonlySet<string>): { json: string; tail: Buffer[] } {
   const tail: Buffer[] = [];

@@ -9,6 +9,7 @@ import { isJsonContentType } from '../http/content-type';
 import type { HotRequest, HotRoutes, HotRoutesData } from '../http/hot-route';
 import { parseJsonObjectWithImage } from '../http/json-body';
 import { IMAGE_MEMBER, noteMemberSpan, PLACEHOLDER } from '../http/json-image';
+import { lastField } from '../http/request-head';
 import { requestIdFrom } from '../errors';
 import { predictResponse, type PredictFigures } from './predict-response';
 import { validatePredictRequest } from './validate';
@@ -16,32 +17,32 @@ import { validatePredictRequest } from './validate';
 /** A pack id that reads the same undecoded (the router decodes path parameters). */
 const PLAIN_ID = /^[A-Za-z0-9._~-]+$/;
 const PINNED = /^\/v2\/models\/([^/?]+)\/predict$/;
+/** The predict routes' patterns, as the router names them. */
+export const PREDICT_ROUTES = ['/v2/predict', '/v2/models/:model_id/predict'] as const;
+
+/** What the service needs of a predict's body: the threshold asked for (null: the model's default) and where the image's base64 bytes lie. */
+export interface PredictArgs {
+  threshold: number | null;
+  imageStart: number;
+  imageEnd: number;
+}
 
 /** The route and the pack a predict path names; null: no predict route, or one the usual way must read. */
 function predictRoute(target: string, defaultModel: string): { route: string; model: string } | null {
-  if (target === '/v2/predict') return { route: '/v2/predict', model: defaultModel };
+  if (target === '/v2/predict') return { route: PREDICT_ROUTES[0], model: defaultModel };
   const pinned = PINNED.exec(target);
-  return pinned && PLAIN_ID.test(pinned[1]!) ? { route: '/v2/models/:model_id/predict', model: pinned[1]! } : null;
+  return pinned && PLAIN_ID.test(pinned[1]!) ? { route: PREDICT_ROUTES[1], model: pinned[1]! } : null;
 }
 
 /** The front's ends of the predict routes. */
 export function hotRoutes(data: HotRoutesData): HotRoutes {
   const ctx = { serviceVersion: data.serviceVersion };
   return {
+    routes: PREDICT_ROUTES,
     prelude(method, target, fields, peer, body, image): HotRequest | null {
       const found = method === 'POST' && image !== null ? predictRoute(target, data.defaultModel) : null;
       if (!found) return null;
-      // As the service's header map holds them: the last of a repeated field.
-      let contentType: string | undefined;
-      let apiKey: string | undefined;
-      let requestId: string | undefined;
-      for (let i = 0; i + 1 < fields.length; i += 2) {
-        const name = fields[i];
-        if (name === 'content-type') contentType = fields[i + 1];
-        else if (name === 'api-key') apiKey = fields[i + 1];
-        else if (name === 'x-request-id') requestId = fields[i + 1];
-      }
-      if (!isJsonContentType(contentType)) return null;
+      if (!isJsonContentType(lastField(fields, 'content-type'))) return null;
       noteMemberSpan(body, IMAGE_MEMBER, image!);
       let threshold: number | null;
       try {
@@ -52,7 +53,8 @@ export function hotRoutes(data: HotRoutesData): HotRoutes {
         return null;
       }
       // The image's base64 bytes: inside the member's quotes.
-      return { ...found, path: target, requestId: requestIdFrom(requestId), apiKey, peer, threshold, imageStart: image![0] + 1, imageEnd: image![1] - 1 };
+      const args: PredictArgs = { threshold, imageStart: image![0] + 1, imageEnd: image![1] - 1 };
+      return { ...found, path: target, requestId: requestIdFrom(lastField(fields, 'x-request-id')), apiKey: lastField(fields, 'api-key'), peer, args };
     },
     answer(result) {
       const body = JSON.stringify(predictResponse(ctx, result.figures as PredictFigures, result.requestId));

@@ -24,6 +24,9 @@ const oip = oipBinaryRequest(jpeg);
 const v1 = JSON.stringify({ media_data: { image: jpeg.toString('base64') } });
 const predict = (extra = '', version = 'HTTP/1.1', host = 'Host: x\r\n') =>
   `POST /v2/predict ${version}\r\n${host}X-Request-ID: rid\r\n${K}Content-Type: application/json\r\n${extra}Content-Length: ${json.length}\r\n\r\n${json}`;
+/** A JSON POST of `text` to `path`, with the key. */
+const post = (path: string, text: string) =>
+  `POST ${path} HTTP/1.1\r\nHost: x\r\n${K}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`;
 /** A v2 predict of `text` as its body, at `path`. */
 const body = (text: string, path = '/v2/predict') =>
   `POST ${path} HTTP/1.1\r\nHost: x\r\nX-Request-ID: rid\r\n${K}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`;
@@ -72,6 +75,10 @@ export const ANSWER_CASES: AnswerCase[] = [
   { name: 'predict, X-Request-ID and api-key twice', pieces: [predict(`X-Request-ID: second\r\napi-key: wrong-key-0123456789\r\n${K}`)] },
   { name: 'model-pinned predict', pieces: [predict().replace('/v2/predict', '/v2/models/bc-v1/predict')] },
   { name: 'OIP binary infer', pieces: [Buffer.concat([Buffer.from(`POST /v2/models/bc-v1/infer HTTP/1.1\r\nHost: x\r\n${K}Content-Type: application/octet-stream\r\nInference-Header-Content-Length: ${oip.headers['inference-header-content-length']}\r\nContent-Length: ${oip.body.length}\r\n\r\n`), oip.body])] },
+  { name: 'OIP infer, JSON data, a version, binary outputs', pieces: [post('/v2/models/bc-v1/versions/1.3.0/infer', JSON.stringify({ id: 'call-1', inputs: [{ name: 'image', datatype: 'BYTES', shape: [1], data: [jpeg.toString('base64')] }], outputs: [{ name: 'box' }, { name: 'detection', parameters: { binary_data: true } }] }))] },
+  { name: 'OIP infer, not an image', pieces: [post('/v2/models/bc-v1/infer', JSON.stringify({ inputs: [{ name: 'image', datatype: 'BYTES', shape: [1], data: [Buffer.from('hello').toString('base64')] }] }))] },
+  { name: 'OIP infer, a version not loaded', pieces: [post('/v2/models/bc-v1/versions/9.9.9/infer', JSON.stringify({ inputs: [{ name: 'image', datatype: 'BYTES', shape: [1], data: [jpeg.toString('base64')] }] }))] },
+  { name: 'OIP infer, a wrong input name', pieces: [post('/v2/models/bc-v1/infer', JSON.stringify({ inputs: [{ name: 'img', datatype: 'BYTES', shape: [1], data: [jpeg.toString('base64')] }] }))] },
   { name: 'OIP infer, invalid JSON', pieces: [`POST /v2/models/bc-v1/infer HTTP/1.1\r\nHost: x\r\n${K}Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`] },
   { name: 'v1 /invocations', pieces: [`POST /invocations?threshold=0.5 HTTP/1.1\r\nHost: x\r\n${K}Content-Type: application/json\r\nContent-Length: ${v1.length}\r\n\r\n${v1}`] },
   { name: 'v1 /invocations, a video', pieces: [`POST /invocations HTTP/1.1\r\nHost: x\r\n${K}Content-Type: application/json\r\nContent-Length: 48\r\n\r\n{"media_type":"video","media_data":{"video":""}}`] },

@@ -27,7 +27,7 @@ export async function askCase(port: number, c: AnswerCase): Promise<RecordedAnsw
     .replace(/"\d+x\d+"/g, '"WxH"')
     .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:[\dF.]+Z/g, 'TIME')
     .replace(/"label":"(?:comfort|discomfort)"|"prediction":"(?:Happy|Unhappy)"|"mood_class":[01]\b/g, 'CLASS')
-    .replace(/^Content-Length: \d+$/gim, 'Content-Length: L');
+    .replace(/^(Content-Length|Inference-Header-Content-Length): \d+$/gim, '$1: L');
   if (masked.length <= KEPT) return { text: masked, closed: reply.closed };
   return { text: masked.slice(0, KEPT), sha256: createHash('sha256').update(masked).digest('hex'), closed: reply.closed };
 }
