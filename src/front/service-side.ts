@@ -11,6 +11,7 @@ import { LentRange } from '../memory/lent-bytes';
 import { type Slab, SlabReader } from './body-slab';
 import type { AnswerMessage, LinkBody, RequestMessage, ToService } from './service-link';
 import { LinkedResponse } from './linked-response';
+import { log } from '../log';
 
 /** What the service answers a hot request with: its findings, or an answer's parts. */
 export type HotReply = Omit<Extract<AnswerMessage, { type: 'hot' }>, 'id'> | Omit<Extract<AnswerMessage, { type: 'answer' }>, 'id'>;
@@ -22,7 +23,7 @@ export interface HotCall {
 
 export interface ServiceSideOptions {
   slab: Slab;
-  /** Posts an answer (or drop) to the link's front side. */
+  /** Posts an answer to the link's front side. */
   post(message: AnswerMessage): void;
   /** Serves a request; `startedAt` on performance.now()'s clock. */
   serve(res: ResponseSink, head: ServiceHead, startedAt: number): void;
@@ -80,9 +81,13 @@ export class ServiceSide {
     };
     // Open before the service sees it, so that an answer it gives at once finds it.
     this.open.set(id, { abort: () => over() && call?.abort() });
-    call = this.options.serveHot(request, lent.bytes, startedAt, (answer) => {
-      if (over()) this.options.post({ ...answer, id } as AnswerMessage);
-    });
+    try {
+      call = this.options.serveHot(request, lent.bytes, startedAt, (answer) => {
+        if (over()) this.options.post({ ...answer, id } as AnswerMessage);
+      });
+    } catch (error) {
+      log.error('hot route failed; the usual way serves the request', { error: (error as Error)?.stack ?? String(error) });
+    }
     if (call) return true;
     this.open.delete(id);
     return false;

@@ -81,7 +81,7 @@ export interface HotService {
   render: ErrorRenderer;
   /** Whether the service takes `request` now (its key passes, its pack is loaded); false: the usual way answers it. */
   takes(request: HotRequest): boolean;
-  /** Analyses the image at the request's span of `body`; rejects as the usual way's handler would. */
+  /** Serves the request from its args and `body`; rejects as the usual route's handler would. */
   serve(request: HotRequest, body: Buffer, options: { signal: Leaving; timing: RequestTiming }): Promise<HotFindings>;
 }
 

@@ -62,6 +62,8 @@ export function hotInferRoutes(): HotRoutes {
       try {
         const { json, binary } = splitBody(body, headerLength);
         const { call, binaryOutputs } = parseInferRequest(parseJsonObject(json), binary, model, version);
+        // Checked by the service (infer.ts); anything but a number stays with the usual way, which says why.
+        if (call.threshold !== undefined && call.threshold !== null && typeof call.threshold !== 'number') return null;
         args = { call: { ...call, inputs: call.inputs.map((input) => ({ ...input, items: input.items && input.items.map((item) => crossing(item, body)) })) }, binaryOutputs };
       } catch {
         return null;

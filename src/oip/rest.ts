@@ -14,13 +14,13 @@ import { routesInterface, type Service, type ServiceInterface } from '../service
 import { inferRestAnswer } from './answer-json';
 import { infer } from './infer';
 import { HEADER_LENGTH, parseInferRequest, splitBody } from './infer-request';
+import { INFER_ROUTES } from './hot-infer';
 import { modelMetadata, modelReady, serverMetadata } from './metadata';
 import { oipError } from './error-body';
 import { OIP_HEALTH_OPERATIONS, oipOperations } from './openapi';
 
 /** Answered before readiness and while draining, without a key (orchestrators' probes). */
 export const OIP_HEALTH_PATHS: ReadonlySet<string> = new Set(['/v2/health/live', '/v2/health/ready']);
-
 
 /** The protocol's paths besides health, known before their routes are (they are added once the packs load). */
 const MODEL_PATTERNS = {
@@ -29,8 +29,8 @@ const MODEL_PATTERNS = {
   metadataVersion: '/v2/models/:model_id/versions/:version',
   ready: '/v2/models/:model_id/ready',
   readyVersion: '/v2/models/:model_id/versions/:version/ready',
-  infer: '/v2/models/:model_id/infer',
-  inferVersion: '/v2/models/:model_id/versions/:version/infer',
+  infer: INFER_ROUTES[0],
+  inferVersion: INFER_ROUTES[1],
 };
 
 /** A route of the protocol, in the v2 document. */

@@ -79,6 +79,7 @@ export const ANSWER_CASES: AnswerCase[] = [
   { name: 'OIP infer, not an image', pieces: [post('/v2/models/bc-v1/infer', JSON.stringify({ inputs: [{ name: 'image', datatype: 'BYTES', shape: [1], data: [Buffer.from('hello').toString('base64')] }] }))] },
   { name: 'OIP infer, a version not loaded', pieces: [post('/v2/models/bc-v1/versions/9.9.9/infer', JSON.stringify({ inputs: [{ name: 'image', datatype: 'BYTES', shape: [1], data: [jpeg.toString('base64')] }] }))] },
   { name: 'OIP infer, a wrong input name', pieces: [post('/v2/models/bc-v1/infer', JSON.stringify({ inputs: [{ name: 'img', datatype: 'BYTES', shape: [1], data: [jpeg.toString('base64')] }] }))] },
+  { name: 'OIP infer, a threshold nested too deep to copy', pieces: [post('/v2/models/bc-v1/infer', `{"inputs":[{"name":"image","datatype":"BYTES","shape":[1],"data":["AAAA"]}],"parameters":{"threshold":${'['.repeat(20_000)}${']'.repeat(20_000)}}}`)] },
   { name: 'OIP infer, invalid JSON', pieces: [`POST /v2/models/bc-v1/infer HTTP/1.1\r\nHost: x\r\n${K}Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`] },
   { name: 'v1 /invocations', pieces: [`POST /invocations?threshold=0.5 HTTP/1.1\r\nHost: x\r\n${K}Content-Type: application/json\r\nContent-Length: ${v1.length}\r\n\r\n${v1}`] },
   { name: 'v1 /invocations, a video', pieces: [`POST /invocations HTTP/1.1\r\nHost: x\r\n${K}Content-Type: application/json\r\nContent-Length: 48\r\n\r\n{"media_type":"video","media_data":{"video":""}}`] },
