@@ -14,7 +14,7 @@ import { HttpFront } from './front/front';
 import type { FromFrontThread, FrontThreadData, ToFrontThread } from './front/front-threads';
 import { type PlaceCounts, Places } from './front/places';
 import { ServiceLink } from './front/service-link';
-import { frontHotRoutes } from './front-hot-routes';
+import { hotRoutes } from './v2/hot-predict';
 import { Router } from './http/router';
 import { linesPerTurn, setLogLevel } from './log';
 import { takeNice } from './ops/loop-priority';
@@ -29,7 +29,7 @@ const port = parentPort!;
 if (data.nice !== null) takeNice(data.nice, 'http front');
 const send = (message: FromFrontThread, transfer?: ArrayBuffer[]) => port.postMessage(message, transfer);
 let router = Router.fromOutline(data.router, rendererNamed);
-const link = new ServiceLink(send, new SlabWriter(data.slab), new Places(data.places), data.hot && frontHotRoutes(data.hot));
+const link = new ServiceLink(send, new SlabWriter(data.slab), new Places(data.places), data.hot && hotRoutes(data.hot));
 
 const front = new HttpFront({
   link,

@@ -16,7 +16,7 @@ import { repoRoot } from './helpers/paths';
 const FLOORS: ReadonlyArray<readonly string[]> = [
   ['bench'],
   ['cli', 'tools', 'train', 'main', 'front-thread-main'],
-  ['start', 'error-renderers', 'front-hot-routes'],
+  ['start', 'error-renderers'],
   ['v1', 'v2', 'scan', 'oip', 'inspect'],
   ['service'],
   ['packs'],

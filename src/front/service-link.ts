@@ -119,13 +119,7 @@ export class ServiceLink {
     if (!Buffer.isBuffer(body)) return this.post({ type: 'request', id, head, startedAt, body, hot: null }, transfer);
     const image = locateMember(body, IMAGE_MEMBER);
     const hot = prelude?.(body, image) ?? null;
-    const message: RequestMessage = { type: 'request', id, head, startedAt, body: this.lend(id, body, image, transfer), hot };
-    try {
-      this.post(message, transfer);
-    } catch {
-      // What a prelude read could not be copied (a value nested too deep): the usual way reads the body itself.
-      this.post({ ...message, hot: null }, transfer);
-    }
+    this.post({ type: 'request', id, head, startedAt, body: this.lend(id, body, image, transfer), hot }, transfer);
   }
 
   sendBody(id: number, body: Buffer | DroppedBody): void {

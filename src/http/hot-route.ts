@@ -9,7 +9,7 @@ import type { RequestTiming } from '../timing/stage-times';
 import type { ErrorRenderer } from './error-answers';
 import type { AccessLineFields, Leaving } from './exchange';
 
-/** A hot route's request read and validated by the front (v2/hot-predict.ts, oip/hot-infer.ts). */
+/** A hot route's request read and validated by the front (v2/hot-predict.ts). */
 export interface HotRequest {
   /** The route's pattern, as the router names it. */
   route: string;
@@ -31,13 +31,13 @@ export interface HotResult {
   requestId: string;
   /** The Server-Timing field's value. */
   serverTiming: string;
-  /** The route's own figures (v2/predict-response.ts PredictFigures, oip/hot-infer.ts InferFigures). */
+  /** The route's own figures (v2/predict-response.ts PredictFigures). */
   figures: unknown;
   /** The access line without its `bytes_out`, which the front sets once the body is written; null: no line. */
   line: AccessLineFields | null;
 }
 
-/** Hot routes' two ends in the front (v2/hot-predict.ts, oip/hot-infer.ts). */
+/** Hot routes' two ends in the front (v2/hot-predict.ts). */
 export interface HotRoutes {
   /** The route patterns whose answers it makes. */
   routes: readonly string[];
@@ -50,22 +50,6 @@ export interface HotRoutes {
   answer(result: HotResult): { status: string; fields: string; body: string | Buffer };
 }
 
-/** Several routes' front ends as one: the first prelude that reads a request, the answer of its route's end. */
-export function eitherHotRoute(ends: readonly HotRoutes[]): HotRoutes {
-  const byRoute = new Map(ends.flatMap((end) => end.routes.map((route) => [route, end] as const)));
-  return {
-    routes: [...byRoute.keys()],
-    prelude: (...read) => {
-      for (const end of ends) {
-        const request = end.prelude(...read);
-        if (request) return request;
-      }
-      return null;
-    },
-    answer: (result) => byRoute.get(result.route)!.answer(result),
-  };
-}
-
 /** What a hot route's analysis tells the access log, with the figures its answer is made of. */
 export interface HotFindings {
   figures: unknown;
@@ -73,7 +57,7 @@ export interface HotFindings {
   detection?: string;
 }
 
-/** Hot routes' end in the service (v2/hot-service.ts, oip/hot-service.ts). */
+/** Hot routes' end in the service (v2/hot-service.ts). */
 export interface HotService {
   /** The route patterns it serves. */
   routes: readonly string[];

@@ -1,6 +1,5 @@
 // An infer request's reading (REST): its JSON header and binary tail split, and its tensors checked
-// into a protocol-neutral call, malformed structure a 422 naming the field. Light on purpose: the
-// hot route's front end (hot-infer.ts) reads requests with it on every front thread.
+// into a protocol-neutral call, malformed structure a 422 naming the field.
 import { ApiError, validationError, type FieldError } from '../errors';
 import type { AnalyzeItem } from '../native/addon';
 import { splitBytesElements } from './bytes-elements';

@@ -14,7 +14,6 @@ import { routesInterface, type Service, type ServiceInterface } from '../service
 import { inferRestAnswer } from './answer-json';
 import { infer } from './infer';
 import { HEADER_LENGTH, parseInferRequest, splitBody } from './infer-request';
-import { INFER_ROUTES } from './hot-infer';
 import { modelMetadata, modelReady, serverMetadata } from './metadata';
 import { oipError } from './error-body';
 import { OIP_HEALTH_OPERATIONS, oipOperations } from './openapi';
@@ -29,8 +28,8 @@ const MODEL_PATTERNS = {
   metadataVersion: '/v2/models/:model_id/versions/:version',
   ready: '/v2/models/:model_id/ready',
   readyVersion: '/v2/models/:model_id/versions/:version/ready',
-  infer: INFER_ROUTES[0],
-  inferVersion: INFER_ROUTES[1],
+  infer: '/v2/models/:model_id/infer',
+  inferVersion: '/v2/models/:model_id/versions/:version/infer',
 };
 
 /** A route of the protocol, in the v2 document. */
