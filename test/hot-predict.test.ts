@@ -54,7 +54,7 @@ test('everything else takes the usual way', () => {
 
 test("the answer is the usual route's: fields in its order, its body", () => {
   const figures: PredictFigures = { modelId: 'bc-v1', packVersion: '1.3.0', detection: 'detected', score: 0.75, threshold: 0.5, cat: [1, 2, 3, 4, 0.9], width: 10, height: 20 };
-  const answer = routes.answer({ route: '/v2/predict', requestId: 'rid-1', serverTiming: 'total;dur=1.000', figures, line: null });
+  const answer = routes.answer({ requestId: 'rid-1', serverTiming: 'total;dur=1.000', figures, line: null });
   assert.deepEqual(answer, {
     status: '200 OK',
     fields: 'Content-Type: application/json\r\nX-Request-ID: rid-1\r\nServer-Timing: total;dur=1.000\r\n',

@@ -140,7 +140,7 @@ export class HttpServer {
         ex.notes.modelVersion = found.modelVersion;
         ex.notes.detection = found.detection;
         const serverTiming = settle(200);
-        reply({ type: 'hot', result: { route: request.route, requestId: request.requestId, serverTiming, figures: found.figures, line: ex.line } });
+        reply({ type: 'hot', result: { requestId: request.requestId, serverTiming, figures: found.figures, line: ex.line } });
       },
       (error: unknown) => {
         if (ex.aborted) return;

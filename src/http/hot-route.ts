@@ -27,7 +27,6 @@ export interface HotRequest {
 
 /** What the service found for a hot request, for the front to answer with. */
 export interface HotResult {
-  route: string;
   requestId: string;
   /** The Server-Timing field's value. */
   serverTiming: string;
@@ -39,8 +38,6 @@ export interface HotResult {
 
 /** Hot routes' two ends in the front (v2/hot-predict.ts). */
 export interface HotRoutes {
-  /** The route patterns whose answers it makes. */
-  routes: readonly string[];
   /**
    * For a POST whose whole body has come, the request the service needs to serve it without its
    * head; null: the usual way. `image`: where v2's image member lies in the body (json-image.ts), if found.

@@ -38,7 +38,6 @@ function predictRoute(target: string, defaultModel: string): { route: string; mo
 export function hotRoutes(data: HotRoutesData): HotRoutes {
   const ctx = { serviceVersion: data.serviceVersion };
   return {
-    routes: PREDICT_ROUTES,
     prelude(method, target, fields, peer, body, image): HotRequest | null {
       const found = method === 'POST' && image !== null ? predictRoute(target, data.defaultModel) : null;
       if (!found) return null;
