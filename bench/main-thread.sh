@@ -4,7 +4,8 @@
 # on 2 threads, started one at a time in the order OLD T1 T2 T2 T1 OLD. Each is loaded with
 # POST /v2/predict of one fixture photo (autocannon, keep-alive, no Retry-After honoured) at each
 # concurrency; per level it prints answers per second (all, and 200s), p99, and the main thread's CPU
-# microseconds per answer (/proc/<pid>/task/<pid>/stat around the level), and for this checkout the
+# microseconds per answer (/proc/<pid>/task/<pid>/stat around the level), the whole service's (every
+# thread) and the whole machine's (the load generator's included: /proc/stat), and for this checkout the
 # collector's pauses (catcomfort_gc_seconds_total) as a share of that CPU time, as /v2/stats gives it,
 # and of the loop's busy time (catcomfort_event_loop_busy_seconds_total): when other threads take
 # the CPU, a pause lasts longer than the CPU it uses, and the busy time counts that alike.
@@ -76,11 +77,11 @@ run() { # tree threads label
   await_ready "$out/$3.log"
   load 8 3 >/dev/null
   for c in ${levels//,/ }; do
-    local c0 g0 b0 c1 g1 b1
-    c0=$(main_thread_ticks); g0=$(metric catcomfort_gc_seconds_total); b0=$(metric catcomfort_event_loop_busy_seconds_total)
+    local c0 p0 m0 g0 b0 c1 p1 m1 g1 b1
+    c0=$(main_thread_ticks); p0=$(process_ticks); m0=$(machine_busy_ticks); g0=$(metric catcomfort_gc_seconds_total); b0=$(metric catcomfort_event_loop_busy_seconds_total)
     load "$c" "$duration" "${MT_RATE:-}" >"$out/$3-$c.json"
-    c1=$(main_thread_ticks); g1=$(metric catcomfort_gc_seconds_total); b1=$(metric catcomfort_event_loop_busy_seconds_total)
-    echo "{\"run\":\"$3\",\"c\":$c,\"cpuTicks\":$((c1 - c0)),\"gcS\":${g1:-null},\"gcS0\":${g0:-null},\"busyS\":${b1:-null},\"busyS0\":${b0:-null}}" >>"$out/rows.jsonl"
+    c1=$(main_thread_ticks); p1=$(process_ticks); m1=$(machine_busy_ticks); g1=$(metric catcomfort_gc_seconds_total); b1=$(metric catcomfort_event_loop_busy_seconds_total)
+    echo "{\"run\":\"$3\",\"c\":$c,\"cpuTicks\":$((c1 - c0)),\"processTicks\":$((p1 - p0)),\"machineTicks\":$((m1 - m0)),\"gcS\":${g1:-null},\"gcS0\":${g0:-null},\"busyS\":${b1:-null},\"busyS0\":${b0:-null}}" >>"$out/rows.jsonl"
   done
   kill $pid; wait $pid 2>/dev/null || true
   rm -rf "$data"
@@ -95,11 +96,11 @@ const fs = require("fs"), dir = process.argv[1];
 const rows = fs.readFileSync(`${dir}/rows.jsonl`, "utf8").trim().split("\n").map((l) => JSON.parse(l)).map((r) => {
   const a = JSON.parse(fs.readFileSync(`${dir}/${r.run}-${r.c}.json`, "utf8"));
   const cpuS = r.cpuTicks / 100, n = a.requests.total;
-  return { ...r, rps: n / a.duration, ok: (n - a.non2xx) / a.duration, p99: a.latency.p99, non2xx: a.non2xx, us: Math.round((cpuS * 1e6) / n), gc: r.gcS === null ? null : (r.gcS - r.gcS0) / cpuS, gcBusy: r.gcS === null || r.busyS === null ? null : (r.gcS - r.gcS0) / (r.busyS - r.busyS0) };
+  return { ...r, rps: n / a.duration, ok: (n - a.non2xx) / a.duration, p99: a.latency.p99, non2xx: a.non2xx, us: Math.round((cpuS * 1e6) / n), processUs: Math.round((r.processTicks * 1e4) / n), machineUs: Math.round((r.machineTicks * 1e4) / n), gc: r.gcS === null ? null : (r.gcS - r.gcS0) / cpuS, gcBusy: r.gcS === null || r.busyS === null ? null : (r.gcS - r.gcS0) / (r.busyS - r.busyS0) };
 });
 const pct = (x) => (x === null ? "–" : (100 * x).toFixed(0) + " %");
-console.log("| run | clients | answers/s | 200/s | p99 ms | main thread us/answer | GC / CPU | GC / busy |\n|---|---:|---:|---:|---:|---:|---:|---:|");
-for (const r of rows) console.log(`| ${r.run} | ${r.c} | ${r.rps.toFixed(1)} | ${r.ok.toFixed(1)} | ${r.p99} | ${r.us} | ${pct(r.gc)} | ${pct(r.gcBusy)} |`);
+console.log("| run | clients | answers/s | 200/s | p99 ms | main thread us/answer | service us/answer | machine us/answer | GC / CPU | GC / busy |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+for (const r of rows) console.log(`| ${r.run} | ${r.c} | ${r.rps.toFixed(1)} | ${r.ok.toFixed(1)} | ${r.p99} | ${r.us} | ${r.processUs} | ${r.machineUs} | ${pct(r.gc)} | ${pct(r.gcBusy)} |`);
 const mean = (runs, c, f) => { const xs = rows.filter((r) => runs.includes(r.run) && r.c === c).map((r) => r[f]); return xs.reduce((s, x) => s + x, 0) / xs.length; };
 const free = !rows.some((r) => r.run === "old1");
 console.log(free ? "\n| clients | 200/s T1 | 200/s T2 | T2/T1 | p99 T1 | p99 T2 | main us T1 | T2 |\n|---:|---:|---:|---:|---:|---:|---:|---:|" : "\n| clients | 200/s T1/old | 200/s T2/old | p99 old/T1 | p99 old/T2 | main us old | T1 | T2 | T2/old |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|");

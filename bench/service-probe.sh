@@ -12,5 +12,11 @@ await_ready() {
 # The main thread's CPU so far, in clock ticks (/proc/PID/task/PID/stat: utime + stime).
 main_thread_ticks() { awk '{print $14 + $15}' "/proc/$pid/task/$pid/stat"; }
 
+# The whole service process's CPU so far (every thread), in clock ticks (/proc/PID/stat).
+process_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+
+# Every CPU's busy time so far (the load generator's included), in clock ticks (/proc/stat: all but idle and iowait).
+machine_busy_ticks() { awk '$1 == "cpu" {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
+
 # One metric's value from /metrics (a counter without labels).
 metric() { curl -s -H "api-key: $key" "http://127.0.0.1:$port/metrics?name=$1" | awk -v n="$1" '$1 == n {print $2}'; }

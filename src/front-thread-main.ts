@@ -14,7 +14,6 @@ import { HttpFront } from './front/front';
 import type { FromFrontThread, FrontThreadData, ToFrontThread } from './front/front-threads';
 import { type PlaceCounts, Places } from './front/places';
 import { ServiceLink } from './front/service-link';
-import { hotRoutes } from './v2/hot-predict';
 import { Router } from './http/router';
 import { linesPerTurn, setLogLevel } from './log';
 import { takeNice } from './ops/loop-priority';
@@ -29,7 +28,7 @@ const port = parentPort!;
 if (data.nice !== null) takeNice(data.nice, 'http front');
 const send = (message: FromFrontThread, transfer?: ArrayBuffer[]) => port.postMessage(message, transfer);
 let router = Router.fromOutline(data.router, rendererNamed);
-const link = new ServiceLink(send, new SlabWriter(data.slab), new Places(data.places), data.hot && hotRoutes(data.hot));
+const link = new ServiceLink(send, new SlabWriter(data.slab), new Places(data.places));
 
 const front = new HttpFront({
   link,
@@ -50,7 +49,7 @@ const reportCounts = (counts: PlaceCounts) => {
 setInterval(() => reportCounts(front.upstream), COUNTS_MS).unref();
 
 port.on('message', (message: ToFrontThread) => {
-  if (message.type === 'answer' || message.type === 'hot') link.answered(message);
+  if (message.type === 'answer') link.answered(message);
   else if (message.type === 'close') front.close();
   else if (message.type === 'drain') void front.drain(message.timeoutMs).then(() => send({ type: 'drained' }));
   else if (message.type === 'router') router = Router.fromOutline(message.router, rendererNamed);

@@ -27,8 +27,6 @@ import { keepIssuedKeys } from './store/api-keys';
 import { newApiKey } from './store/secrets';
 import { v1Interface } from './v1/routes';
 import { v2Interface } from './v2/routes';
-import { hotRoutes } from './v2/hot-predict';
-import { hotService } from './v2/hot-service';
 import { OIP_DOCUMENT } from './oip/openapi';
 import { OIP_HEALTH_PATHS, oipRestInterface, registerOipHealth } from './oip/rest';
 import { grpcInterface } from './oip/grpc/server';
@@ -78,7 +76,6 @@ export async function startService(config: Config): Promise<RunningService> {
 
   // Each interface's error format on its paths; paths of no interface get v1's (the legacy root).
   const router = new Router(renderV1Error).mount('/v2', errorResponse).mount('/scan', errorResponse);
-  const hotData = { serviceVersion: version, defaultModel: config.defaultModel };
   registerOps(router, { readiness, keys, access: config.metrics.access });
   registerOipHealth(router, readiness);
   const server = new HttpServer(router, {
@@ -90,7 +87,6 @@ export async function startService(config: Config): Promise<RunningService> {
     onRequestEnd: recordRequest,
     onFrontAnswer: recordFrontAnswer,
     frontThreads: { entry: path.join(__dirname, 'front-thread-main.js'), dupFd: (fd) => loadAddon().dupFd(fd), nameOfRenderer },
-    hot: { routes: hotRoutes(hotData), data: hotData },
   });
   const port = await server.listen(config.host, config.port);
   metrics.setSources({ requestsInFlight: () => server.requestsInFlight, upstream: () => server.upstream });
@@ -99,7 +95,6 @@ export async function startService(config: Config): Promise<RunningService> {
     if (config.metrics.port !== null) metricsServer = await startMetricsServer(config.host, config.metrics.port);
     log.info('listening', { host: config.host, port, version, ...(metricsServer ? { metrics_port: metricsServer.port } : {}) });
     const started = await startInterfaces(config, { router, keys, readiness, version, packsDisabled: packs.disabled });
-    server.serveHotWith([hotService(started.service)]);
     lowerLoopThreads(loopNiceSteps(config.loopNice, !started.gpu && !config.benchFreeModel), server);
     readiness.markReady();
     log.info('ready', {

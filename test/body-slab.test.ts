@@ -1,8 +1,8 @@
 // Bodies lent from a front's slab (src/front/body-slab.ts, src/memory/lent-bytes.ts), both sides in
 // one process: the main thread sees the bytes the thread wrote; a block is not placed again while the
 // request or an analysis of it holds it, and is once both have let go; a block never lent comes back
-// at once; a full slab places nothing; lent bytes read after they came back throw; a hot request the
-// service declines (src/front/service-side.ts) lends its body once, to the usual way, which holds it.
+// at once; a full slab places nothing; lent bytes read after they came back throw; the service
+// (src/front/service-side.ts) holds a request's body until its answer.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createSlab, SLAB_BYTES, SlabReader, SlabWriter } from '../src/front/body-slab';
@@ -47,7 +47,7 @@ test('a block never lent comes back at once; a full slab, or one out of blocks, 
   assert.equal(placed.filter((b) => b !== null).length, slab.blocks);
 });
 
-test('a hot request the service declines lends its body once: the usual way holds it until its answer', () => {
+test('the service holds a request\'s body until its answer', () => {
   const slab = createSlab(4);
   const writer = new SlabWriter(slab);
   const held: ResponseSink[] = [];
@@ -55,14 +55,12 @@ test('a hot request the service declines lends its body once: the usual way hold
     slab,
     post: () => undefined,
     serve: (res) => void held.push(res),
-    serveHot: () => null,
     carryLines: false,
   });
   const block = writer.place(64)!;
   writer.lend(block);
-  const hot = { route: '/v2/predict', path: '/v2/predict', requestId: 'r', apiKey: undefined, peer: '127.0.0.1', model: 'bc-v1', args: { threshold: null, imageStart: 0, imageEnd: 1 } };
-  side.receive({ type: 'request', id: 1, head: packHead('POST', '/v2/predict', [], '127.0.0.1'), startedAt: performance.timeOrigin, body: [block.block, block.offset, block.length, -1, -1], hot });
-  assert.equal(held.length, 1, 'served the usual way');
+  side.receive({ type: 'request', id: 1, head: packHead('POST', '/v2/predict', [], '127.0.0.1'), startedAt: performance.timeOrigin, body: [block.block, block.offset, block.length, -1, -1] });
+  assert.equal(held.length, 1, 'served');
   assert.notEqual(writer.place(64)!.offset, block.offset, 'the block is still lent');
   held[0]!.answer('200 OK', '', '', false);
   assert.equal(lentBytes(), 0);

@@ -18,7 +18,7 @@ import { STANDARD_METHODS, parseHead, serviceHead, type HeadRefusal, type Reques
 import { plainAddress } from './client-address';
 import { HeadReader } from './client-head';
 import type { FrontSettings } from './settings';
-import { BodyWay, ServiceExchange, type HotPrelude, type ServiceAnswer } from './service-link';
+import { BodyWay, ServiceExchange, type ServiceAnswer } from './service-link';
 
 /** Retry-After of the front's 429 when no place in the service is free in time. */
 const OVERLOADED_RETRY_AFTER_S = '1';
@@ -201,7 +201,7 @@ export class ClientConnection {
     }
     this.left = head.contentLength;
     const way = this.left === 0 ? BodyWay.None : this.left > this.settings.maxBodyBytes ? BodyWay.Dropped : BodyWay.Whole;
-    this.handOver(head, serviceHead(head, this.clientAddress, 0), way, this.left > 0 ? In.Body : In.Wait, this.hotPrelude(head, way));
+    this.handOver(head, serviceHead(head, this.clientAddress, 0), way, this.left > 0 ? In.Body : In.Wait);
   }
 
   /** A method outside the nine standard ones: 405 with Allow where the path is routed, else 501. */
@@ -258,7 +258,7 @@ export class ClientConnection {
     }
     const bytes = this.chunkBytes;
     const way = bytes > 0 ? BodyWay.Whole : BodyWay.None;
-    this.handOver(head, serviceHead(head, this.clientAddress, bytes), way, In.Wait, this.hotPrelude(head, way), () => {
+    this.handOver(head, serviceHead(head, this.clientAddress, bytes), way, In.Wait, () => {
       for (const part of parts) this.exchange.write(part);
     });
     return end;
@@ -275,7 +275,7 @@ export class ClientConnection {
    * a body read already is written first). Nothing more is read from the client while a place is
    * awaited; a full queue or a wait past the limit gets 429.
    */
-  private handOver(head: RequestHead, packed: string, way: BodyWay, next: In, prelude: HotPrelude | null, withBody?: () => void): void {
+  private handOver(head: RequestHead, packed: string, way: BodyWay, next: In, withBody?: () => void): void {
     this.awaiting = true;
     this.state = In.Queued;
     let pumping = true;
@@ -291,16 +291,8 @@ export class ClientConnection {
       if (!pumping) this.pump();
     };
     const bodyBytes = head.chunked ? this.chunkBytes : head.contentLength;
-    if (!this.exchange.begin(packed, bodyBytes, way, prelude, granted, expired)) this.overloaded(head);
+    if (!this.exchange.begin(packed, bodyBytes, way, granted, expired)) this.overloaded(head);
     pumping = false;
-  }
-
-  /** A hot route's prelude for a POST with a body, bound to its head (http/hot-route.ts); null: none may apply. */
-  private hotPrelude(head: RequestHead, way: BodyWay): HotPrelude | null {
-    const hot = this.settings.link.hot;
-    if (!hot || way !== BodyWay.Whole || head.method !== 'POST') return null;
-    const peer = this.clientAddress;
-    return (body, image) => hot.prelude(head.method, head.target, head.fields, peer, body, image);
   }
 
   /** No place in the service in time: 429 in the path's format, the body (if any) dropped. */

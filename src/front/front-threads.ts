@@ -17,7 +17,6 @@ import type { PlaceCounts, PlaceLimits } from './places';
 import type { AnswerMessage, ToService } from './service-link';
 import { ServiceSide, type ServiceSideOptions } from './service-side';
 import type { FrontAnswer } from './settings';
-import type { HotRoutesData } from '../http/hot-route';
 import { type Level, log, logLevel } from '../log';
 
 /** What a front thread is started with (structured-cloned to it). */
@@ -35,8 +34,6 @@ export interface FrontThreadData {
   logLevel: Level;
   /** The nice value it takes (ops/loop-priority.ts); null: the one it starts with. */
   nice: number | null;
-  /** What it builds its hot routes from (http/hot-route.ts); null: none. */
-  hot: HotRoutesData | null;
 }
 
 /** Messages from a front thread; `answer.startedAt` is on the epoch clock (performance.timeOrigin + now). */
@@ -63,7 +60,6 @@ export interface FrontThreadsOptions {
   onAnswer?(answer: FrontAnswer): void;
   /** Serves a request; `startedAt` on performance.now()'s clock. */
   serve: ServiceSideOptions['serve'];
-  serveHot: ServiceSideOptions['serveHot'];
 }
 
 interface Thread {
@@ -105,7 +101,7 @@ export class FrontThreads {
     const slab = createSlab(this.options.data.places.places + this.options.data.places.queue);
     const workerData: FrontThreadData = { ...this.options.data, fd: this.options.dupFd(this.spare!), slab, logLevel: logLevel(), nice: this.nice };
     const worker = new Worker(this.options.entry, { workerData });
-    const side = new ServiceSide({ slab, post: (answer) => worker.postMessage(answer), serve: this.options.serve, serveHot: this.options.serveHot, carryLines: true });
+    const side = new ServiceSide({ slab, post: (answer) => worker.postMessage(answer), serve: this.options.serve, carryLines: true });
     const thread: Thread = { worker, counts: { open: 0, idle: 0, waiting: 0 }, listening: false, drained: false, side };
     this.threads.add(thread);
     thread.worker.unref();

@@ -7,12 +7,11 @@ import type { PlaceLimits } from './places';
 import { Places } from './places';
 import { ServiceLink } from './service-link';
 import { ServiceSide, type ServiceSideOptions } from './service-side';
-import type { HotRoutes } from '../http/hot-route';
 
 /** The front's side of the way, with its places and a slab for as many requests; the service writes the usual way's access lines. */
-export function localLink(limits: PlaceLimits, service: Pick<ServiceSideOptions, 'serve' | 'serveHot'>, hot: HotRoutes | null): ServiceLink {
+export function localLink(limits: PlaceLimits, service: Pick<ServiceSideOptions, 'serve'>): ServiceLink {
   const slab = createSlab(limits.places + limits.queue);
   const side = new ServiceSide({ slab, post: (answer) => queueMicrotask(() => link.answered(answer)), ...service, carryLines: false });
-  const link = new ServiceLink((message) => queueMicrotask(() => side.receive(message)), new SlabWriter(slab), new Places(limits), hot);
+  const link = new ServiceLink((message) => queueMicrotask(() => side.receive(message)), new SlabWriter(slab), new Places(limits));
   return link;
 }

@@ -2,20 +2,15 @@
 // front-threads.ts) and each request it hands over dispatched to our router, with 404/405/503 and
 // handler failures answered by the error renderer of the interface the path belongs to (Router.mount).
 // The way a request travels: docs/architecture.md "The life of a request".
-import { STATUS_CODES } from 'node:http';
 import { Exchange, type EndedRequest, type ResponseSink } from '../http/exchange';
-import type { HotRequest, HotRoutes, HotRoutesData, HotService } from '../http/hot-route';
 import type { ServiceHead } from '../http/request-head';
-import { serverTimingHeader } from '../timing/stage-times';
-import { HotExchange } from './hot-exchange';
 import { TrustedProxies } from './client-address';
 import { HttpFront } from './front';
 import { FrontThreads, type FrontThreadsOptions } from './front-threads';
 import { localLink } from './local-link';
 import type { PlaceLimits } from './places';
-import type { HotCall, HotReply } from './service-side';
 import type { FrontAnswer } from './settings';
-import { ApiError, requestIdFrom, toApiError } from '../errors';
+import { ApiError, requestIdFrom } from '../errors';
 import { errorAnswer, methodNotAllowedAnswer, notFoundAnswer, type Answer, type ErrorRenderer } from '../http/error-answers';
 import { Router } from '../http/router';
 import type { FrontConfig } from '../config';
@@ -78,8 +73,6 @@ export interface HttpServerOptions {
   onFrontAnswer?: (record: FrontAnswerRecord) => void;
   /** What starting the front on worker threads (front.httpThreads >= 2, front/front-threads.ts) takes from the floors above. */
   frontThreads?: FrontThreadsStart;
-  /** The hot routes' front ends (http/hot-route.ts), for the front on the main thread; its threads build theirs from `data`. */
-  hot?: { routes: HotRoutes; data: HotRoutesData };
 }
 
 /** The front thread's script, the addon's dupFd, and the renderers' names. */
@@ -91,8 +84,6 @@ export interface FrontThreadsStart {
 
 export class HttpServer {
   private front: HttpFront | FrontThreads | null = null;
-  /** The hot routes' ends in the service, by route; until set, hot requests take the usual way. */
-  private hot = new Map<string, HotService>();
   private closing = false;
   private inFlight = 0;
   private idle: Array<() => void> = [];
@@ -110,54 +101,6 @@ export class HttpServer {
     else if (this.closing) refuse(this.router, ex, true);
     else if (this.options.isReady && !this.options.isReady()) refuse(this.router, ex, false);
     else dispatch(this.router, ex);
-  }
-
-  /** From now on, hot requests the front read are served by `services` (http/hot-route.ts). */
-  serveHotWith(services: readonly HotService[]): void {
-    for (const service of services) for (const route of service.routes) this.hot.set(route, service);
-  }
-
-  /**
-   * A hot request, served as the usual route would serve it, without an Exchange: null (the usual
-   * way) unless the service is open and takes it. Its analysis's errors are rendered as the usual
-   * route renders them; its access line goes to the front with the answer.
-   */
-  private serveHot(request: HotRequest, body: Buffer, startedAt: number, reply: (answer: HotReply) => void): HotCall | null {
-    const hot = this.hot.get(request.route);
-    if (!hot || this.closing || (this.options.isReady && !this.options.isReady()) || !hot.takes(request)) return null;
-    this.inFlight++;
-    const ex = new HotExchange(request, startedAt, body.length);
-    const settle = (status: number, bytesOut = 0) => {
-      ex.status = status;
-      ex.bytesOut = bytesOut;
-      ex.stages = ex.timing.stages(startedAt, performance.now());
-      this.settled(ex);
-      return serverTimingHeader(ex.stages);
-    };
-    hot.serve(request, body, { signal: ex, timing: ex.timing }).then(
-      (found) => {
-        if (ex.aborted) return;
-        ex.notes.modelVersion = found.modelVersion;
-        ex.notes.detection = found.detection;
-        const serverTiming = settle(200);
-        reply({ type: 'hot', result: { requestId: request.requestId, serverTiming, figures: found.figures, line: ex.line } });
-      },
-      (error: unknown) => {
-        if (ex.aborted) return;
-        const apiError = toApiError(error, { request_id: request.requestId, path: request.path }) ?? new ApiError('internal_error');
-        const answer = hot.render(request.requestId, apiError);
-        const serverTiming = settle(answer.status, Buffer.byteLength(answer.body));
-        let fields = '';
-        for (const name in answer.headers) fields += `${name}: ${answer.headers[name]}\r\n`;
-        reply({ type: 'answer', status: `${answer.status} ${STATUS_CODES[answer.status] ?? ''}`, fields: `${fields}Server-Timing: ${serverTiming}\r\n`, body: answer.body, close: false, line: ex.line });
-      },
-    );
-    return {
-      abort: () => {
-        ex.abort();
-        this.settled(ex);
-      },
-    };
   }
 
   /** The front's places in the service held (open; idle always 0) and requests waiting for one. */
@@ -200,16 +143,13 @@ export class HttpServer {
     const onAnswer = onFrontAnswer && ((a: FrontAnswer) => onFrontAnswer({ ...a, route: this.routeOf(a.method, a.path) }));
     const places: PlaceLimits = { places: limits.upstreamConnections, queue: limits.upstreamQueue, waitMs: this.options.upstreamWaitMs };
     const common = { maxBodyBytes: this.options.maxBodyBytes, idleTimeoutMs: limits.idleTimeoutMs };
-    const service = {
-      serve: (res: ResponseSink, head: ServiceHead, startedAt: number) => this.serve(res, head, startedAt),
-      serveHot: (request: HotRequest, body: Buffer, startedAt: number, reply: (answer: HotReply) => void) => this.serveHot(request, body, startedAt, reply),
-    };
+    const service = { serve: (res: ResponseSink, head: ServiceHead, startedAt: number) => this.serve(res, head, startedAt) };
     this.front =
       frontThreads && limits.httpThreads >= 2
         ? this.frontOnThreads(limits.httpThreads, frontThreads, places, common, onAnswer, service)
         : new HttpFront({
             ...common,
-            link: localLink(places, service, this.options.hot?.routes ?? null),
+            link: localLink(places, service),
             trustedProxies: new TrustedProxies(limits.trustedProxies),
             onAnswer,
             allowedMethods: (p) => this.router.allowedMethods(p),
@@ -230,7 +170,7 @@ export class HttpServer {
     places: PlaceLimits,
     common: { maxBodyBytes: number; idleTimeoutMs: number },
     onAnswer: ((a: FrontAnswer) => void) | undefined,
-    service: Pick<FrontThreadsOptions, 'serve' | 'serveHot'>,
+    service: Pick<FrontThreadsOptions, 'serve'>,
   ): FrontThreads {
     const share = (n: number) => Math.max(1, Math.ceil(n / count));
     const front = new FrontThreads({
@@ -243,7 +183,6 @@ export class HttpServer {
         ...common,
         places: { places: share(places.places), queue: share(places.queue), waitMs: places.waitMs },
         trustedProxies: [...this.options.front.trustedProxies],
-        hot: this.options.hot?.data ?? null,
         router: this.router.outline(start.nameOfRenderer),
       },
     });

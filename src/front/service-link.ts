@@ -8,12 +8,9 @@
 // member lies in it (json-image.ts), found here rather than on the main thread. A body over the limit is
 // read and dropped here, and the service told how much came. The service's answer comes back as its
 // parts and is framed by the front (answer-writer.ts). So the main thread never reads a request's bytes
-// off a socket, parses HTTP, or copies a body. A hot route's request (http/hot-route.ts) goes with what
-// its prelude read, and its answer comes back as the service's findings, answered here; the front
-// writes the access lines that come with answers.
+// off a socket, parses HTTP, or copies a body. The front writes the access lines that come with answers.
 import { performance } from 'node:perf_hooks';
 import type { AccessLineFields } from '../http/exchange';
-import type { HotRequest, HotResult, HotRoutes } from '../http/hot-route';
 import { IMAGE_MEMBER, locateMember } from '../http/json-image';
 import { writeRequestLine } from '../http/request-line';
 import { type SlabBlock, SlabWriter } from './body-slab';
@@ -29,17 +26,13 @@ export type OwnBody = { bytes: Uint8Array; imageStart: number; imageEnd: number 
 export type DroppedBody = { dropped: number };
 export type LinkBody = SlabBody | OwnBody | DroppedBody;
 
-/**
- * A request for the service: its head packed (http/request-head.ts), its body if it has come, and
- * with its body, what a hot route's prelude read of it (null: none did); `startedAt` on the epoch clock.
- */
+/** A request for the service: its head packed (http/request-head.ts), its body if it has come; `startedAt` on the epoch clock. */
 export interface RequestMessage {
   type: 'request';
   id: number;
   head: string;
   startedAt: number;
   body: LinkBody | null;
-  hot: HotRequest | null;
 }
 
 /** The whole body of a request posted before it. */
@@ -53,15 +46,9 @@ export type ToService = RequestMessage | BodyMessage | AbortMessage;
 
 /**
  * The answer's parts as the service wrote them (status and reason, field lines, body, whether it
- * closes) with the request's access line (its fields) for the front to write, or null; or a hot
- * route's findings (http/hot-route.ts), answered by the front.
+ * closes) with the request's access line (its fields) for the front to write, or null.
  */
-export type AnswerMessage =
-  | { type: 'answer'; id: number; status: string; fields: string; body: string | Uint8Array; close: boolean; line: AccessLineFields | null }
-  | { type: 'hot'; id: number; result: HotResult };
-
-/** A hot route's prelude, bound to its request's head: what it reads of the whole body (null: the usual way). */
-export type HotPrelude = (body: Buffer, image: [number, number] | null) => HotRequest | null;
+export type AnswerMessage = { type: 'answer'; id: number; line: AccessLineFields | null } & ServiceAnswer;
 
 /** How a request's body reaches the service. */
 export const enum BodyWay {
@@ -76,7 +63,7 @@ export const enum BodyWay {
 /** The client side of one exchange, as the link sees it: it takes the answer's parts. */
 export type ExchangeClient = (answer: ServiceAnswer) => void;
 
-/** An answer's parts as the service wrote them, or as a hot route's answer makes them. */
+/** An answer's parts as the service wrote them. */
 export type ServiceAnswer = { status: string; fields: string; body: string | Uint8Array; close: boolean };
 
 /** One front's way to the service: its requests' ids, their slab blocks, and the heads waiting for the end of a turn. */
@@ -91,8 +78,6 @@ export class ServiceLink {
     private readonly post: (message: ToService, transfer?: ArrayBuffer[]) => void,
     private readonly slab: SlabWriter,
     readonly places: Places,
-    /** The hot routes' ends in this front; null: none. */
-    readonly hot: HotRoutes | null = null,
   ) {}
 
   /** An id for a request whose body is `bytes` long (0: none), and where to write its body when it is lent. */
@@ -114,17 +99,14 @@ export class ServiceLink {
     return entry.exchange;
   }
 
-  sendHead(id: number, head: string, startedAt: number, body: Buffer | DroppedBody | null, prelude: HotPrelude | null): void {
+  sendHead(id: number, head: string, startedAt: number, body: Buffer | DroppedBody | null): void {
     const transfer: ArrayBuffer[] = [];
-    if (!Buffer.isBuffer(body)) return this.post({ type: 'request', id, head, startedAt, body, hot: null }, transfer);
-    const image = locateMember(body, IMAGE_MEMBER);
-    const hot = prelude?.(body, image) ?? null;
-    this.post({ type: 'request', id, head, startedAt, body: this.lend(id, body, image, transfer), hot }, transfer);
+    this.post({ type: 'request', id, head, startedAt, body: body && this.lend(id, body, transfer) }, transfer);
   }
 
   sendBody(id: number, body: Buffer | DroppedBody): void {
     const transfer: ArrayBuffer[] = [];
-    this.post({ type: 'body', id, body: Buffer.isBuffer(body) ? this.lend(id, body, locateMember(body, IMAGE_MEMBER), transfer) : body }, transfer);
+    this.post({ type: 'body', id, body: this.lend(id, body, transfer) }, transfer);
   }
 
   /** `exchange`'s head goes at the end of this turn of the loop, unless its whole body comes first (then both go as one message). */
@@ -146,8 +128,9 @@ export class ServiceLink {
     this.waiting.delete(exchange);
   }
 
-  private lend(id: number, body: Buffer, image: [number, number] | null, transfer: ArrayBuffer[]): LinkBody {
-    const [imageStart, imageEnd] = image ?? [-1, -1];
+  private lend(id: number, body: Buffer | DroppedBody, transfer: ArrayBuffer[]): LinkBody {
+    if (!Buffer.isBuffer(body)) return body;
+    const [imageStart, imageEnd] = locateMember(body, IMAGE_MEMBER) ?? [-1, -1];
     const { block } = this.open.get(id)!;
     if (!block) {
       transfer.push(body.buffer as ArrayBuffer);
@@ -165,12 +148,6 @@ export class ServiceLink {
   /** An answer from the service; its access line is written here, also when its client has left meanwhile. */
   answered(message: AnswerMessage): void {
     const exchange = this.close(message.id);
-    if (message.type === 'hot') {
-      const answer = this.hot!.answer(message.result);
-      const line = message.result.line;
-      if (line) writeRequestLine({ ...line, bytes_out: Buffer.byteLength(answer.body) });
-      return exchange?.answered({ ...answer, close: false });
-    }
     if (message.line) writeRequestLine(message.line);
     exchange?.answered(message);
   }
@@ -193,8 +170,6 @@ export class ServiceExchange {
   private bodyPosted = false;
   /** Leaves the queue of places (while the request waits for one). */
   private cancel: (() => void) | null = null;
-  /** The current request's hot route prelude, if it may have one. */
-  private prelude: HotPrelude | null = null;
 
   constructor(
     private readonly link: ServiceLink,
@@ -210,7 +185,7 @@ export class ServiceExchange {
    * Takes a request (a place in the link, now or once one is free: `granted`), its head packed, its body
    * of `bytes` to come through write (`way`); `expired`: no place came in time. False when the queue is full.
    */
-  begin(head: string, bytes: number, way: BodyWay, prelude: HotPrelude | null, granted: () => void, expired: () => void): boolean {
+  begin(head: string, bytes: number, way: BodyWay, granted: () => void, expired: () => void): boolean {
     const leave = this.link.places.acquire(() => {
       this.cancel = null;
       const place = this.link.enter(this, way === BodyWay.Whole ? bytes : 0);
@@ -223,7 +198,6 @@ export class ServiceExchange {
       this.expected = way === BodyWay.None ? 0 : bytes;
       this.posted = false;
       this.bodyPosted = way === BodyWay.None;
-      this.prelude = way === BodyWay.Whole ? prelude : null;
       granted();
     }, () => {
       this.cancel = null;
@@ -270,7 +244,7 @@ export class ServiceExchange {
   private sendHead(body: Buffer | DroppedBody | null): void {
     this.posted = true;
     this.link.posted(this);
-    this.link.sendHead(this.id, this.head, this.startedAt, body, this.prelude);
+    this.link.sendHead(this.id, this.head, this.startedAt, body);
   }
 
   /** The client left, or the connection ends: the service hears of a request it has, and its place is freed. */
@@ -287,7 +261,6 @@ export class ServiceExchange {
   answered(answer: ServiceAnswer): void {
     this.id = 0;
     this.body = null;
-    this.prelude = null;
     this.answer(answer);
   }
 }

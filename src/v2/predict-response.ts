@@ -1,5 +1,5 @@
-// A predict answer's body from the figures of its analysis: one rule for the usual route (predict.ts),
-// the hot route's front end (hot-predict.ts) and the command line.
+// A predict answer's body from the figures of its analysis: one rule for the route (predict.ts) and
+// the command line.
 import { isDiscomfort, type Analysis } from '../pipeline/analysis';
 import type { PredictResponse } from './schemas';
 
@@ -7,7 +7,7 @@ export interface PredictContext {
   serviceVersion: string;
 }
 
-/** What a predict answer says of its analysis, plain data (it crosses to a front thread: hot-predict.ts). */
+/** What a predict answer says of its analysis. */
 export interface PredictFigures {
   modelId: string;
   packVersion: string;
