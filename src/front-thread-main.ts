@@ -35,6 +35,7 @@ const front = new HttpFront({
   trustedProxies: new TrustedProxies(data.trustedProxies),
   maxBodyBytes: data.maxBodyBytes,
   idleTimeoutMs: data.idleTimeoutMs,
+  streamSocket: data.streamSocket,
   allowedMethods: (path) => router.allowedMethods(path),
   rendererFor: (path) => router.rendererFor(path),
   onAnswer: (answer) => send({ type: 'answer', answer: { ...answer, startedAt: performance.timeOrigin + answer.startedAt } }),

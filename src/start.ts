@@ -28,6 +28,7 @@ import { newApiKey } from './store/secrets';
 import { v1Interface } from './v1/routes';
 import { v2Interface } from './v2/routes';
 import { OIP_DOCUMENT } from './oip/openapi';
+import { StreamServer } from './stream/stream-server';
 import { OIP_HEALTH_PATHS, oipRestInterface, registerOipHealth } from './oip/rest';
 import { grpcInterface } from './oip/grpc/server';
 import { errorResponse } from './http/error-answers';
@@ -78,6 +79,7 @@ export async function startService(config: Config): Promise<RunningService> {
   const router = new Router(renderV1Error).mount('/v2', errorResponse).mount('/scan', errorResponse);
   registerOps(router, { readiness, keys, access: config.metrics.access });
   registerOipHealth(router, readiness);
+  const stream = config.stream.maxConnections > 0 ? await StreamServer.start({ ...config.stream, maxFrameBytes: config.maxBodyBytes, requestTimeoutMs: config.requestTimeoutMs, defaultModel: config.defaultModel }) : null;
   const server = new HttpServer(router, {
     maxBodyBytes: config.maxBodyBytes,
     front: config.front,
@@ -87,14 +89,19 @@ export async function startService(config: Config): Promise<RunningService> {
     onRequestEnd: recordRequest,
     onFrontAnswer: recordFrontAnswer,
     frontThreads: { entry: path.join(__dirname, 'front-thread-main.js'), dupFd: (fd) => loadAddon().dupFd(fd), nameOfRenderer },
+    ...(stream ? { streamSocket: stream.socketPath } : {}),
   });
-  const port = await server.listen(config.host, config.port);
+  const port = await server.listen(config.host, config.port).catch((error: unknown) => {
+    stream?.close();
+    throw error;
+  });
   metrics.setSources({ requestsInFlight: () => server.requestsInFlight, upstream: () => server.upstream });
   let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | null = null;
   try {
     if (config.metrics.port !== null) metricsServer = await startMetricsServer(config.host, config.metrics.port);
     log.info('listening', { host: config.host, port, version, ...(metricsServer ? { metrics_port: metricsServer.port } : {}) });
     const started = await startInterfaces(config, { router, keys, readiness, version, packsDisabled: packs.disabled });
+    stream?.serveWith(started.service, () => readiness.serving);
     lowerLoopThreads(loopNiceSteps(config.loopNice, !started.gpu && !config.benchFreeModel), server);
     readiness.markReady();
     log.info('ready', {
@@ -120,6 +127,7 @@ export async function startService(config: Config): Promise<RunningService> {
           await delay.wait(drainDelayMs);
         }
         server.stopListening();
+        stream?.close();
         log.info('stopped accepting connections', { in_flight: server.requestsInFlight });
         await started.close(() => server.drain(10_000));
         metricsServer?.close();
@@ -129,6 +137,7 @@ export async function startService(config: Config): Promise<RunningService> {
   } catch (error) {
     // Start-up failed after the port opened: free it; main.ts reports the error and exits.
     server.stopListening();
+    stream?.close();
     metricsServer?.close();
     throw error;
   }

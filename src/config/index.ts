@@ -16,6 +16,7 @@ export interface Config extends Values<typeof SETTINGS> {}
 /** The batching settings as configured: null where left to the service (src/packs/batching-plan.ts). */
 export type BatchingSettings = Config['batching'];
 export type FrontConfig = Config['front'];
+export type StreamConfig = Config['stream'];
 export type MetricsConfig = Config['metrics'];
 export type VideoConfig = Config['video'];
 export type ScanConfig = Config['scan'];

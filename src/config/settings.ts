@@ -58,6 +58,11 @@ export const SETTINGS = {
     httpThreads: int('CATCOMFORT_HTTP_THREADS', () => defaultHttpThreads(os.availableParallelism()), 1, 64, 'Threads of the HTTP front (see [HTTP front](operations.md#http-front)). `1`: the front runs on the main thread; `2` or more: on that many worker threads, each accepting on the public port and handing every request to the main thread with its share of `CATCOMFORT_UPSTREAM_CONNECTIONS` and `CATCOMFORT_UPSTREAM_QUEUE`, so the main thread keeps only the interfaces and batching', '`1` below 8 cores, else one per 4 cores (at most 8)'),
     idleTimeoutMs: int('CATCOMFORT_CLIENT_IDLE_TIMEOUT_MS', 10_000, 100, 3_600_000, 'Idle limit of a client connection to the HTTP front: between requests, and while a head or a chunked body arrives; past it the connection closes (see [HTTP front](operations.md#http-front))'),
   },
+  stream: {
+    maxConnections: int('CATCOMFORT_STREAM_MAX_CONNECTIONS', 64, 0, 100_000, 'Live streams (`/v2/stream`, WebSockets) open at once; past it an upgrade gets 503 with `Retry-After`. `0`: no streams ([Live stream](api-v2.md#live-stream))'),
+    idleTimeoutS: int('CATCOMFORT_STREAM_IDLE_TIMEOUT_S', 60, 8, 3600, 'A live stream that neither sends nor is sent anything for this long is closed (the WebSocket server counts in steps of about 4 s)'),
+    maxBufferedBytes: int('CATCOMFORT_STREAM_MAX_BUFFERED_BYTES', 1024 * 1024, 16 * 1024, 64 * 1024 * 1024, "Answers a live stream's client has not read yet, in bytes; past it the stream is closed with code 4008 (a slow reader)"),
+  },
   loopNice: optionalInt('CATCOMFORT_LOOP_NICE', 0, 19, "Steps of nice (Linux, per thread) that the event loop's thread and the HTTP front's threads run below the analyses, so a CPU short of time runs the admitted images first and refuses fewer requests a second. Auto: `5` with the CPU provider alone, `0` with a GPU provider or `CATCOMFORT_BENCH_FREE_MODEL` (see [CPU priority](operations.md#cpu-priority))", 'auto'),
   batching: {
     maxBatchSize: optionalInt('CATCOMFORT_BATCH_MAX_SIZE', 1, 64, 'Micro-batch size limit (per-model override: manifest `batching.maxBatchSize`). Auto: `4` on CPU; with a GPU provider `16`, then at warm-up the largest session size that paid (at least `4`; see [How batching is chosen](gpu.md#how-batching-is-chosen))', 'auto'),

@@ -19,6 +19,7 @@ import { plainAddress } from './client-address';
 import { HeadReader } from './client-head';
 import type { FrontSettings } from './settings';
 import { BodyWay, ServiceExchange, type ServiceAnswer } from './service-link';
+import { isStreamUpgrade, relayUpgrade } from './upgrade-relay';
 
 /** Retry-After of the front's 429 when no place in the service is free in time. */
 const OVERLOADED_RETRY_AFTER_S = '1';
@@ -49,6 +50,8 @@ const enum In {
   Wait,
   /** The connection is ending; nothing more is read. */
   Closing,
+  /** A WebSocket upgrade: the connection is handed to the stream server (upgrade-relay.ts). */
+  Relayed,
 }
 
 export class ClientConnection {
@@ -129,7 +132,7 @@ export class ClientConnection {
 
   /** Works through the held client bytes as far as the state allows. */
   private pump(): void {
-    while (this.held.length > 0 && this.state !== In.Wait && this.state !== In.Queued && this.state !== In.Closing) {
+    while (this.held.length > 0 && this.state !== In.Wait && this.state !== In.Queued && this.state !== In.Closing && this.state !== In.Relayed) {
       const chunk = this.held[0]!;
       const at = this.step(chunk, this.heldOffset);
       this.heldBytes -= at - this.heldOffset;
@@ -140,6 +143,7 @@ export class ClientConnection {
         this.heldOffset = at;
       }
     }
+    if (this.state === In.Relayed) return this.relay();
     this.exchange.uncork();
     if (this.clientEnded && this.held.length === 0 && !this.answerPending()) return this.finishEnded();
     this.flow();
@@ -187,6 +191,7 @@ export class ClientConnection {
     this.startedAt = performance.now();
     this.clientAddress = this.viaProxy ? this.settings.trustedProxies.clientOf(this.peer, head.forwarded, head.xForwardedFor) : this.peer;
     if (!STANDARD_METHODS.has(head.method)) return this.unknownMethod(head);
+    if (this.settings.streamSocket !== null && isStreamUpgrade(head)) return void (this.state = In.Relayed);
     // Over the limit, and asked about first (Expect) or too long to read and drop: 413 here, and close.
     if (head.contentLength > this.settings.maxBodyBytes && (head.expectContinue || head.contentLength > MAX_DISCARD_BYTES)) {
       return this.refuse(tooLarge(head, this.settings.maxBodyBytes), head);
@@ -329,6 +334,16 @@ export class ClientConnection {
     }
     if (this.state === In.Wait) this.state = In.Head;
     if (this.state === In.Head) this.pump();
+  }
+
+  /** The connection goes to the stream server with what the client sent after the upgrade's head; the front only holds the socket from now on. */
+  private relay(): void {
+    for (const event of ['data', 'timeout', 'end'] as const) this.client.removeAllListeners(event);
+    this.client.setTimeout(0);
+    const rest = this.held.map((bytes, i) => (i === 0 ? bytes.subarray(this.heldOffset) : bytes));
+    this.held.length = 0;
+    this.heldBytes = 0;
+    relayUpgrade(this.client, this.request!, this.clientAddress, rest, this.settings.streamSocket!);
   }
 
   private onTimeout(): void {

@@ -27,6 +27,8 @@ export interface FrontThreadData {
   trustedProxies: string[];
   maxBodyBytes: number;
   idleTimeoutMs: number;
+  /** FrontSettings.streamSocket. */
+  streamSocket: string | null;
   router: RouterOutline;
   /** The memory its requests' bodies are lent in (body-slab.ts). */
   slab: Slab;

@@ -67,6 +67,8 @@ export interface HttpServerOptions {
   isReady?: () => boolean;
   /** Paths dispatched before readiness and while shutting down (health, readiness, metrics). */
   alwaysOpen?: (path: string) => boolean;
+  /** The stream server's unix socket, to which live stream upgrades are handed (front/upgrade-relay.ts); unset: none. */
+  streamSocket?: string;
   /** Hears every request once it ends: answered, or its client gone. */
   onRequestEnd?: (ex: EndedRequest) => void;
   /** Hears every answer the front gives itself. */
@@ -142,7 +144,7 @@ export class HttpServer {
     const { front: limits, onFrontAnswer, frontThreads } = this.options;
     const onAnswer = onFrontAnswer && ((a: FrontAnswer) => onFrontAnswer({ ...a, route: this.routeOf(a.method, a.path) }));
     const places: PlaceLimits = { places: limits.upstreamConnections, queue: limits.upstreamQueue, waitMs: this.options.upstreamWaitMs };
-    const common = { maxBodyBytes: this.options.maxBodyBytes, idleTimeoutMs: limits.idleTimeoutMs };
+    const common = { maxBodyBytes: this.options.maxBodyBytes, idleTimeoutMs: limits.idleTimeoutMs, streamSocket: this.options.streamSocket ?? null };
     const service = { serve: (res: ResponseSink, head: ServiceHead, startedAt: number) => this.serve(res, head, startedAt) };
     this.front =
       frontThreads && limits.httpThreads >= 2
@@ -168,7 +170,7 @@ export class HttpServer {
     count: number,
     start: FrontThreadsStart,
     places: PlaceLimits,
-    common: { maxBodyBytes: number; idleTimeoutMs: number },
+    common: { maxBodyBytes: number; idleTimeoutMs: number; streamSocket: string | null },
     onAnswer: ((a: FrontAnswer) => void) | undefined,
     service: Pick<FrontThreadsOptions, 'serve'>,
   ): FrontThreads {

@@ -16,6 +16,8 @@ export interface FrontSettings {
   allowedMethods(path: string): string[];
   /** How the interface a path belongs to writes errors. */
   rendererFor(path: string): ErrorRenderer;
+  /** The stream server's unix socket, to which WebSocket upgrades of the live stream are handed (upgrade-relay.ts); null: none. */
+  streamSocket: string | null;
   /** Hears every answer the front gives itself (refusals and 429), and every request it held whose client left, for the access log and metrics. */
   onAnswer?(record: FrontAnswer): void;
 }

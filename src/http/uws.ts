@@ -25,3 +25,4 @@ export type HttpResponse = Uws.HttpResponse;
 export type HttpRequest = Uws.HttpRequest;
 export type TemplatedApp = Uws.TemplatedApp;
 export type ListenSocket = Uws.us_listen_socket;
+export type WebSocket<UserData> = Uws.WebSocket<UserData>;

@@ -71,6 +71,8 @@ export class ServiceMetrics {
 
   readonly provider = this.gauge('catcomfort_execution_provider', 'ONNX Runtime execution providers configured: 1 active, 0 not in use', ['provider']);
 
+  readonly streamsOpen = this.gauge('catcomfort_streams_open', 'Live streams (/v2/stream) open now', []);
+  readonly streamFrames = this.counter('catcomfort_stream_frames_total', 'Frames of live streams: received, analysed (answered with a result or an error) or skipped (replaced by a newer frame, refused by a full queue, or waiting when the stream closed)', ['outcome']);
   readonly ready = this.gauge('catcomfort_ready', '1 when every model pack has warmed up and the service takes requests, 0 while starting or draining', []);
 
   readonly buildInfo = this.gauge('catcomfort_build_info', 'Always 1; the labels name the service release', ['version']);

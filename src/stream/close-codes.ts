@@ -1,0 +1,13 @@
+// The close codes a live stream (/v2/stream) ends with, each with the reason it carries: one table,
+// documented in docs/api-v2.md "Live stream". 1000-1015 are the WebSocket protocol's own (RFC 6455
+// §7.4.1); 4000-4999 are ours.
+export const CLOSE = {
+  /** The service is shutting down. */
+  goingAway: { code: 1001, reason: 'the service is shutting down' },
+  /** A frame over the body limit (the WebSocket server closes so by itself). */
+  tooBig: { code: 1009, reason: 'frame over the body limit' },
+  /** The first message was not a settings message with a valid key, or none came in time. */
+  unauthorized: { code: 4001, reason: 'missing or invalid API key' },
+  /** The client left this many bytes of answers unread. */
+  slowReader: { code: 4008, reason: 'answers not read: too many bytes buffered' },
+} as const;

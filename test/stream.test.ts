@@ -1,0 +1,168 @@
+// The live stream (GET /v2/stream, src/stream/, docs/api-v2.md "Live stream") on the real service with
+// the real bc-v1 pack, through the HTTP front on the main thread and on two threads: a settings message
+// with the key first, then photos as binary frames answered as /v2/predict answers them; newest frame
+// first when frames come faster than they are analysed (skipped + analysed = sent, every answer for a
+// frame no older than one analysis plus one frame interval when it was chosen); bad input answered or
+// closed with its documented code while HTTP keeps being served.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import WebSocket from 'ws';
+import { photo, photosDir } from './helpers/paths';
+import { ffmpegJpeg } from './helpers/phone-jpeg';
+import { startServer, TEST_KEY, type TestServer } from './helpers/server';
+
+const CAT = readFileSync(path.join(photosDir, '007_oxford_Siamese_151.jpg'));
+/** A 12 MP phone-size photo of a cat: slower to analyse than a frame interval at 30 a second on one pool thread. */
+const PHONE_CAT = ffmpegJpeg(photo('000_skimage_chelsea.png'), 'scale=4000:3000');
+
+let one: TestServer;
+let two: TestServer;
+before(async () => {
+  [one, two] = await Promise.all([
+    startServer({ CATCOMFORT_HTTP_THREADS: '1', CATCOMFORT_POOL_THREADS: '1', CATCOMFORT_MAX_BODY_BYTES: String(4 * 1024 * 1024), CATCOMFORT_STREAM_MAX_CONNECTIONS: '1100' }),
+    startServer({ CATCOMFORT_HTTP_THREADS: '2' }),
+  ]);
+});
+after(() => Promise.all([one?.stop(), two?.stop()]));
+
+/** A stream client: its messages as they come (parsed), and how it closed. */
+class Client {
+  readonly socket: WebSocket;
+  readonly messages: Array<Record<string, unknown>> = [];
+  readonly opened: Promise<void>;
+  readonly closed: Promise<{ code: number; reason: string }>;
+  private waiters: Array<() => void> = [];
+
+  constructor(server: TestServer, headers: Record<string, string> = {}) {
+    this.socket = new WebSocket(`${server.url.replace('http', 'ws')}/v2/stream`, { headers });
+    this.opened = new Promise((resolve, reject) => {
+      this.socket.once('open', () => resolve());
+      this.socket.once('unexpected-response', (_req, res) => reject(new Error(`upgrade answered ${res.statusCode}`)));
+      this.socket.once('error', reject);
+    });
+    this.closed = new Promise((resolve) => this.socket.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+    this.socket.on('message', (data, isBinary) => {
+      assert.equal(isBinary, false);
+      this.messages.push(JSON.parse(data.toString()) as Record<string, unknown>);
+      for (const wake of this.waiters.splice(0)) wake();
+    });
+    this.socket.on('close', () => {
+      for (const wake of this.waiters.splice(0)) wake();
+    });
+  }
+
+  /** Resolves once `count` messages have come (or the stream closed first). */
+  async received(count: number): Promise<Array<Record<string, unknown>>> {
+    while (this.messages.length < count && this.socket.readyState !== WebSocket.CLOSED) await new Promise<void>((wake) => this.waiters.push(wake));
+    return this.messages;
+  }
+}
+
+async function keyed(server: TestServer, settings: Record<string, unknown> = {}): Promise<Client> {
+  const client = new Client(server);
+  await client.opened;
+  client.socket.send(JSON.stringify({ api_key: TEST_KEY, ...settings }));
+  const [first] = await client.received(1);
+  assert.equal(first!.type, 'settings');
+  return client;
+}
+
+for (const threads of [1, 2]) {
+  test(`with the front on ${threads === 1 ? 'the main thread' : 'two threads'}, a photo sent as a frame is answered as /v2/predict answers it`, async () => {
+    const server = threads === 1 ? one : two;
+    const client = await keyed(server);
+    client.socket.send(CAT);
+    const [, answer] = await client.received(2);
+    const http = (await (
+      await fetch(`${server.url}/v2/predict`, { method: 'POST', headers: { 'api-key': TEST_KEY, 'content-type': 'application/json' }, body: JSON.stringify({ image: CAT.toString('base64') }) })
+    ).json()) as Record<string, unknown>;
+    assert.equal(answer!.type, 'result');
+    assert.equal(answer!.seq, 1);
+    assert.equal(answer!.skipped, 0);
+    for (const member of ['model', 'detection', 'prediction', 'cat', 'image']) assert.deepEqual(answer![member], http[member], member);
+    assert.equal(typeof (answer!.timings as Record<string, number>).total, 'number');
+    client.socket.close(1000);
+    assert.equal((await client.closed).code, 1000);
+  });
+}
+
+test('30 frames a second for 10 s, faster than they are analysed: the newest is analysed next, the others skipped and counted', async () => {
+  const client = await keyed(one);
+  const sentAt: number[] = [];
+  const answeredAt = new Map<number, number>();
+  client.socket.on('message', () => answeredAt.set(client.messages.length, performance.now()));
+  const frameMs = 1000 / 30;
+  const frames = 300;
+  const start = performance.now();
+  for (let i = 0; i < frames; i++) {
+    sentAt.push(performance.now());
+    client.socket.send(PHONE_CAT);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, start + (i + 1) * frameMs - performance.now())));
+  }
+  // The last frame sent is always answered: it waits or runs until it is.
+  const messages = await new Promise<Array<Record<string, unknown>>>((resolve) => {
+    const check = () => (client.messages.at(-1)?.seq === frames ? resolve(client.messages) : void client.received(client.messages.length + 1).then(check));
+    check();
+  });
+  const results = messages.slice(1);
+  const analysed = results.length;
+  const skipped = results.reduce((sum, m) => sum + (m.skipped as number), 0);
+  assert.ok(results.every((m) => m.type === 'result'));
+  assert.ok(analysed < frames, `fewer analysed (${analysed}) than sent`);
+  assert.equal(analysed + skipped, frames, 'every frame is analysed or skipped, and counted once');
+  for (let i = 1; i < results.length; i++) assert.ok((results[i]!.seq as number) > (results[i - 1]!.seq as number), 'answers come in frame order');
+  // Each frame was chosen when its analysis began (its answer's time less its total, as this client
+  // sees it): it was then no older than one analysis plus one frame interval.
+  const analysisMs = Math.max(...results.map((m) => (m.timings as { total: number }).total));
+  for (const [i, m] of results.entries()) {
+    const chosen = answeredAt.get(i + 2)! - (m.timings as { total: number }).total;
+    const age = chosen - sentAt[(m.seq as number) - 1]!;
+    assert.ok(age <= analysisMs + frameMs, `frame ${m.seq as number} was ${age.toFixed(0)} ms old when chosen (one analysis: ${analysisMs.toFixed(0)} ms)`);
+  }
+  client.socket.close(1000);
+  await client.closed;
+});
+
+test('bad input: each gets its documented answer or close code, and HTTP keeps being served', async () => {
+  const garbage = await keyed(one);
+  garbage.socket.send('not json {');
+  const [, error] = await garbage.received(2);
+  assert.equal(error!.type, 'error');
+  assert.equal(error!.seq, null);
+  assert.equal((error!.error as { code: string }).code, 'invalid_request');
+  garbage.socket.send(Buffer.from(Array.from({ length: 5000 }, (_, i) => (i * 7919) % 256)));
+  const [, , bad] = await garbage.received(3);
+  assert.equal(bad!.type, 'error');
+  assert.equal(bad!.seq, 1);
+  assert.equal((bad!.error as { code: string }).code, 'invalid_image');
+  garbage.socket.send(CAT);
+  const [, , , fine] = await garbage.received(4);
+  assert.equal(fine!.type, 'result', 'the stream survives a bad frame');
+  garbage.socket.send(Buffer.alloc(4 * 1024 * 1024 + 1));
+  // 1009 when the close frame reaches the client; one still sending may find the connection reset first (1006).
+  assert.ok([1009, 1006].includes((await garbage.closed).code));
+
+  const noKey = new Client(one);
+  await noKey.opened;
+  noKey.socket.send(CAT);
+  assert.equal((await noKey.closed).code, 4001);
+  const wrongKey = new Client(one);
+  await wrongKey.opened;
+  wrongKey.socket.send(JSON.stringify({ api_key: 'not-the-key-0123456789' }));
+  assert.equal((await wrongKey.closed).code, 4001);
+
+  const health = await fetch(`${one.url}/healthz`);
+  assert.equal(health.status, 200);
+});
+
+test('1,000 idle connections are held, and HTTP keeps being served', async () => {
+  const clients = Array.from({ length: 1000 }, () => new Client(one));
+  await Promise.all(clients.map((c) => c.opened));
+  const answer = await fetch(`${one.url}/v2/predict`, { method: 'POST', headers: { 'api-key': TEST_KEY, 'content-type': 'application/json' }, body: JSON.stringify({ image: CAT.toString('base64') }) });
+  assert.equal(answer.status, 200);
+  const metrics = await (await fetch(`${one.url}/metrics`, { headers: { 'api-key': TEST_KEY } })).text();
+  assert.equal(metrics.split('\n').find((line) => line.startsWith('catcomfort_streams_open ')), 'catcomfort_streams_open 1000');
+  for (const c of clients) c.socket.terminate();
+});
