@@ -17,6 +17,7 @@ const FLOORS: ReadonlyArray<readonly string[]> = [
   ['bench'],
   ['cli', 'tools', 'train', 'main', 'front-thread-main'],
   ['start', 'error-renderers'],
+  ['stream'],
   ['v1', 'v2', 'scan', 'oip', 'inspect'],
   ['service'],
   ['packs'],

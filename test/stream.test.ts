@@ -8,10 +8,10 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import WebSocket from 'ws';
 import { photo, photosDir } from './helpers/paths';
 import { ffmpegJpeg } from './helpers/phone-jpeg';
 import { startServer, TEST_KEY, type TestServer } from './helpers/server';
+import { keyedStream, StreamClient } from './helpers/stream-client';
 
 const CAT = readFileSync(path.join(photosDir, '007_oxford_Siamese_151.jpg'));
 /** A 12 MP phone-size photo of a cat: slower to analyse than a frame interval at 30 a second on one pool thread. */
@@ -27,52 +27,10 @@ before(async () => {
 });
 after(() => Promise.all([one?.stop(), two?.stop()]));
 
-/** A stream client: its messages as they come (parsed), and how it closed. */
-class Client {
-  readonly socket: WebSocket;
-  readonly messages: Array<Record<string, unknown>> = [];
-  readonly opened: Promise<void>;
-  readonly closed: Promise<{ code: number; reason: string }>;
-  private waiters: Array<() => void> = [];
-
-  constructor(server: TestServer, headers: Record<string, string> = {}) {
-    this.socket = new WebSocket(`${server.url.replace('http', 'ws')}/v2/stream`, { headers });
-    this.opened = new Promise((resolve, reject) => {
-      this.socket.once('open', () => resolve());
-      this.socket.once('unexpected-response', (_req, res) => reject(new Error(`upgrade answered ${res.statusCode}`)));
-      this.socket.once('error', reject);
-    });
-    this.closed = new Promise((resolve) => this.socket.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
-    this.socket.on('message', (data, isBinary) => {
-      assert.equal(isBinary, false);
-      this.messages.push(JSON.parse(data.toString()) as Record<string, unknown>);
-      for (const wake of this.waiters.splice(0)) wake();
-    });
-    this.socket.on('close', () => {
-      for (const wake of this.waiters.splice(0)) wake();
-    });
-  }
-
-  /** Resolves once `count` messages have come (or the stream closed first). */
-  async received(count: number): Promise<Array<Record<string, unknown>>> {
-    while (this.messages.length < count && this.socket.readyState !== WebSocket.CLOSED) await new Promise<void>((wake) => this.waiters.push(wake));
-    return this.messages;
-  }
-}
-
-async function keyed(server: TestServer, settings: Record<string, unknown> = {}): Promise<Client> {
-  const client = new Client(server);
-  await client.opened;
-  client.socket.send(JSON.stringify({ api_key: TEST_KEY, ...settings }));
-  const [first] = await client.received(1);
-  assert.equal(first!.type, 'settings');
-  return client;
-}
-
 for (const threads of [1, 2]) {
   test(`with the front on ${threads === 1 ? 'the main thread' : 'two threads'}, a photo sent as a frame is answered as /v2/predict answers it`, async () => {
     const server = threads === 1 ? one : two;
-    const client = await keyed(server);
+    const client = await keyedStream(server.url);
     client.socket.send(CAT);
     const [, answer] = await client.received(2);
     const http = (await (
@@ -89,7 +47,7 @@ for (const threads of [1, 2]) {
 }
 
 test('30 frames a second for 10 s, faster than they are analysed: the newest is analysed next, the others skipped and counted', async () => {
-  const client = await keyed(one);
+  const client = await keyedStream(one.url);
   const sentAt: number[] = [];
   const answeredAt = new Map<number, number>();
   client.socket.on('message', () => answeredAt.set(client.messages.length, performance.now()));
@@ -126,7 +84,7 @@ test('30 frames a second for 10 s, faster than they are analysed: the newest is 
 });
 
 test('bad input: each gets its documented answer or close code, and HTTP keeps being served', async () => {
-  const garbage = await keyed(one);
+  const garbage = await keyedStream(one.url);
   garbage.socket.send('not json {');
   const [, error] = await garbage.received(2);
   assert.equal(error!.type, 'error');
@@ -144,11 +102,11 @@ test('bad input: each gets its documented answer or close code, and HTTP keeps b
   // 1009 when the close frame reaches the client; one still sending may find the connection reset first (1006).
   assert.ok([1009, 1006].includes((await garbage.closed).code));
 
-  const noKey = new Client(one);
+  const noKey = new StreamClient(one.url);
   await noKey.opened;
   noKey.socket.send(CAT);
   assert.equal((await noKey.closed).code, 4001);
-  const wrongKey = new Client(one);
+  const wrongKey = new StreamClient(one.url);
   await wrongKey.opened;
   wrongKey.socket.send(JSON.stringify({ api_key: 'not-the-key-0123456789' }));
   assert.equal((await wrongKey.closed).code, 4001);
@@ -158,7 +116,7 @@ test('bad input: each gets its documented answer or close code, and HTTP keeps b
 });
 
 test('1,000 idle connections are held, and HTTP keeps being served', async () => {
-  const clients = Array.from({ length: 1000 }, () => new Client(one));
+  const clients = Array.from({ length: 1000 }, () => new StreamClient(one.url));
   await Promise.all(clients.map((c) => c.opened));
   const answer = await fetch(`${one.url}/v2/predict`, { method: 'POST', headers: { 'api-key': TEST_KEY, 'content-type': 'application/json' }, body: JSON.stringify({ image: CAT.toString('base64') }) });
   assert.equal(answer.status, 200);

@@ -61,5 +61,7 @@ export function errorMessage(requestId: string, seq: number | null, error: ApiEr
 
 /** An analysed frame: what /v2/predict answers, with its sequence number, the frames skipped since the last answer, and the stage times (ms). */
 export function resultMessage(seq: number, skipped: number, answer: object, timings: Record<string, number>): string {
-  return JSON.stringify({ type: 'result', seq, skipped, ...answer, timings });
+  const ms: Record<string, number> = {};
+  for (const stage in timings) ms[stage] = Math.round(timings[stage]! * 1000) / 1000;
+  return JSON.stringify({ type: 'result', seq, skipped, ...answer, timings: ms });
 }

@@ -102,7 +102,7 @@ export class StreamServer {
       maxPayloadLength: this.options.maxFrameBytes,
       idleTimeout: this.options.idleTimeoutS,
       maxBackpressure: this.options.maxBufferedBytes * 2,
-      sendPingsAutomatically: true,
+      sendPingsAutomatically: false,
       upgrade: (res, req, context) => {
         const requestId = requestIdFrom(req.getHeader('x-request-id') || undefined);
         const refusal = this.refusal();

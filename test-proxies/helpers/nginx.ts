@@ -3,7 +3,8 @@
 // pid file, logs and temp folders all live in a fresh temp folder, listening on a free 127.0.0.1
 // port. Two shapes: 'http10' is a bare proxy_pass (nginx's default: HTTP/1.0 to the upstream,
 // Connection: close, no X-Forwarded-For); 'keepalive' is an upstream block with keepalive 16,
-// HTTP/1.1 with Connection "" and X-Forwarded-For set from $proxy_add_x_forwarded_for. stop()
+// HTTP/1.1 with Connection "" and X-Forwarded-For set from $proxy_add_x_forwarded_for. Both pass
+// the live stream's WebSocket upgrade as docs/api-v2.md "Live stream" says. stop()
 // waits for the process to exit and removes the folder; a test process that exits or gets SIGINT
 // or SIGTERM first kills it too.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -82,6 +83,13 @@ http {
         listen 127.0.0.1:${listenPort};
         location / {
             ${location}
+        }
+        location /v2/stream {
+            proxy_pass ${variant === 'keepalive' ? 'http://catcomfort' : `http://127.0.0.1:${upstreamPort}`};
+            proxy_http_version 1.1;
+            proxy_set_header Upgrade $http_upgrade;
+            proxy_set_header Connection "upgrade";
+            proxy_read_timeout 120s;
         }
     }
 }

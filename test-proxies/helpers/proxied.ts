@@ -11,6 +11,7 @@ import path from 'node:path';
 import { after, before, test as nodeTest } from 'node:test';
 import { joinBytesElements } from '../../src/oip/bytes-elements';
 import { photo } from '../../test/helpers/paths';
+import { keyedStream } from '../../test/helpers/stream-client';
 import { createCredential, scanHeaders, storeEnv, type Credential } from '../../test/helpers/scan';
 import { startServer, TEST_KEY, type TestServer } from '../../test/helpers/server';
 import { waitFor } from '../../test/helpers/wait';
@@ -111,6 +112,17 @@ export function sharedChecks(test: ProxiedTest, label: string): void {
     const outputs = Object.fromEntries(res.body.outputs.map((o: { name: string; data: unknown[] }) => [o.name, o.data]));
     assert.deepEqual(outputs.detection, ['detected']);
     assert.deepEqual(outputs.image_size, [451, 300]);
+  });
+
+  test('a live stream through nginx (its WebSocket upgrade passed as docs/api-v2.md says): a photo frame is answered with the cat found', async ({ nginx }) => {
+    const stream = await keyedStream(nginx.url);
+    stream.socket.send(readFileSync(photo(CAT)));
+    const [, answer] = await stream.received(2);
+    assert.equal(answer!.type, 'result', JSON.stringify(answer));
+    assert.equal(answer!.detection, 'detected');
+    assert.deepEqual(answer!.image, { width: 451, height: 300 });
+    stream.socket.close(1000);
+    assert.equal((await stream.closed).code, 1000);
   });
 
   test('POST /scan through nginx is 202 and the scan completes', async ({ nginx, env }) => {
