@@ -21,6 +21,13 @@ form, #controls { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: 
 .card dt { color: #555; }
 .card dd { margin: 0; }
 .changed { background: #fff3c4; }
+#live { background: #fff; border: 1px solid #ddd; border-radius: 8px; padding: .75rem; margin: 1rem 0; }
+#live h2 { font-size: 1rem; margin: 0 0 .5rem; display: inline; margin-right: 1rem; }
+#live canvas { display: block; margin: .5rem 0; background: #eee; }
+#live canvas[width="0"], #live canvas:not([width]) { display: none; }
+#live dl, .card dl { display: grid; grid-template-columns: max-content 1fr; gap: .1rem .75rem; margin: .5rem 0; }
+#live dt { color: #555; }
+#live dd { margin: 0; }
 .reasons { display: none; font-size: .9rem; }
 body.show-reasons .reasons { display: block; }
 .reasons table { border-collapse: collapse; width: 100%; }

@@ -1,6 +1,6 @@
 // Response headers of the inspection page and its assets: a strict Content-Security-Policy (only
-// this origin's scripts, styles and API; no inline code, no frames, no form posts) and the usual
-// hardening headers. The page needs nothing from another host, so nothing else is allowed.
+// this origin's scripts, styles, API and live stream; no inline code, no frames, no form posts) and
+// the usual hardening headers; the camera for this origin only (the live camera). The page needs nothing from another host, so nothing else is allowed.
 
 export const CONTENT_SECURITY_POLICY = [
   "default-src 'none'",
@@ -20,5 +20,5 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'Referrer-Policy': 'no-referrer',
   'Cross-Origin-Opener-Policy': 'same-origin',
   'Cross-Origin-Resource-Policy': 'same-origin',
-  'Permissions-Policy': 'camera=(), microphone=(), geolocation=(), payment=(), usb=()',
+  'Permissions-Policy': 'camera=(self), microphone=(), geolocation=(), payment=(), usb=()',
 };

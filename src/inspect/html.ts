@@ -1,5 +1,5 @@
 // The inspection page's HTML: controls for the key, the model version, the threshold and the
-// reasons, a drop zone, and the list the script fills with one card per photo. No inline script or
+// reasons, the live camera, a drop zone, and the list the script fills with one card per photo. No inline script or
 // style (the CSP allows neither); the script is an ES module from this origin.
 
 export const INSPECT_HTML = `<!doctype html>
@@ -27,6 +27,15 @@ export const INSPECT_HTML = `<!doctype html>
 <output id="threshold-value" for="threshold">–</output>
 <label><input id="default-threshold" type="checkbox" checked> model default</label>
 <label><input id="reasons" type="checkbox"> show the reasons</label>
+</section>
+<section id="live" aria-label="Live camera">
+<h2>Live camera</h2>
+<button type="button" id="live-start">Start the camera</button>
+<button type="button" id="live-stop" disabled>Stop</button>
+<span id="live-status" role="status"></span>
+<video id="live-video" muted playsinline hidden></video>
+<canvas id="live-canvas"></canvas>
+<dl id="live-facts"></dl>
 </section>
 <label id="drop" for="files">Drop photos here, or click to pick some (JPEG, PNG, WebP, GIF, TIFF)
 <input id="files" type="file" multiple accept="image/*,.tif,.tiff"></label>

@@ -46,7 +46,7 @@ export interface ModelVersion {
 }
 
 export interface ModelList {
-  models: Array<{ id: string; pack_version: string; default_threshold: number; versions: ModelVersion[] }>;
+  models: Array<{ id: string; pack_version: string; default_threshold: number; versions: ModelVersion[]; classifier: { trained: boolean } }>;
 }
 
 export interface ErrorBody {

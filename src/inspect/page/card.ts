@@ -7,18 +7,23 @@ import { predict, type Target } from './api.js';
 import { drawAnswer, drawPreview } from './draw.js';
 import { base64Of, previewOf } from './photo.js';
 import { renderReasons } from './reasons.js';
+import { UNTRAINED } from './live.js';
 
 const fixed = (n: number) => n.toFixed(3);
 
 /** Refusals worth asking again as they are: the service unreachable, busy (429, after its Retry-After), or unavailable. */
 const RETRYABLE = new Set([0, 429, 503]);
 
-function verdict(answer: Answer): Array<[string, string]> {
+/** Whether pack `id`'s classifier is a trained head; null: not known (the model list has not answered). */
+export type ClassifierTrained = (id: string) => boolean | null;
+
+function verdict(answer: Answer, trained: ClassifierTrained): Array<[string, string]> {
   const p = answer.prediction;
   return [
     ['detection', answer.detection],
     ['confidence', answer.cat ? fixed(answer.cat.detection_confidence) : '–'],
     ['comfort', p ? `${p.label} (score ${fixed(p.score)}, threshold ${p.threshold})` : '–'],
+    ...(trained(answer.model.id) === false ? [['classifier', UNTRAINED] as [string, string]] : []),
     ['model', `${answer.model.id} ${answer.model.pack_version} (service ${answer.model.version})`],
     ['image', `${answer.image.width} x ${answer.image.height}`],
   ];
@@ -40,6 +45,7 @@ export class PhotoCard {
   constructor(
     private readonly file: File,
     private readonly showReasons: () => boolean,
+    private readonly trained: ClassifierTrained,
   ) {
     this.element.className = 'card';
     this.element.dataset.state = 'pending';
@@ -77,7 +83,7 @@ export class PhotoCard {
     }
     const before = this.answer;
     this.answer = result.value;
-    this.status.textContent = before ? `asked again: ${changes(before, result.value) || 'nothing changed'}` : '';
+    this.status.textContent = before ? `asked again: ${changes(before, result.value, this.trained) || 'nothing changed'}` : '';
     this.showFacts(result.value, before);
     renderReasons(this.reasons, result.value, result.timings);
     Object.assign(this.element.dataset, { state: 'answered', status: '200', detection: result.value.detection, label: result.value.prediction?.label ?? '' });
@@ -90,9 +96,9 @@ export class PhotoCard {
   }
 
   private showFacts(answer: Answer, before: Answer | null): void {
-    const old = new Map(before ? verdict(before) : []);
+    const old = new Map(before ? verdict(before, this.trained) : []);
     this.facts.replaceChildren(
-      ...verdict(answer).flatMap(([name, value]) => {
+      ...verdict(answer, this.trained).flatMap(([name, value]) => {
         const dd = Object.assign(document.createElement('dd'), { textContent: value });
         dd.dataset.fact = name;
         if (before && old.get(name) !== value) dd.className = 'changed';
@@ -103,9 +109,9 @@ export class PhotoCard {
 }
 
 /** What differs between two answers for the same photo, e.g. `comfort: discomfort → comfort`. */
-function changes(before: Answer, after: Answer): string {
-  const old = new Map(verdict(before));
-  return verdict(after)
+function changes(before: Answer, after: Answer, trained: ClassifierTrained): string {
+  const old = new Map(verdict(before, trained));
+  return verdict(after, trained)
     .filter(([name, value]) => name !== 'confidence' && old.get(name) !== value)
     .map(([name, value]) => `${name}: ${old.get(name)} → ${value}`)
     .join('; ');

@@ -1,7 +1,9 @@
 // The inspection page's wiring: the key form, the model/version and threshold controls (a change
-// asks every photo again), the reasons toggle, and the drop zone (one PhotoCard per file, asked at once).
+// asks every photo again and restarts the live camera), the reasons toggle, the live camera
+// (live.ts), and the drop zone (one PhotoCard per file, asked at once).
 import { listModels, type Target } from './api.js';
 import { PhotoCard } from './card.js';
+import { LiveCamera } from './live.js';
 import { forgetKey, storedKey, storeKey } from './key.js';
 import { choicesOf, DEFAULT_CHOICE, type Choice } from './targets.js';
 
@@ -17,6 +19,14 @@ const drop = $<HTMLLabelElement>('drop');
 const notice = $<HTMLParagraphElement>('notice');
 const cards: PhotoCard[] = [];
 let choices: Choice[] = [DEFAULT_CHOICE];
+/** Whether each listed pack's classifier is a trained head. */
+let trainedHeads = new Map<string, boolean>();
+const liveStart = $<HTMLButtonElement>('live-start');
+const liveStop = $<HTMLButtonElement>('live-stop');
+const live = new LiveCamera($('live'), $<HTMLVideoElement>('live-video'), $<HTMLCanvasElement>('live-canvas'), $('live-facts'), $('live-status'), () => {
+  liveStart.disabled = false;
+  liveStop.disabled = true;
+});
 
 function target(): Target {
   const choice = choices[targetSelect.selectedIndex] ?? DEFAULT_CHOICE;
@@ -27,6 +37,27 @@ function askAll(of: PhotoCard[] = cards): void {
   const key = storedKey();
   notice.textContent = key === null ? 'Enter an API key first.' : '';
   if (key !== null) for (const card of of) void card.ask(key, target());
+}
+
+function startLive(): void {
+  const key = storedKey();
+  notice.textContent = key === null ? 'Enter an API key first.' : '';
+  if (key === null) return;
+  liveStart.disabled = true;
+  liveStop.disabled = false;
+  void live.start(key, target());
+}
+
+function stopLive(): void {
+  live.stop();
+  liveStart.disabled = false;
+  liveStop.disabled = true;
+}
+
+/** A new target: every photo asked again, and the live camera restarted with it. */
+function retarget(): void {
+  askAll();
+  if (live.running) startLive();
 }
 
 function showChoices(): void {
@@ -40,6 +71,7 @@ async function loadModels(): Promise<void> {
   if (key === null) return;
   const result = await listModels(key);
   choices = result.ok ? choicesOf(result.value) : [DEFAULT_CHOICE];
+  trainedHeads = new Map(result.ok ? result.value.models.map((m) => [m.id, m.classifier.trained]) : []);
   showChoices();
   keyState.className = result.ok ? '' : 'error';
   keyState.textContent = result.ok ? 'key accepted (kept in this tab only)' : result.refusal.message;
@@ -67,21 +99,24 @@ $<HTMLButtonElement>('forget-key').addEventListener('click', () => {
 });
 targetSelect.addEventListener('change', () => {
   showThreshold();
-  askAll();
+  retarget();
 });
 useDefault.addEventListener('change', () => {
   showThreshold();
-  askAll();
+  retarget();
 });
 threshold.addEventListener('input', showThreshold);
-threshold.addEventListener('change', () => askAll());
+threshold.addEventListener('change', () => retarget());
+liveStart.addEventListener('click', startLive);
+liveStop.addEventListener('click', stopLive);
 reasons.addEventListener('change', () => {
   document.body.classList.toggle('show-reasons', reasons.checked);
   for (const card of cards) card.redraw();
 });
 
 function addFiles(files: FileList | null): void {
-  const added = [...(files ?? [])].map((file) => new PhotoCard(file, () => reasons.checked));
+  const trained = (id: string) => trainedHeads.get(id) ?? null;
+  const added = [...(files ?? [])].map((file) => new PhotoCard(file, () => reasons.checked, trained));
   $<HTMLOListElement>('photos').prepend(...added.map((c) => c.element).reverse());
   cards.push(...added);
   askAll(added);
