@@ -12,8 +12,20 @@ import { photo, photosDir } from './helpers/paths';
 import { ffmpegJpeg } from './helpers/phone-jpeg';
 import { startServer, TEST_KEY, type TestServer } from './helpers/server';
 import { keyedStream, StreamClient } from './helpers/stream-client';
+import { waitFor } from './helpers/wait';
 
 const CAT = readFileSync(path.join(photosDir, '007_oxford_Siamese_151.jpg'));
+/** The service's resident memory now (/proc), in bytes. */
+function rssOf(server: TestServer): number {
+  const kib = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.child.pid}/status`, 'utf8'))![1]!;
+  return Number(kib) * 1024;
+}
+
+/** Whether `client` has closed, waiting at most `ms`. */
+async function closedWithin(client: StreamClient, ms: number): Promise<boolean> {
+  return Promise.race([client.closed.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms))]);
+}
+
 /** A 12 MP phone-size photo of a cat: slower to analyse than a frame interval at 30 a second on one pool thread. */
 const PHONE_CAT = ffmpegJpeg(photo('000_skimage_chelsea.png'), 'scale=4000:3000');
 
@@ -21,7 +33,7 @@ let one: TestServer;
 let two: TestServer;
 before(async () => {
   [one, two] = await Promise.all([
-    startServer({ CATCOMFORT_HTTP_THREADS: '1', CATCOMFORT_POOL_THREADS: '1', CATCOMFORT_MAX_BODY_BYTES: String(4 * 1024 * 1024), CATCOMFORT_STREAM_MAX_CONNECTIONS: '1100' }),
+    startServer({ CATCOMFORT_HTTP_THREADS: '1', CATCOMFORT_POOL_THREADS: '1', CATCOMFORT_MAX_BODY_BYTES: String(4 * 1024 * 1024), CATCOMFORT_STREAM_MAX_CONNECTIONS: '1100', CATCOMFORT_STREAM_MAX_BUFFERED_BYTES: '16384' }),
     startServer({ CATCOMFORT_HTTP_THREADS: '2' }),
   ]);
 });
@@ -54,7 +66,9 @@ test('30 frames a second for 10 s, faster than they are analysed: the newest is 
   const frameMs = 1000 / 30;
   const frames = 300;
   const start = performance.now();
+  let rssAfter2s = 0;
   for (let i = 0; i < frames; i++) {
+    if (i === 60) rssAfter2s = rssOf(one);
     sentAt.push(performance.now());
     client.socket.send(PHONE_CAT);
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, start + (i + 1) * frameMs - performance.now())));
@@ -64,6 +78,8 @@ test('30 frames a second for 10 s, faster than they are analysed: the newest is 
     const check = () => (client.messages.at(-1)?.seq === frames ? resolve(client.messages) : void client.received(client.messages.length + 1).then(check));
     check();
   });
+  const grown = rssOf(one) - rssAfter2s;
+  assert.ok(grown < 32 * 1024 * 1024, `the service's memory stays flat: +${(grown / 1024 / 1024).toFixed(1)} MiB from second 2 to the end`);
   const results = messages.slice(1);
   const analysed = results.length;
   const skipped = results.reduce((sum, m) => sum + (m.skipped as number), 0);
@@ -113,6 +129,23 @@ test('bad input: each gets its documented answer or close code, and HTTP keeps b
 
   const health = await fetch(`${one.url}/healthz`);
   assert.equal(health.status, 200);
+});
+
+test('a client that never reads is closed (4008) once its unread answers pass the limit', async () => {
+  const reader = await keyedStream(one.url);
+  reader.socket.pause();
+  // Settings messages are answered at once, without an analysis: enough of them fill every buffer on the way.
+  const settings = JSON.stringify({ threshold: 0.5 });
+  while (reader.socket.readyState === reader.socket.OPEN && reader.socket.bufferedAmount < 64 * 1024 * 1024) {
+    for (let i = 0; i < 1000; i++) reader.socket.send(settings);
+    await new Promise((resolve) => setImmediate(resolve));
+    if (await closedWithin(reader, 0)) break;
+  }
+  reader.socket.resume();
+  // The close frame waits behind the unread answers: a client that reads nothing may see the connection end without it (1006).
+  assert.ok([4008, 1006].includes((await reader.closed).code));
+  await waitFor('the stream access line with close code 4008', () => one.output().includes('"close_code":4008'), { timeoutMs: 10_000 });
+  assert.equal((await fetch(`${one.url}/healthz`)).status, 200);
 });
 
 test('1,000 idle connections are held, and HTTP keeps being served', async () => {
