@@ -49,8 +49,8 @@ export function fixturePhotos(): Photo[] {
 export const SIZE_SOURCE_PHOTO = '041_ggoni_cats_couch.jpg';
 
 /** BENCH_ONLY's names; us-oip and us-grpc: our service's OIP REST (binary) and gRPC rows, beside its /v2/predict rows. */
-export type Target = 'micro' | 'inprocess' | 'us' | 'us-oip' | 'us-grpc' | 'fastapi' | 'fastify' | 'ray' | 'overhead';
-export const ALL_TARGETS: Target[] = ['micro', 'inprocess', 'us', 'us-oip', 'us-grpc', 'fastapi', 'fastify', 'ray', 'overhead'];
+export type Target = 'micro' | 'inprocess' | 'us' | 'us-oip' | 'us-grpc' | 'us-stream' | 'fastapi' | 'fastify' | 'ray' | 'overhead';
+export const ALL_TARGETS: Target[] = ['micro', 'inprocess', 'us', 'us-oip', 'us-grpc', 'us-stream', 'fastapi', 'fastify', 'ray', 'overhead'];
 export type ServerName = 'us' | 'fastapi' | 'fastify' | 'ray';
 export const SERVER_NAMES: ServerName[] = ['us', 'fastapi', 'fastify', 'ray'];
 

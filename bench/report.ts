@@ -10,12 +10,13 @@ import type { LoadLevel } from './load';
 import { microMarkdown, type MicroResult } from './micro';
 import type { OverheadRun } from './overhead';
 import type { Answer, LoadProtocol, OipProtocol } from './protocols';
+import type { StreamLatency } from './stream-latency';
 import type { GpuUtilisation } from '../src/ops/gpu-sampler';
 import { STAGES } from '../src/timing/stage-times';
 import { LOOP_COLUMNS, loopCells } from '../src/cli/stage-scrape';
 
 const SERVER_LABELS: Record<ServerName, string> = {
-  us: 'us (uWS + native addon)',
+  us: 'us (our HTTP front + native addon)',
   fastapi: 'FastAPI peer',
   fastify: 'Fastify peer',
   ray: 'Ray Serve peer',
@@ -66,6 +67,8 @@ export interface ServerRun {
   answers: Record<string, Answer>;
   /** Our main run only: the same service loaded over OIP REST and gRPC (BENCH_ONLY us-oip, us-grpc). */
   protocols: ProtocolRun[];
+  /** Our main run only: per-frame latency over the live stream against /v2/predict at one client (BENCH_ONLY us-stream). */
+  stream?: StreamLatency;
   error?: string;
 }
 
@@ -179,6 +182,24 @@ function protocolTables(report: Report): string[] {
     lines.push('');
   }
   return lines;
+}
+
+/** The live stream's per-frame latency against /v2/predict's at one client (bench/stream-latency.ts). */
+function streamTable(report: Report): string[] {
+  const stream = report.servers.find((s) => s.name === 'us' && s.role === 'main')?.stream;
+  if (!stream) return [];
+  return [
+    '### Live stream versus /v2/predict, one client',
+    '',
+    `Each of the ${stream.photos} fixture photos, ${stream.rounds} passes, sent one at a time and waited for: as a frame over one live stream (its bytes) and as \`POST /v2/predict\` over a kept-alive connection (base64 JSON), alternating photo by photo. Ratio = /v2/predict ÷ stream (above 1: the stream answers sooner).`,
+    '',
+    '| way | p50 ms | p99 ms |',
+    '|---|---:|---:|',
+    `| /v2/predict, keep-alive | ${fmt(stream.http.p50Ms)} | ${fmt(stream.http.p99Ms)} |`,
+    `| live stream | ${fmt(stream.stream.p50Ms)} | ${fmt(stream.stream.p99Ms)} |`,
+    `| ratio | ${ratio(stream.http.p50Ms, stream.stream.p50Ms)} | ${ratio(stream.http.p99Ms, stream.stream.p99Ms)} |`,
+    '',
+  ];
 }
 
 /** Our service's stage means at each level of each HTTP protocol (docs/performance.md "Where the time goes"). */
@@ -372,6 +393,7 @@ export function reportMarkdown(report: Report): string {
   );
   lines.push('');
   lines.push(...precisionSummary(report));
+  lines.push(...streamTable(report));
 
   const protocolRows = report.servers.some((s) => s.protocols.some((p) => p.levels.length > 0));
   if (report.servers.some((s) => s.levels.length > 0) || protocolRows) {

@@ -45,6 +45,10 @@ import { phonePhotos } from './phone-photos';
 import { answerOfOutputs, oipBinaryRequest, predictBody, type Answer, type OipProtocol } from './protocols';
 import { protocolLabel, reportChart, reportMarkdown, runLabel, type ProtocolRun, type Report, type ServerRun } from './report';
 import { API_KEY, protocolUrl, post, startServer, stopServer, waitReady, type Started } from './servers';
+import { streamLatency } from './stream-latency';
+
+/** Passes of the fixture photos in the live stream's latency row (BENCH_ONLY us-stream). */
+const STREAM_ROUNDS = 3;
 
 
 /** BENCH_ONLY's names for our service's OIP protocols, loaded in its main run after its /v2/predict rows. */
@@ -192,7 +196,7 @@ async function main(): Promise<void> {
   const photos: Photos = fixturePhotos().map((p) => ({ file: p.file, bytes: readFileSync(p.path) }));
   const protocols = PROTOCOL_TARGETS.filter(([target]) => o.only.has(target)).map(([, protocol]) => protocol);
   /** Whether a server runs: us also for its protocol rows alone. */
-  const runs = (name: ServerName) => o.only.has(name) || (name === 'us' && protocols.length > 0);
+  const runs = (name: ServerName) => o.only.has(name) || (name === 'us' && (protocols.length > 0 || o.only.has('us-stream')));
   if (protocols.length > 0) report.requestBytes = requestBytes(photos, ourConfig.defaultModel);
   const readyTimeoutS = Number(process.env.BENCH_READY_TIMEOUT_S ?? 600);
   const phone = SERVER_NAMES.some((n) => o.only.has(n)) ? (await phonePhotos()).map((p) => p.path) : [];
@@ -240,6 +244,10 @@ async function main(): Promise<void> {
         run.levels = await runLoad({ url: server.url, apiKey: API_KEY, concurrency, durationS: o.durationS, warmupS: o.warmupS });
       }
       for (const protocol of ourProtocols) run.protocols.push(await protocolRun(server, run, protocol, ourConfig.defaultModel, photos, o));
+      if (name === 'us' && role === 'main' && o.only.has('us-stream')) {
+        log(`${label}: live stream against /v2/predict at one client, ${STREAM_ROUNDS} passes of the photos`);
+        run.stream = await streamLatency(new URL(server.url).origin, API_KEY, photos, STREAM_ROUNDS);
+      }
       if (role === 'main' && o.only.has(name)) {
         log(`${label}: load with the 12 MP phone photos`);
         run.phoneLevels = await runLoad({ url: server.url, apiKey: API_KEY, concurrency: o.concurrency, durationS: o.durationS, warmupS: o.warmupS, photoPaths: phone });

@@ -59,9 +59,12 @@ export function errorMessage(requestId: string, seq: number | null, error: ApiEr
   return JSON.stringify({ type: 'error', seq, request_id: requestId, error: { code: error.code, message: error.message, details: error.details } });
 }
 
-/** An analysed frame: what /v2/predict answers, with its sequence number, the frames skipped since the last answer, and the stage times (ms). */
-export function resultMessage(seq: number, skipped: number, answer: object, timings: Record<string, number>): string {
+/**
+ * An analysed frame: what /v2/predict answers, with its sequence number, the frames skipped since the
+ * last answer, how long it waited at the service before its analysis began, and the stage times (ms).
+ */
+export function resultMessage(seq: number, skipped: number, waitedMs: number, answer: object, timings: Record<string, number>): string {
   const ms: Record<string, number> = {};
   for (const stage in timings) ms[stage] = Math.round(timings[stage]! * 1000) / 1000;
-  return JSON.stringify({ type: 'result', seq, skipped, ...answer, timings: ms });
+  return JSON.stringify({ type: 'result', seq, skipped, waited_ms: Math.round(waitedMs * 1000) / 1000, ...answer, timings: ms });
 }

@@ -10,15 +10,15 @@ export class NewestFrame {
   received = 0;
   analysed = 0;
   skipped = 0;
-  private waiting: { seq: number; bytes: Buffer } | null = null;
+  private waiting: { seq: number; bytes: Buffer; at: number } | null = null;
   private running = false;
   private closed = false;
   private skippedSinceAnswer = 0;
   private idle: (() => void) | null = null;
 
   constructor(
-    /** Analyses frame `seq`; never rejects. */
-    private readonly analyse: (bytes: Buffer, seq: number) => Promise<FrameOutcome>,
+    /** Analyses frame `seq`, which waited `waitedMs` since it came; never rejects. */
+    private readonly analyse: (bytes: Buffer, seq: number, waitedMs: number) => Promise<FrameOutcome>,
     private readonly send: (text: string) => void,
   ) {}
 
@@ -27,7 +27,7 @@ export class NewestFrame {
     if (this.closed) return;
     this.received++;
     if (this.waiting) this.skip();
-    this.waiting = { seq: this.received, bytes };
+    this.waiting = { seq: this.received, bytes, at: performance.now() };
     this.next();
   }
 
@@ -51,10 +51,10 @@ export class NewestFrame {
 
   private next(): void {
     if (this.running || !this.waiting) return;
-    const { seq, bytes } = this.waiting;
+    const { seq, bytes, at } = this.waiting;
     this.waiting = null;
     this.running = true;
-    void this.analyse(bytes, seq).then((outcome) => {
+    void this.analyse(bytes, seq, performance.now() - at).then((outcome) => {
       this.running = false;
       if (outcome === null) this.skip();
       else {

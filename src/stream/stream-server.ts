@@ -182,7 +182,7 @@ export class StreamServer {
       stream.keyed = true;
       clearTimeout(stream.authTimer!);
       stream.frames = new NewestFrame(
-        (bytes, seq) => this.analyse(stream, bytes, seq),
+        (bytes, seq, waitedMs) => this.analyse(stream, bytes, seq, waitedMs),
         (answer) => this.send(ws, stream, answer),
       );
     }
@@ -200,7 +200,7 @@ export class StreamServer {
   }
 
   /** One frame through the version pick and the batcher, as /v2/predict's image; a full queue or a deadline skips it. */
-  private async analyse(stream: Stream, bytes: Buffer, seq: number): Promise<FrameOutcome> {
+  private async analyse(stream: Stream, bytes: Buffer, seq: number, waitedMs: number): Promise<FrameOutcome> {
     const service = this.service!;
     const { model: modelId, packVersion, threshold } = stream.settings;
     const wantsExplanation = stream.settings.explain;
@@ -216,7 +216,7 @@ export class StreamServer {
       const body = wantsExplanation ? { ...answer, explanation: explain(model, analysis) } : answer;
       const timings = timing.stages(startedAt, performance.now());
       metrics.streamFrames.inc({ outcome: 'analysed' });
-      return (skipped) => resultMessage(seq, skipped, body, timings);
+      return (skipped) => resultMessage(seq, skipped, waitedMs, body, timings);
     } catch (error) {
       if (error instanceof QueueFullError || error instanceof DeadlineError || error instanceof AbortedError) {
         metrics.streamFrames.inc({ outcome: 'skipped' });
