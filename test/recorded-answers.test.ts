@@ -2,7 +2,7 @@
 // before the HTTP edge had one way (test/fixtures/answers/recorded.json, recorded at bd45cd4, with
 // the relay to uWS, before the one way), with the front on the main thread and on two threads: the same status, fields,
 // field order, bodies and connection fate, byte for byte but for what differs between runs (see
-// helpers/recorded.ts).
+// helpers/recorded.ts). GET /inspect was recorded again when the page gained its live camera (issue 58).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';

@@ -126,6 +126,9 @@ test('bad input: each gets its documented answer or close code, and HTTP keeps b
   wrongKey.socket.send(JSON.stringify({ api_key: 'not-the-key-0123456789' }));
   assert.equal((await wrongKey.closed).code, 4001);
 
+  const plain = await fetch(`${one.url}/v2/stream`);
+  assert.equal(plain.status, 400, 'a GET without the upgrade is told what the path is');
+  assert.match(((await plain.json()) as { error: { message: string } }).error.message, /WebSocket/);
   const health = await fetch(`${one.url}/healthz`);
   assert.equal(health.status, 200);
 });
@@ -161,8 +164,8 @@ test('the Python client (clients/python/catcomfort_stream.py) streams a photo, a
 });
 
 test('1,000 idle connections are held, and HTTP keeps being served', async () => {
-  const clients = Array.from({ length: 1000 }, () => new StreamClient(one.url));
-  await Promise.all(clients.map((c) => c.opened));
+  // Keyed, so they are held until the idle timeout (60 s), not closed after the 10 s a key may take.
+  const clients = await Promise.all(Array.from({ length: 1000 }, () => keyedStream(one.url)));
   const answer = await fetch(`${one.url}/v2/predict`, { method: 'POST', headers: { 'api-key': TEST_KEY, 'content-type': 'application/json' }, body: JSON.stringify({ image: CAT.toString('base64') }) });
   assert.equal(answer.status, 200);
   const metrics = await (await fetch(`${one.url}/metrics`, { headers: { 'api-key': TEST_KEY } })).text();

@@ -78,6 +78,12 @@ function staticRoute(body: string | Buffer, contentType: string) {
  * The v2 interface: its routes on the public port. `additions`: other interfaces' operations on /v2
  * paths, documented here too (the document is built on first request, once every route is in).
  */
+/** GET /v2/stream that reached the router: not a WebSocket upgrade the front hands over (front/upgrade-relay.ts), or streams are off. */
+function streamNotUpgraded(streamsOn: boolean): ApiError {
+  if (!streamsOn) return new ApiError('unavailable', 'Live streams are off on this service (CATCOMFORT_STREAM_MAX_CONNECTIONS=0).');
+  return new ApiError('bad_request', 'GET /v2/stream is a WebSocket: ask with Upgrade: websocket and Connection: Upgrade over HTTP/1.1 (docs/api-v2.md "Live stream").');
+}
+
 export function v2Interface(service: Service, additions: DocumentAddition[] = []): ServiceInterface {
   return routesInterface(({ router }) => registerV2(router, service, additions));
 }
@@ -128,6 +134,7 @@ function registerV2(router: Router, service: Service, additions: DocumentAdditio
       })),
       doc(ops.stats),
     )
+    .add('GET', '/v2/stream', (ex) => sendError(ex, errorResponse, requestIdFrom(ex.header('x-request-id')), streamNotUpgraded(service.config.stream.maxConnections > 0)))
     .add('GET', '/', (ex) => ex.send(302, { Location: '/v2/docs', 'Content-Type': 'text/plain; charset=utf-8' }, 'The API documentation is at /v2/docs\n'))
     .add('GET', '/v2/openapi.json', (ex) => (openapi ??= staticRoute(JSON.stringify(buildV2OpenApi(service.version, router.paths('v2'), additions)), 'application/json'))(ex))
     .add('GET', '/v2/docs', staticRoute(swaggerPage('Cat Comfort API v2', '/v2/openapi.json', '/v2/docs'), 'text/html; charset=utf-8'))
