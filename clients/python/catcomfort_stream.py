@@ -30,16 +30,20 @@ class StreamClosed(Exception):
 class Stream:
     """One live stream. `base_url` is the service's (ws:// or wss://, or http(s)://, which is turned into ws(s)://)."""
 
-    def __init__(self, base_url, api_key, model=None, pack_version=None, threshold=None, explain=False, max_frame_bytes=8 * 1024 * 1024):
+    def __init__(self, base_url, api_key, model=None, pack_version=None, threshold=None, explain=False, max_answer_bytes=16 * 1024 * 1024):
         url = base_url.replace("http://", "ws://", 1).replace("https://", "wss://", 1).rstrip("/") + "/v2/stream"
-        self._socket = connect(url, max_size=max_frame_bytes, compression=None)
+        self._socket = connect(url, max_size=max_answer_bytes, compression=None)
         self._pending = []
         settings = {"api_key": api_key, "threshold": threshold, "explain": explain}
         if model is not None:
             settings["model"] = model
         if pack_version is not None:
             settings["pack_version"] = pack_version
-        self.settings_answer = self._settings(settings)
+        try:
+            self.settings_answer = self._settings(settings)
+        except Exception:
+            self._socket.close()
+            raise
 
     def __enter__(self):
         return self

@@ -60,7 +60,7 @@ export const SETTINGS = {
   },
   stream: {
     maxConnections: int('CATCOMFORT_STREAM_MAX_CONNECTIONS', 64, 0, 100_000, 'Live streams (`/v2/stream`, WebSockets) open at once; past it an upgrade gets 503 with `Retry-After`. `0`: no streams ([Live stream](api-v2.md#live-stream))'),
-    idleTimeoutS: int('CATCOMFORT_STREAM_IDLE_TIMEOUT_S', 60, 8, 3600, 'A live stream that neither sends nor is sent anything for this long is closed (the WebSocket server counts in steps of about 4 s)'),
+    idleTimeoutS: int('CATCOMFORT_STREAM_IDLE_TIMEOUT_S', 60, 8, 960, 'A live stream that neither sends nor is sent anything for this long is closed (the WebSocket server counts in steps of about 4 s, up to 960)'),
     maxBufferedBytes: int('CATCOMFORT_STREAM_MAX_BUFFERED_BYTES', 1024 * 1024, 16 * 1024, 64 * 1024 * 1024, "Answers a live stream's client has not read yet, in bytes; past it the stream is closed with code 4008 (a slow reader)"),
   },
   loopNice: optionalInt('CATCOMFORT_LOOP_NICE', 0, 19, "Steps of nice (Linux, per thread) that the event loop's thread and the HTTP front's threads run below the analyses, so a CPU short of time runs the admitted images first and refuses fewer requests a second. Auto: `5` with the CPU provider alone, `0` with a GPU provider or `CATCOMFORT_BENCH_FREE_MODEL` (see [CPU priority](operations.md#cpu-priority))", 'auto'),

@@ -35,19 +35,28 @@ export function relayUpgrade(client: net.Socket, head: RequestHead, peer: string
   text += `${STREAM_PEER_FIELD}: ${peer}\r\n\r\n`;
   const server = net.connect(socketPath);
   let connected = false;
-  server.once('connect', () => {
-    connected = true;
-    client.pipe(server);
-    server.pipe(client);
-  });
+  server.once('connect', () => (connected = true));
+  // Written and piped at once (a socket holds writes until it connects), so no byte of the client's is missed.
   server.write(text, 'latin1');
   for (const bytes of rest) server.write(bytes);
+  client.pipe(server);
+  server.pipe(client, { end: false });
+  // The stream server closed (a close frame sent, or the connection dropped): the client's connection
+  // ends once the last bytes are written to it, and what the client still sends is read and dropped
+  // (a client still uploading an over-limit frame would otherwise wait on a full pipe forever).
+  server.on('close', () => {
+    client.unpipe(server);
+    if (client.destroyed) return;
+    client.resume();
+    client.end(() => client.destroy());
+  });
   server.on('error', () => {
     if (connected || client.destroyed) return void client.destroy();
+    client.unpipe(server);
     const answer = errorResponse(requestIdFrom(head.requestId), new ApiError('unavailable', 'Live streams are not being served.', {}, { 'Retry-After': '5' }));
     writeOwnAnswer(client, answer, { close: true, http10: false, omitBody: false });
     client.end();
   });
-  server.on('close', () => client.destroy());
+  client.on('error', () => server.destroy());
   client.on('close', () => server.destroy());
 }

@@ -14,6 +14,7 @@ export interface StreamSettings {
 }
 
 const MEMBERS = new Set(['api_key', 'model', 'pack_version', 'threshold', 'explain']);
+/** pack_version null: back to the version /v2/predict would draw. */
 const TEXT_MAX = 256;
 
 /** A settings message read: the key it carried (if any) and the settings it leaves; throws invalid_request. */
@@ -36,7 +37,7 @@ export function readSettings(text: string, current: StreamSettings): { apiKey: s
   };
   const apiKey = text_('api_key');
   const model = text_('model');
-  const packVersion = text_('pack_version');
+  const packVersion = m.pack_version === null ? undefined : text_('pack_version');
   const threshold = m.threshold;
   if (threshold !== undefined && threshold !== null && (typeof threshold !== 'number' || !(threshold >= THRESHOLD_RANGE.minimum && threshold <= THRESHOLD_RANGE.maximum))) {
     errors.push({ field: 'threshold', message: `A number from ${THRESHOLD_RANGE.minimum} to ${THRESHOLD_RANGE.maximum}, or null.` });
@@ -54,9 +55,9 @@ export function readSettings(text: string, current: StreamSettings): { apiKey: s
   };
 }
 
-/** An error as a stream message: the v2 error body with the frame it is about (null: a settings message). */
-export function errorMessage(requestId: string, seq: number | null, error: ApiError): string {
-  return JSON.stringify({ type: 'error', seq, request_id: requestId, error: { code: error.code, message: error.message, details: error.details } });
+/** An error as a stream message: the v2 error body with the frame it is about and the frames skipped since the last answer (null, null: a settings message). */
+export function errorMessage(requestId: string, seq: number | null, skipped: number | null, error: ApiError): string {
+  return JSON.stringify({ type: 'error', seq, skipped, request_id: requestId, error: { code: error.code, message: error.message, details: error.details } });
 }
 
 /**

@@ -111,7 +111,8 @@ export class StreamServer {
           res.cork(() => {
             res.writeStatus('503 Service Unavailable');
             for (const [name, value] of Object.entries(answer.headers)) res.writeHeader(name, value);
-            res.end(answer.body);
+            // The connection ends with the answer: the relay rewrote only its first head (the peer field).
+            res.end(answer.body, true);
           });
           return;
         }
@@ -150,7 +151,7 @@ export class StreamServer {
         this.ended(stream);
       },
     });
-    app.any('/*', (res) => void res.writeStatus('404 Not Found').end());
+    app.any('/*', (res) => void res.writeStatus('404 Not Found').end('', true));
     return new Promise((resolve, reject) => {
       app.listen_unix((socket) => {
         if (!socket) return reject(new Error(`the stream server could not listen on ${this.socketPath}`));
@@ -175,28 +176,40 @@ export class StreamServer {
       read = readSettings(text, stream.settings);
     } catch (error) {
       if (!stream.keyed) return this.end(ws, CLOSE.unauthorized);
-      return this.send(ws, stream, errorMessage(stream.id, null, toApiError(error) ?? new ApiError('internal_error')));
+      return this.send(ws, stream, errorMessage(stream.id, null, null, toApiError(error) ?? new ApiError('internal_error')));
     }
     if (!stream.keyed) {
       if (!this.service!.keys.check(read.apiKey)) return this.end(ws, CLOSE.unauthorized);
-      stream.keyed = true;
-      clearTimeout(stream.authTimer!);
-      stream.frames = new NewestFrame(
-        (bytes, seq, waitedMs) => this.analyse(stream, bytes, seq, waitedMs),
-        (answer) => this.send(ws, stream, answer),
-      );
+      this.keyed(ws, stream);
+    }
+    const model = this.service!.registry.get(read.settings.model);
+    if (!model) {
+      const error = new ApiError('model_not_found', `Model "${read.settings.model}" is not loaded; the stream's settings are unchanged.`);
+      return this.send(ws, stream, errorMessage(stream.id, null, null, error));
     }
     stream.settings = read.settings;
-    const model = this.service!.registry.get(read.settings.model);
-    const classifierTrained = model ? !model.manifest.classifier.reference : null;
-    this.send(ws, stream, JSON.stringify({ type: 'settings', model: read.settings.model, pack_version: read.settings.packVersion ?? null, threshold: read.settings.threshold, explain: read.settings.explain, classifier_trained: classifierTrained }));
+    const { packVersion, threshold, explain } = read.settings;
+    const answer = { type: 'settings', model: model.id, pack_version: packVersion ?? null, threshold, explain, classifier_trained: !model.manifest.classifier.reference };
+    this.send(ws, stream, JSON.stringify(answer));
+  }
+
+  /** The stream's key passed: frames are taken from now on. */
+  private keyed(ws: StreamSocket, stream: Stream): void {
+    stream.keyed = true;
+    clearTimeout(stream.authTimer!);
+    stream.frames = new NewestFrame(
+      (bytes, seq, waitedMs) => this.analyse(stream, bytes, seq, waitedMs),
+      (answer) => this.send(ws, stream, answer),
+    );
   }
 
   private frame(ws: StreamSocket, stream: Stream, message: ArrayBuffer): void {
     if (!stream.frames) return this.end(ws, CLOSE.unauthorized);
     metrics.streamFrames.inc({ outcome: 'received' });
+    const skipped = stream.frames.skipped;
     // The message's memory is the WebSocket server's only during this call: the frame is copied.
     stream.frames.frame(Buffer.from(new Uint8Array(message)));
+    if (stream.frames.skipped > skipped) metrics.streamFrames.inc({ outcome: 'skipped' }); // the frame it replaced
   }
 
   /** One frame through the version pick and the batcher, as /v2/predict's image; a full queue or a deadline skips it. */
@@ -224,7 +237,7 @@ export class StreamServer {
       }
       metrics.streamFrames.inc({ outcome: 'analysed' });
       const apiError = toApiError(error, { request_id: requestId, path: STREAM_PATH }) ?? new ApiError('internal_error');
-      return () => errorMessage(requestId, seq, apiError);
+      return (skipped) => errorMessage(requestId, seq, skipped, apiError);
     }
   }
 

@@ -74,16 +74,16 @@ function staticRoute(body: string | Buffer, contentType: string) {
     ex.send(200, { 'Content-Type': contentType, 'Cache-Control': 'public, max-age=3600', 'X-Request-ID': requestIdFrom(ex.header('x-request-id')) }, body);
 }
 
-/**
- * The v2 interface: its routes on the public port. `additions`: other interfaces' operations on /v2
- * paths, documented here too (the document is built on first request, once every route is in).
- */
 /** GET /v2/stream that reached the router: not a WebSocket upgrade the front hands over (front/upgrade-relay.ts), or streams are off. */
 function streamNotUpgraded(streamsOn: boolean): ApiError {
   if (!streamsOn) return new ApiError('unavailable', 'Live streams are off on this service (CATCOMFORT_STREAM_MAX_CONNECTIONS=0).');
   return new ApiError('bad_request', 'GET /v2/stream is a WebSocket: ask with Upgrade: websocket and Connection: Upgrade over HTTP/1.1 (docs/api-v2.md "Live stream").');
 }
 
+/**
+ * The v2 interface: its routes on the public port. `additions`: other interfaces' operations on /v2
+ * paths, documented here too (the document is built on first request, once every route is in).
+ */
 export function v2Interface(service: Service, additions: DocumentAddition[] = []): ServiceInterface {
   return routesInterface(({ router }) => registerV2(router, service, additions));
 }

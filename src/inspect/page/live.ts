@@ -21,7 +21,7 @@ interface StreamResult {
 type StreamMessage =
   | StreamResult
   | { type: 'settings'; classifier_trained: boolean | null }
-  | { type: 'error'; seq: number | null; error: { code: string; message: string } };
+  | { type: 'error'; seq: number | null; skipped: number | null; error: { code: string; message: string } };
 
 /** Frames on their way (sent, neither answered nor counted skipped) at most. */
 const ON_THEIR_WAY = 2;
@@ -54,6 +54,8 @@ export class LiveCamera {
   private analysed = 0;
   private skipped = 0;
   private drawing = 0;
+  /** Starts so far: a start superseded (by stop or another start) while it awaited gives up what it got. */
+  private starts = 0;
 
   constructor(
     private readonly section: HTMLElement,
@@ -71,15 +73,21 @@ export class LiveCamera {
 
   async start(key: string, target: Target): Promise<void> {
     this.stop();
+    const start = this.starts;
     this.say('starting the camera…');
+    let media: MediaStream;
     try {
-      this.media = await navigator.mediaDevices.getUserMedia({ video: true, audio: false });
+      media = await navigator.mediaDevices.getUserMedia({ video: true, audio: false });
     } catch (error) {
+      if (start !== this.starts) return;
       this.ended();
       return this.say(`No camera: ${(error as Error).message}`, true);
     }
-    this.video.srcObject = this.media;
+    if (start !== this.starts) return void media.getTracks().forEach((track) => track.stop());
+    this.media = media;
+    this.video.srcObject = media;
     await this.video.play();
+    if (start !== this.starts) return;
     const socket = new WebSocket(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/v2/stream`);
     this.socket = socket;
     Object.assign(this, { latest: null, trained: null, sent: 0, settled: 0, analysed: 0, skipped: 0, analysedAt: [], skippedAt: [] });
@@ -93,13 +101,14 @@ export class LiveCamera {
       if (this.socket === socket) {
         this.stop();
         this.ended();
-      }
+      } else if (this.socket !== null) return; // a newer stream's status stays
       this.say(`Live stream ended: ${CLOSED[event.code] ?? `close code ${event.code}`}.`, event.code !== 1000);
     };
     this.drawing = requestAnimationFrame(() => this.draw());
   }
 
   stop(): void {
+    this.starts++;
     const socket = this.socket;
     this.socket = null;
     if (socket && socket.readyState <= WebSocket.OPEN) socket.close(1000);
@@ -112,7 +121,7 @@ export class LiveCamera {
     this.lastMessageAt = performance.now();
     if (message.type === 'settings') this.trained = message.classifier_trained;
     else if (message.type === 'error') {
-      this.settled++;
+      if (message.seq !== null) this.settled += 1 + (message.skipped ?? 0);
       this.say(`Frame ${message.seq ?? ''} refused: ${message.error.message}`, true);
     } else {
       this.latest = message;
@@ -131,7 +140,10 @@ export class LiveCamera {
   private sendFrames(): void {
     const socket = this.socket;
     if (!socket || socket.readyState !== WebSocket.OPEN || this.video.videoWidth === 0) return;
-    if (performance.now() - this.lastMessageAt > STALL_MS) this.settled = this.sent;
+    if (performance.now() - this.lastMessageAt > STALL_MS) {
+      this.settled = this.sent;
+      this.lastMessageAt = performance.now();
+    }
     while (this.sent - this.settled < ON_THEIR_WAY) {
       this.sent++;
       this.grab.width = this.video.videoWidth;
