@@ -16,7 +16,7 @@
 //   catcomfort/app/node_modules/   production modules for this platform only (src/tools/bundle-modules.ts)
 // --bench adds our side of the benchmark suite for machines without npm (a GPU server):
 //   catcomfort/bench               runs app/dist/bench/run.js (BENCH_* settings as with npm run bench)
-//   catcomfort/app/dist/bench/     the compiled suite, with catcomfort_bench.node, tinybench and autocannon
+//   catcomfort/app/dist/bench/     the compiled suite, with catcomfort_bench.node, tinybench, autocannon and ws
 // Built from what `npm ci` installed and built here. Compressed with xz -9 and its x86 filter
 // (--fast: xz -0, for tests; --split 60: in parts of at most 60 MiB with a sha256 of the whole,
 // src/tools/split-file.ts): the smallest of the common formats (docs/operations.md "Offline bundle"
@@ -61,7 +61,7 @@ const LAUNCHERS: Record<string, string> = {
 };
 const BENCH_LAUNCHER = nodeLauncher('Runs the benchmark suite (bench/README.md; the fixture photos from CATCOMFORT_SHARED_DIR)', 'dist/bench/run.js', '');
 /** What the benchmark suite loads beyond the service's own dependencies. */
-const BENCH_PACKAGES = ['tinybench', 'autocannon'];
+const BENCH_PACKAGES = ['tinybench', 'autocannon', 'ws'];
 const BENCH_BINDING = 'catcomfort_bench.node';
 
 function fail(message: string): never {
