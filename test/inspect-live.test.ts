@@ -26,6 +26,8 @@ let server: TestServer;
 let browser: Browser;
 let page: Page;
 let folder: string;
+/** Requests the page tried to send anywhere but the service: refused, and must stay empty. */
+const outside: string[] = [];
 
 /** An MJPEG video of `photos` in turn, each padded to 640x480 and held for FRAMES_EACH frames. */
 function cameraVideo(photos: string[], file: string): void {
@@ -54,7 +56,12 @@ before(async () => {
     ],
   });
   const context = await browser.newContext({ viewport: { width: 1200, height: 1000 }, deviceScaleFactor: 1 });
-  await context.route('**/*', (route) => (new URL(route.request().url()).origin === server.url ? route.continue() : route.abort()));
+  await context.route('**/*', (route) => {
+    const url = new URL(route.request().url());
+    if (url.origin === server.url) return route.continue();
+    outside.push(url.href);
+    return route.abort();
+  });
   page = await context.newPage();
   await page.goto(`${server.url}/inspect`);
   await page.fill('#key', TEST_KEY);
@@ -124,5 +131,6 @@ describe('the live camera', { skip }, () => {
     const card = page.locator('li.card[data-state="answered"]').first();
     await card.waitFor();
     assert.match((await card.locator('dd[data-fact="classifier"]').textContent()) ?? '', /untrained reference/);
+    assert.deepEqual(outside, [], 'nothing was asked of another host');
   });
 });
