@@ -28,6 +28,7 @@
 #include "js_convert.h"
 #include "js_convert_tools.h"
 #include "js_read.h"
+#include "malloc_policy.h"
 #include "pipeline.h"
 #include "tools.h"
 #include "runtime.h"
@@ -462,6 +463,7 @@ static Napi::Value JsDupFd(const Napi::CallbackInfo& info) {
 }
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  KeepLargeBlocksOutOfArenas();  // before the service's threads allocate
   {
     std::lock_guard<std::mutex> lock(g_envMutex);
     ++g_envCount;

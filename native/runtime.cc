@@ -12,6 +12,8 @@
 
 #include <vips/vips.h>
 
+#include "malloc_policy.h"
+
 namespace catcomfort {
 
 namespace {
@@ -265,6 +267,7 @@ Runtime& Configure(const NativeConfig& requested) {
   runtime->config = config;
   runtime->env = std::make_unique<Ort::Env>(ORT_LOGGING_LEVEL_WARNING, "catcomfort");
   runtime->info.vipsVersion = vips_version_string();
+  runtime->info.ownMappingBytes = KeepLargeBlocksOutOfArenas();
   runtime->info.ortVersion = Ort::GetVersionString();
   for (ProviderKind kind : config.providers) {
     ActiveProvider active;

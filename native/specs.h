@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -130,6 +131,8 @@ struct NativeInfo {
   std::string vipsVersion;
   std::string ortVersion;
   std::vector<ProviderStatus> providers;
+  // malloc_policy.h: the size from which blocks get mappings of their own; 0 when glibc's own rule is in force.
+  std::size_t ownMappingBytes = 0;
 };
 
 }  // namespace catcomfort

@@ -109,6 +109,7 @@ export async function startService(config: Config): Promise<RunningService> {
       version,
       vips: started.vipsVersion,
       ort: started.ortVersion,
+      malloc_own_mapping_bytes: started.ownMappingBytes,
       models: started.service.registry.list().map((m) => m.id),
     });
     const delay = drainDelay();
@@ -197,6 +198,7 @@ interface Started {
   gpu: boolean;
   vipsVersion: string;
   ortVersion: string;
+  ownMappingBytes: number;
   /** Closes every interface while `drain` (the public port's) runs, then releases the models and the store. */
   close(drain: () => Promise<void>): Promise<void>;
 }
@@ -284,6 +286,7 @@ async function startInterfaces(
     gpu: gpuActive(info),
     vipsVersion: info.vipsVersion,
     ortVersion: info.ortVersion,
+    ownMappingBytes: info.ownMappingBytes,
     async close(drain) {
       apiKeys.stop();
       await packs.close();

@@ -1,0 +1,226 @@
+// A long run of mixed load against our service, started here as deployed (bin/catcomfort-service), and
+// its memory over time by kind of mapping (bench/smaps.ts). The load, SOAK_RATE requests a second in
+// all, open loop with at most SOAK_IN_FLIGHT at once: /v2/predict with fixture photos and 12 MP phone
+// photos, OIP REST binary infers, gRPC ModelInfer, scans (submitted, then read until COMPLETED) and bad
+// requests (each must get its documented 4xx). One JSON line a sample (every SOAK_SAMPLE_S), then a
+// summary: errors, scans lost, and RSS after the first 30 minutes against the 30-minute value.
+//   SOAK_MINUTES=120 SOAK_HTTP_THREADS=2 node dist/bench/soak.js > soak.jsonl
+// Other CATCOMFORT_* settings and MALLOC_* / GLIBC_TUNABLES in the environment reach the service.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fixturePhotos, installCleanup, repoRoot, sleep } from './common';
+import { grpcSender } from './grpc-client';
+import { phonePhotos } from './phone-photos';
+import { oipBinaryRequest, predictBody } from './protocols';
+import { API_KEY, protocolUrl, startServer, stopServer, waitReady } from './servers';
+import { MAPPING_KINDS, memoryByKind } from './smaps';
+import type { Outcome } from './load-window';
+
+const minutes = Number(process.env.SOAK_MINUTES ?? 120);
+const rate = Number(process.env.SOAK_RATE ?? 8);
+const inFlightLimit = Number(process.env.SOAK_IN_FLIGHT ?? 16);
+const sampleS = Number(process.env.SOAK_SAMPLE_S ?? 60);
+const httpThreads = process.env.SOAK_HTTP_THREADS ?? '2';
+const model = process.env.SOAK_MODEL ?? 'bc-v1';
+/** Where the 5 % band starts: RSS is compared with its value at this minute. */
+const REFERENCE_MINUTE = Math.min(30, minutes / 4);
+
+type Kind = 'predict' | 'phone' | 'oip' | 'grpc' | 'scan' | 'bad';
+/** Share of each kind in the mix (out of 20). */
+const MIX: Array<[Kind, number]> = [['predict', 7], ['phone', 2], ['oip', 3], ['grpc', 3], ['scan', 2], ['bad', 3]];
+
+interface Tally {
+  ok: number;
+  overloaded: number;
+  errors: number;
+  /** The first few errors, as seen. */
+  examples: string[];
+}
+
+const tallies = Object.fromEntries(MIX.map(([k]) => [k, { ok: 0, overloaded: 0, errors: 0, examples: [] } as Tally])) as Record<Kind, Tally>;
+let skipped = 0;
+
+function record(kind: Kind, outcome: 'ok' | 'overloaded' | string): void {
+  const t = tallies[kind];
+  if (outcome === 'ok') t.ok++;
+  else if (outcome === 'overloaded') t.overloaded++;
+  else {
+    t.errors++;
+    if (t.examples.length < 5) t.examples.push(outcome);
+  }
+}
+
+/** A scan credential issued by the real CLI on the service's store. */
+function scanCredential(dataDir: string): Record<string, string> {
+  const out = execFileSync(process.execPath, [path.join(repoRoot, 'dist/src/cli/main.js'), 'credentials', 'create', '--name', 'soak'], {
+    env: { ...process.env, CATCOMFORT_DATA_DIR: dataDir },
+    encoding: 'utf8',
+  });
+  return { 'api-key': /key id: (\S+)/.exec(out)![1]!, 'api-secret': /secret: (\S+)/.exec(out)![1]! };
+}
+
+async function http(url: string, init: RequestInit): Promise<{ status: number; text: string }> {
+  const response = await fetch(url, { ...init, signal: AbortSignal.timeout(60_000), headers: { 'api-key': API_KEY, ...(init.headers as Record<string, string>) } });
+  return { status: response.status, text: await response.text() };
+}
+
+function expect(status: number, wanted: number, text: string): string {
+  if (status === wanted) return 'ok';
+  return status === 429 ? 'overloaded' : `${status} ${text.slice(0, 160)}`;
+}
+
+/** Bad requests and the status each must get. */
+const BAD: Array<{ path: string; init: RequestInit; status: number }> = [
+  { path: '/v2/predict', init: { method: 'POST', body: '{"image":', headers: { 'content-type': 'application/json' } }, status: 422 },
+  { path: '/v2/predict', init: { method: 'POST', body: JSON.stringify({ image: Buffer.from('not an image at all').toString('base64') }), headers: { 'content-type': 'application/json' } }, status: 400 },
+  { path: '/v2/predict', init: { method: 'POST', body: '{}', headers: { 'content-type': 'application/json', 'api-key': 'wrong-key' } }, status: 401 },
+  { path: '/v2/nowhere', init: { method: 'GET' }, status: 404 },
+  { path: '/v2/models/no-such-pack/infer', init: { method: 'POST', body: '{"inputs":[{"name":"image","datatype":"BYTES","shape":[1],"data":["x"]}]}', headers: { 'content-type': 'application/json' } }, status: 404 },
+];
+
+async function main(): Promise<void> {
+  installCleanup();
+  const photos = fixturePhotos().map((p) => readFileSync(p.path));
+  const phones = (await phonePhotos()).map((p) => readFileSync(p.path));
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cc-soak-'));
+  const server = await startServer('us', {
+    precision: 'int8',
+    settings: { CATCOMFORT_HTTP_THREADS: httpThreads, CATCOMFORT_DATA_DIR: dataDir, CATCOMFORT_LOG_LEVEL: 'warn' },
+    peerWorkers: 1,
+    python: null,
+    grpc: true,
+    freeNetworks: false,
+  });
+  const origin = new URL(server.url).origin;
+  await waitReady(server, predictBody(photos[0]!), 180);
+  const pid = server.child.pid!;
+  const grpc = grpcSender(protocolUrl(server, 'grpc', model), API_KEY, photos, 60);
+  const oipUrl = protocolUrl(server, 'oip-rest', model);
+  const scanKey = scanCredential(dataDir);
+  const scans = new Set<string>();
+  let scansDone = 0;
+  let n = 0;
+
+  const send: Record<Kind, (i: number) => Promise<string>> = {
+    predict: async (i) => {
+      const r = await http(server.url, { method: 'POST', body: predictBody(photos[i % photos.length]!), headers: { 'content-type': 'application/json' } });
+      return expect(r.status, 200, r.text);
+    },
+    phone: async (i) => {
+      const r = await http(server.url, { method: 'POST', body: predictBody(phones[i % phones.length]!), headers: { 'content-type': 'application/json' } });
+      return expect(r.status, 200, r.text);
+    },
+    oip: async (i) => {
+      const { headers, body } = oipBinaryRequest(photos[i % photos.length]!);
+      const r = await http(oipUrl, { method: 'POST', body: new Uint8Array(body), headers });
+      return expect(r.status, 200, r.text);
+    },
+    grpc: async (i) => {
+      const outcome: Outcome = await grpc(i);
+      return typeof outcome === 'string' ? outcome : `grpc ${outcome.refused}`;
+    },
+    scan: async (i) => {
+      const r = await http(`${origin}/scan`, { method: 'POST', body: JSON.stringify({ image: photos[i % photos.length]!.toString('base64') }), headers: { 'content-type': 'application/json', ...scanKey } });
+      if (r.status !== 202) return expect(r.status, 202, r.text);
+      scans.add((JSON.parse(r.text) as { scanId: string }).scanId);
+      return 'ok';
+    },
+    bad: async (i) => {
+      const b = BAD[i % BAD.length]!;
+      const r = await http(`${origin}${b.path}`, b.init);
+      return expect(r.status, b.status, r.text);
+    },
+  };
+  const wheel = MIX.flatMap(([kind, share]) => Array<Kind>(share).fill(kind));
+  let inFlight = 0;
+
+  const readScans = async () => {
+    for (const id of [...scans]) {
+      const r = await http(`${origin}/scan/${id}`, { method: 'GET', headers: scanKey }).catch((e: Error) => ({ status: 0, text: e.message }));
+      if (r.status !== 200) continue;
+      const status = (JSON.parse(r.text) as { status: string }).status;
+      if (status === 'COMPLETED' || status === 'FAILED') {
+        scans.delete(id);
+        scansDone++;
+        if (status === 'FAILED') record('scan', `scan ${id} FAILED`);
+      }
+    }
+  };
+
+  const startedAt = performance.now();
+  const endAt = startedAt + minutes * 60_000;
+  const samples: Array<{ minute: number; rssKiB: number }> = [];
+  let nextSample = startedAt;
+  const sample = () => {
+    const m = memoryByKind(pid);
+    const minute = (performance.now() - startedAt) / 60_000;
+    samples.push({ minute, rssKiB: m.totalKiB });
+    const byKind = Object.fromEntries(MAPPING_KINDS.map((k) => [k, Math.round(m.rssKiB[k] / 102.4) / 10]));
+    const counts = Object.fromEntries(Object.entries(tallies).map(([k, t]) => [k, `${t.ok}/${t.overloaded}/${t.errors}`]));
+    process.stdout.write(`${JSON.stringify({ minute: Math.round(minute * 10) / 10, rssMiB: Math.round(m.totalKiB / 102.4) / 10, byKindMiB: byKind, arenaHeaps: m.arenaHeaps, largestArenaHeapMiB: Math.round(m.largestArenaHeapKiB / 102.4) / 10, okOverloadedErrors: counts, scansOpen: scans.size, skipped })}\n`);
+  };
+  let lastScanRead = 0;
+  while (performance.now() < endAt) {
+    const now = performance.now();
+    if (now >= nextSample) {
+      sample();
+      nextSample += sampleS * 1000;
+    }
+    if (now - lastScanRead > 2000) {
+      lastScanRead = now;
+      void readScans();
+    }
+    const due = Math.floor(((now - startedAt) / 1000) * rate);
+    while (n < due) {
+      const i = n++;
+      const kind = wheel[i % wheel.length]!;
+      if (inFlight >= inFlightLimit) {
+        skipped++;
+        continue;
+      }
+      inFlight++;
+      send[kind](Math.floor(i / wheel.length))
+        .catch((e: Error) => `no answer: ${e.message}`)
+        .then((outcome) => record(kind, outcome))
+        .finally(() => inFlight--);
+    }
+    await sleep(Math.max(1, 1000 / rate / 2));
+  }
+  sample();
+  // Scans still open get a minute to finish; what is left is lost.
+  const graceEnd = performance.now() + 60_000;
+  while ((scans.size > 0 || inFlight > 0) && performance.now() < graceEnd) {
+    await readScans();
+    await sleep(1000);
+  }
+  await stopServer(server);
+  rmSync(dataDir, { recursive: true, force: true });
+  const reference = samples.reduce((best, s) => (Math.abs(s.minute - REFERENCE_MINUTE) < Math.abs(best.minute - REFERENCE_MINUTE) ? s : best));
+  const after = samples.filter((s) => s.minute >= reference.minute);
+  const worst = Math.max(...after.map((s) => Math.abs(s.rssKiB / reference.rssKiB - 1)));
+  const errors = Object.values(tallies).reduce((a, t) => a + t.errors, 0);
+  process.stdout.write(
+    `${JSON.stringify({
+      summary: true,
+      minutes,
+      httpThreads,
+      rate,
+      errors,
+      scansLost: scans.size,
+      scansDone,
+      skipped,
+      tallies,
+      referenceMinute: Math.round(reference.minute * 10) / 10,
+      referenceRssMiB: Math.round(reference.rssKiB / 102.4) / 10,
+      lastRssMiB: Math.round(samples[samples.length - 1]!.rssKiB / 102.4) / 10,
+      worstDeviationPercent: Math.round(worst * 1000) / 10,
+    })}\n`,
+  );
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${(error as Error)?.stack ?? String(error)}\n`);
+  process.exit(1);
+});
