@@ -88,7 +88,10 @@ async function startGrpc(service: Service, readiness: Readiness, options: { host
           return work(call.request, ctx);
         })
         .then(
-          (response) => callback(null, response, trailer),
+          (response) =>
+            afterInputRead(() => {
+              if (!controller.signal.aborted) callback(null, response, trailer); // else the client reset the call meanwhile
+            }),
           (error: unknown) => {
             if (controller.signal.aborted) return; // the call has ended: the client left, or grpc-js sent DEADLINE_EXCEEDED
             const failure = grpcFailure(error, ctx, requestId);
@@ -139,6 +142,17 @@ async function startGrpc(service: Service, readiness: Readiness, options: { host
         });
       }),
   };
+}
+
+/**
+ * Runs `write` once the event loop has read its sockets again. An answer is written only after
+ * whatever its client sent before the answer was ready has been read: a reset that came while the
+ * loop was busy, or waited for CPU, ends the call as CANCELLED (what the client saw) rather than
+ * losing the race to an OK. The first turn may be in this loop iteration's check phase; the second
+ * follows the next poll for input.
+ */
+function afterInputRead(write: () => void): void {
+  setImmediate(() => setImmediate(write));
 }
 
 function metadataValue(metadata: grpc.Metadata, key: string): string | undefined {
