@@ -12,7 +12,7 @@ import { HttpServer } from './front/server';
 import { log } from './log';
 import { startPackControl, versionStates } from './packs/control/start';
 import { verdictsFile } from './packs/probe/verdicts';
-import { gpuActive, loadModels, warmUpAll } from './packs/runtime';
+import { loadModels, warmUpAll } from './packs/runtime';
 import { ModelRegistry } from './packs/registry';
 import { OPS_PATHS, recordFrontAnswer, recordRequest } from './ops/access-log';
 import { sampleEventLoop } from './ops/event-loop';
@@ -37,7 +37,7 @@ import { renderV1Error } from './v1/errors';
 import { nameOfRenderer } from './error-renderers';
 import { loadAddon } from './native/addon';
 import { tuneCollector } from './ops/v8-flags';
-import { loopNiceSteps, niceBelowThisThread, takeNice } from './ops/loop-priority';
+import { niceBelowThisThread, takeNice } from './ops/loop-priority';
 
 export function serviceVersion(): string {
   const pkg = JSON.parse(readFileSync(path.join(__dirname, '../../package.json'), 'utf8')) as { version: string };
@@ -102,7 +102,7 @@ export async function startService(config: Config): Promise<RunningService> {
     log.info('listening', { host: config.host, port, version, ...(metricsServer ? { metrics_port: metricsServer.port } : {}) });
     const started = await startInterfaces(config, { router, keys, readiness, version, packsDisabled: packs.disabled });
     stream?.serveWith(started.service, () => readiness.serving);
-    lowerLoopThreads(loopNiceSteps(config.loopNice, !started.gpu && !config.benchFreeModel), server);
+    lowerLoopThreads(config.loopNice, server);
     readiness.markReady();
     log.info('ready', {
       url: `http://${urlHost(config.host)}:${port}/v2/docs`,
@@ -194,8 +194,6 @@ async function generateKey(store: Store, keys: KeyRing): Promise<void> {
 
 interface Started {
   service: Service;
-  /** Whether a GPU provider is active. */
-  gpu: boolean;
   vipsVersion: string;
   ortVersion: string;
   ownMappingBytes: number;
@@ -283,7 +281,6 @@ async function startInterfaces(
   metrics.setSources({ queueDepths: () => registry.list().map((m) => ({ model: m.id, queued: m.batcher.stats().queued })) });
   return {
     service,
-    gpu: gpuActive(info),
     vipsVersion: info.vipsVersion,
     ortVersion: info.ortVersion,
     ownMappingBytes: info.ownMappingBytes,

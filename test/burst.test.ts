@@ -1,7 +1,8 @@
 // Over capacity, a ready service answers 429, never 503: 10,000 client connections opened at once
 // against POST /v2/predict, from a child process (bench/burst.ts) with `ulimit -n` raised, as is the
-// service's. Every connection gets 200 or 429 (with Retry-After), every answer, the front's own
-// included, is counted in the request metrics, and the front's places in the service stay bounded.
+// service's, beside a busy neighbour (a busy loop at the default priority, as on a shared host). Every
+// connection gets 200 or 429 (with Retry-After), every answer, the front's own included, is counted in
+// the request metrics, and the front's places in the service stay bounded.
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -10,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import type { BurstResult } from '../bench/burst';
+import { startBusyNeighbour } from './helpers/busy-neighbour';
 import { parseMetrics, total } from './helpers/metrics';
 import { repoRoot } from './helpers/paths';
 import { startServer, TEST_KEY } from './helpers/server';
@@ -25,7 +27,7 @@ function openFileLimit(): number {
   return raw === 'unlimited' ? Infinity : Number(raw);
 }
 
-test(`${CONNECTIONS} connections at once against /v2/predict: only 200 and 429, all counted`, async (t) => {
+test(`${CONNECTIONS} connections at once against /v2/predict beside a busy neighbour: only 200 and 429, all counted`, async (t) => {
   const limit = openFileLimit();
   if (limit < NEEDED) return t.skip(`ulimit -n can only be raised to ${limit} here; the burst needs ${NEEDED}`);
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cc-burst-'));
@@ -37,9 +39,12 @@ test(`${CONNECTIONS} connections at once against /v2/predict: only 200 and 429, 
     rmSync(dir, { recursive: true, force: true });
   });
 
+  const neighbour = await startBusyNeighbour();
+  t.after(() => neighbour.stop());
   const script = `${RAISE}; exec "${process.execPath}" "${path.join(repoRoot, 'dist/bench/burst.js')}" "$@"`;
   // Asynchronously: the service's log pipe must keep draining into this process meanwhile.
   const { stdout: out } = await promisify(execFile)('bash', ['-c', script, 'burst', `${server.url}/v2/predict`, TEST_KEY, String(CONNECTIONS)], { encoding: 'utf8', timeout: 240_000 });
+  await neighbour.stop();
   const result = JSON.parse(out) as BurstResult;
   assert.equal(result.unanswered, 0, out);
   assert.deepEqual(Object.keys(result.statuses).filter((s) => s !== '200' && s !== '429'), [], out);

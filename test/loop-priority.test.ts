@@ -1,12 +1,11 @@
 // CATCOMFORT_LOOP_NICE (src/ops/loop-priority.ts): once the packs are warm, the event loop's thread
-// and the HTTP front's threads run that many steps of nice below the process's value (5 by default on
-// CPU), while the threads that ran the warm-up's analyses keep the process's value; 0 changes
-// nothing. Read from /proc/<pid>/task/*/stat of the real service; the default steps from the rule itself.
+// and the HTTP front's threads run that many steps of nice below the process's value, while the
+// threads that ran the warm-up's analyses keep the process's value; by default (0) nothing changes.
+// Read from /proc/<pid>/task/*/stat of the real service.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import { test } from 'node:test';
-import { loopNiceSteps } from '../src/ops/loop-priority';
 import { startServer } from './helpers/server';
 
 interface ThreadState {
@@ -43,8 +42,8 @@ async function threadsAfterStart(env: Record<string, string>): Promise<{ main: T
 const base = os.getPriority(0);
 const lowered = Math.min(19, base + 5);
 
-test('on CPU the main thread runs 5 steps of nice below the threads that ran the analyses', async () => {
-  const { main, busiest, output } = await threadsAfterStart({ CATCOMFORT_HTTP_THREADS: '1' });
+test('CATCOMFORT_LOOP_NICE=5: the main thread runs 5 steps of nice below the threads that ran the analyses', async () => {
+  const { main, busiest, output } = await threadsAfterStart({ CATCOMFORT_HTTP_THREADS: '1', CATCOMFORT_LOOP_NICE: '5' });
   assert.equal(main.nice, lowered);
   assert.equal(busiest.nice, base);
   assert.ok(busiest.cpu > 0, 'the busiest other thread did run');
@@ -52,21 +51,14 @@ test('on CPU the main thread runs 5 steps of nice below the threads that ran the
 });
 
 test('with front threads, they take the same value as the main thread', async () => {
-  const { main, busiest, all } = await threadsAfterStart({ CATCOMFORT_HTTP_THREADS: '2' });
+  const { main, busiest, all } = await threadsAfterStart({ CATCOMFORT_HTTP_THREADS: '2', CATCOMFORT_LOOP_NICE: '5' });
   assert.equal(main.nice, lowered);
   assert.equal(busiest.nice, base);
   if (lowered !== base) assert.ok(all.filter((t) => t.nice === lowered).length >= 3, JSON.stringify(all));
 });
 
-test('CATCOMFORT_LOOP_NICE=0 leaves every thread at the process value', async () => {
-  const { all, output } = await threadsAfterStart({ CATCOMFORT_HTTP_THREADS: '2', CATCOMFORT_LOOP_NICE: '0' });
+test('by default every thread stays at the process value', async () => {
+  const { all, output } = await threadsAfterStart({ CATCOMFORT_HTTP_THREADS: '2' });
   assert.deepEqual([...new Set(all.map((t) => t.nice))], [base]);
   assert.doesNotMatch(output, /loop priority/);
-});
-
-test('the default steps: 5 when the analyses run on the CPU, 0 when they do not (a GPU provider, the free model); a setting wins', () => {
-  assert.equal(loopNiceSteps(null, true), 5);
-  assert.equal(loopNiceSteps(null, false), 0);
-  assert.equal(loopNiceSteps(3, false), 3);
-  assert.equal(loopNiceSteps(0, true), 0);
 });

@@ -28,6 +28,13 @@ const CONTINUE = Buffer.from('HTTP/1.1 100 Continue\r\n\r\n', 'latin1');
 const HOLD_LIMIT = 64 * 1024;
 /** After a closing refusal: how long the client may go on sending (read and dropped) before the socket is destroyed. */
 const LINGER_MS = 5_000;
+/**
+ * How long a new connection may wait for its first byte (or the idle limit, if longer). In a burst
+ * past the listen backlog the kernel drops the first packets of connections their clients already
+ * see open, and TCP sends them again after pauses that double each time: the request can come more
+ * than 10 s after the connection was accepted (docs/operations.md "Bursts").
+ */
+const FIRST_BYTE_WAIT_MS = 60_000;
 
 export interface ConnectionEvents {
   /** The connection has no request in progress any more (answered, refused or closed). */
@@ -80,6 +87,8 @@ export class ClientConnection {
   private lingerTimer: NodeJS.Timeout | null = null;
   /** The client half-closed: nothing more will arrive. */
   private clientEnded = false;
+  /** A byte has come from the client: the idle limit applies from then on. */
+  private spoken = false;
 
   constructor(
     private readonly client: net.Socket,
@@ -91,7 +100,7 @@ export class ClientConnection {
     this.clientAddress = this.peer;
     this.viaProxy = settings.trustedProxies.has(this.peer);
     client.setNoDelay(true);
-    client.setTimeout(settings.idleTimeoutMs);
+    client.setTimeout(Math.max(settings.idleTimeoutMs, FIRST_BYTE_WAIT_MS));
     client.on('data', (chunk: Buffer) => this.onClientData(chunk));
     client.on('timeout', () => this.onTimeout());
     client.on('end', () => {
@@ -124,6 +133,10 @@ export class ClientConnection {
   }
 
   private onClientData(chunk: Buffer): void {
+    if (!this.spoken) {
+      this.spoken = true;
+      this.client.setTimeout(this.settings.idleTimeoutMs);
+    }
     if (this.state === In.Closing) return;
     this.held.push(chunk);
     this.heldBytes += chunk.length;
