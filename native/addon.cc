@@ -463,7 +463,7 @@ static Napi::Value JsDupFd(const Napi::CallbackInfo& info) {
 }
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
-  KeepLargeBlocksOutOfArenas();  // before the service's threads allocate
+  KeepMallocCompact();  // before the service's threads allocate
   {
     std::lock_guard<std::mutex> lock(g_envMutex);
     ++g_envCount;

@@ -235,7 +235,8 @@ Napi::Object InfoToJs(Napi::Env env, const NativeInfo& info) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("vipsVersion", info.vipsVersion);
   o.Set("ortVersion", info.ortVersion);
-  o.Set("ownMappingBytes", static_cast<double>(info.ownMappingBytes));
+  o.Set("mallocOwnMappingBytes", static_cast<double>(info.mallocOwnMappingBytes));
+  o.Set("mallocArenaMax", info.mallocArenaMax);
   Napi::Array providers = Napi::Array::New(env, info.providers.size());
   for (size_t i = 0; i < info.providers.size(); ++i) {
     const ProviderStatus& p = info.providers[i];

@@ -267,7 +267,9 @@ Runtime& Configure(const NativeConfig& requested) {
   runtime->config = config;
   runtime->env = std::make_unique<Ort::Env>(ORT_LOGGING_LEVEL_WARNING, "catcomfort");
   runtime->info.vipsVersion = vips_version_string();
-  runtime->info.ownMappingBytes = KeepLargeBlocksOutOfArenas();
+  const MallocPolicy malloc = KeepMallocCompact();
+  runtime->info.mallocOwnMappingBytes = malloc.ownMappingBytes;
+  runtime->info.mallocArenaMax = malloc.arenaMax;
   runtime->info.ortVersion = Ort::GetVersionString();
   for (ProviderKind kind : config.providers) {
     ActiveProvider active;

@@ -131,8 +131,9 @@ struct NativeInfo {
   std::string vipsVersion;
   std::string ortVersion;
   std::vector<ProviderStatus> providers;
-  // malloc_policy.h: the size from which blocks get mappings of their own; 0 when glibc's own rule is in force.
-  std::size_t ownMappingBytes = 0;
+  // malloc_policy.h: what the service set of glibc's malloc.
+  std::size_t mallocOwnMappingBytes = 0;
+  int mallocArenaMax = 0;
 };
 
 }  // namespace catcomfort

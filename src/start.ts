@@ -109,7 +109,7 @@ export async function startService(config: Config): Promise<RunningService> {
       version,
       vips: started.vipsVersion,
       ort: started.ortVersion,
-      malloc_own_mapping_bytes: started.ownMappingBytes,
+      malloc: started.malloc,
       models: started.service.registry.list().map((m) => m.id),
     });
     const delay = drainDelay();
@@ -196,7 +196,8 @@ interface Started {
   service: Service;
   vipsVersion: string;
   ortVersion: string;
-  ownMappingBytes: number;
+  /** What the addon set of glibc's malloc (native/malloc_policy.cc), for the ready line. */
+  malloc: { own_mapping_bytes: number; arena_max: number };
   /** Closes every interface while `drain` (the public port's) runs, then releases the models and the store. */
   close(drain: () => Promise<void>): Promise<void>;
 }
@@ -283,7 +284,7 @@ async function startInterfaces(
     service,
     vipsVersion: info.vipsVersion,
     ortVersion: info.ortVersion,
-    ownMappingBytes: info.ownMappingBytes,
+    malloc: { own_mapping_bytes: info.mallocOwnMappingBytes, arena_max: info.mallocArenaMax },
     async close(drain) {
       apiKeys.stop();
       await packs.close();

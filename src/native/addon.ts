@@ -239,7 +239,9 @@ export interface NativeInfo {
   ortVersion: string;
   providers: ProviderStatus[];
   /** Blocks from this size get mappings of their own (native/malloc_policy.cc); 0: glibc's own rule (the environment set one, or not glibc). */
-  ownMappingBytes: number;
+  mallocOwnMappingBytes: number;
+  /** The most arenas glibc's malloc gives threads (native/malloc_policy.cc); 0: glibc's own. */
+  mallocArenaMax: number;
   /** Set by configureAddon (src/packs/runtime.ts), not by native: the simulated device's profile, when one is. */
   simulatedDevice?: DeviceProfile;
 }
