@@ -20,6 +20,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <napi.h>
@@ -462,6 +463,15 @@ static Napi::Value JsDupFd(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), copy);
 }
 
+// pendingInputBytes(fd): bytes that have arrived on a socket and are not read yet (FIONREAD);
+// throws with errno's text.
+static Napi::Value JsPendingInputBytes(const Napi::CallbackInfo& info) {
+  const int fd = info[0].As<Napi::Number>().Int32Value();
+  int bytes = 0;
+  if (ioctl(fd, FIONREAD, &bytes) < 0) throw Napi::Error::New(info.Env(), std::string("FIONREAD failed: ") + std::strerror(errno));
+  return Napi::Number::New(info.Env(), bytes);
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   KeepMallocCompact();  // before the service's threads allocate
   {
@@ -487,6 +497,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("preprocessImage", Napi::Function::New(env, JsPreprocessImage, "preprocessImage"));
   exports.Set("decodeDetections", Napi::Function::New(env, JsDecodeDetections, "decodeDetections"));
   exports.Set("dupFd", Napi::Function::New(env, JsDupFd, "dupFd"));
+  exports.Set("pendingInputBytes", Napi::Function::New(env, JsPendingInputBytes, "pendingInputBytes"));
   return exports;
 }
 

@@ -310,6 +310,8 @@ export interface NativeAddon {
   decodeDetections(detector: Pick<DetectorSpec, 'preprocess' | 'output' | 'scoreFloor'>, outputs: FloatTensor[]): Promise<DecodedDetection[]>;
   /** A second descriptor (close-on-exec) of the same open file or socket: the HTTP front's threads each own one of the listening socket. */
   dupFd(fd: number): number;
+  /** Bytes that have arrived on a socket and are not read yet (FIONREAD): the gRPC server looks before it writes an answer. */
+  pendingInputBytes(fd: number): number;
   /** The simulated device's counters, or null when this process simulates none (always with this binding). */
   simulatedDevice(): SimulatedDeviceStats | null;
 }

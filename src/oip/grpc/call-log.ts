@@ -26,6 +26,8 @@ export interface CallNotes {
 export interface CallRecord {
   requestId: string;
   notes: CallNotes;
+  /** The descriptor of the call's connection, for its unread bytes (server.ts); null where grpc-js does not show it. */
+  socketFd: number | null;
 }
 
 /** Our error code for a status grpc-js sends by itself. */
@@ -43,10 +45,19 @@ export function callRecord(metadata: grpc.Metadata): CallRecord {
   return record;
 }
 
+/**
+ * The descriptor under the call's HTTP/2 stream. grpc-js does not publish it: it is read from the call
+ * grpc-js hands the first interceptor (its stream's session's socket), and is null if that changes.
+ */
+function socketFdOf(call: grpc.ServerInterceptingCallInterface): number | null {
+  const fd: unknown = (call as { stream?: { session?: { socket?: { _handle?: { fd?: unknown } } } } }).stream?.session?.socket?._handle?.fd;
+  return typeof fd === 'number' && fd >= 0 ? fd : null;
+}
+
 export const callLog: grpc.ServerInterceptor = (descriptor, call) => {
   const startedAt = performance.now();
   const client = call.getPeer(); // now: once the stream is gone grpc-js names no peer
-  const record: CallRecord = { requestId: '', notes: { bytesIn: null } };
+  const record: CallRecord = { requestId: '', notes: { bytesIn: null }, socketFd: socketFdOf(call) };
   let message = false;
   let abandoned = false;
   let ended = false;

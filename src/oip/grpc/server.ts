@@ -14,6 +14,7 @@ import type { Service, ServiceInterface } from '../../service';
 import { infer } from '../infer';
 import { modelMetadata, modelReady, serverMetadata } from '../metadata';
 import { callLog, callRecord, type CallNotes } from './call-log';
+import { afterPendingInput } from './pending-input';
 import { toInferCall, toInferResponse, type ModelInferRequest } from './messages';
 import { DEADLINE_EXCEEDED_CODE, grpcStatus } from './status';
 
@@ -66,7 +67,7 @@ async function startGrpc(service: Service, readiness: Readiness, options: { host
   const handler = (open: boolean, work: (request: any, ctx: CallContext) => Promise<unknown> | unknown): Unary => {
     return (call, callback) => {
       const startedAt = performance.now();
-      const { requestId, notes } = callRecord(call.metadata);
+      const { requestId, notes, socketFd } = callRecord(call.metadata);
       notes.bytesIn = messageBytes(call.request);
       const controller = new AbortController();
       call.on('cancelled', () => controller.abort());
@@ -89,7 +90,7 @@ async function startGrpc(service: Service, readiness: Readiness, options: { host
         })
         .then(
           (response) =>
-            afterInputRead(() => {
+            afterPendingInput(socketFd, () => {
               if (!controller.signal.aborted) callback(null, response, trailer); // else the client reset the call meanwhile
             }),
           (error: unknown) => {
@@ -142,17 +143,6 @@ async function startGrpc(service: Service, readiness: Readiness, options: { host
         });
       }),
   };
-}
-
-/**
- * Runs `write` once the event loop has read its sockets again. An answer is written only after
- * whatever its client sent before the answer was ready has been read: a reset that came while the
- * loop was busy, or waited for CPU, ends the call as CANCELLED (what the client saw) rather than
- * losing the race to an OK. The first turn may be in this loop iteration's check phase; the second
- * follows the next poll for input.
- */
-function afterInputRead(write: () => void): void {
-  setImmediate(() => setImmediate(write));
 }
 
 function metadataValue(metadata: grpc.Metadata, key: string): string | undefined {
