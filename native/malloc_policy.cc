@@ -9,6 +9,8 @@
 //   smaller ones (decoded photos, tensors, libvips's buffers) are reused from the arenas, since mapping
 //   and faulting them in each time made every analysis 2-5 ms slower on that VM;
 // - threads share one arena per core (at least 2), so freed space serves the next thread that asks.
+//   Set here, it binds only threads that allocate for the first time afterwards; the launcher
+//   (bin/catcomfort-service) sets MALLOC_ARENA_MAX before Node starts, which binds them all.
 #include "malloc_policy.h"
 
 #include <algorithm>
@@ -27,29 +29,30 @@ namespace {
 
 constexpr std::size_t kOwnMappingBytes = 4 * 1024 * 1024;
 
-// The operator's own choice: the variable, or the tunable in GLIBC_TUNABLES.
-bool SetByEnvironment(const char* variable, const char* tunable) {
-  if (std::getenv(variable) != nullptr) return true;
+// The environment's choice: the variable's value (-1 when only GLIBC_TUNABLES names the tunable), or 0.
+long FromEnvironment(const char* variable, const char* tunable) {
+  if (const char* value = std::getenv(variable)) return std::strtol(value, nullptr, 10);
   const char* tunables = std::getenv("GLIBC_TUNABLES");
-  return tunables != nullptr && std::strstr(tunables, tunable) != nullptr;
+  return tunables != nullptr && std::strstr(tunables, tunable) != nullptr ? -1 : 0;
 }
 
 }  // namespace
 
 MallocPolicy KeepMallocCompact() {
   static std::once_flag once;
-  static MallocPolicy applied;
+  static MallocPolicy inForce;
   std::call_once(once, [] {
 #if defined(__GLIBC__)
-    if (!SetByEnvironment("MALLOC_MMAP_THRESHOLD_", "glibc.malloc.mmap_threshold") &&
-        mallopt(M_MMAP_THRESHOLD, static_cast<int>(kOwnMappingBytes)) == 1) {
-      applied.ownMappingBytes = kOwnMappingBytes;
-    }
-    const int arenas = std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
-    if (!SetByEnvironment("MALLOC_ARENA_MAX", "glibc.malloc.arena_max") && mallopt(M_ARENA_MAX, arenas) == 1) applied.arenaMax = arenas;
+    const long threshold = FromEnvironment("MALLOC_MMAP_THRESHOLD_", "glibc.malloc.mmap_threshold");
+    if (threshold > 0) inForce.ownMappingBytes = static_cast<std::size_t>(threshold);
+    if (threshold == 0 && mallopt(M_MMAP_THRESHOLD, static_cast<int>(kOwnMappingBytes)) == 1) inForce.ownMappingBytes = kOwnMappingBytes;
+    const long arenas = FromEnvironment("MALLOC_ARENA_MAX", "glibc.malloc.arena_max");
+    const int perCore = std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
+    if (arenas > 0) inForce.arenaMax = static_cast<int>(arenas);
+    if (arenas == 0 && mallopt(M_ARENA_MAX, perCore) == 1) inForce.arenaMax = perCore;
 #endif
   });
-  return applied;
+  return inForce;
 }
 
 }  // namespace catcomfort

@@ -6,14 +6,16 @@
 namespace catcomfort {
 
 struct MallocPolicy {
-  // Blocks from this size get mappings of their own; 0: glibc's own rule (the environment set one, or not glibc).
+  // Blocks from this size get mappings of their own; 0: glibc's own rule (set in GLIBC_TUNABLES, or not glibc).
   std::size_t ownMappingBytes = 0;
-  // The most arenas threads allocate from; 0: glibc's own (8 per core, or the environment's).
+  // The most arenas threads allocate from; 0: glibc's own (8 per core, or set in GLIBC_TUNABLES).
   int arenaMax = 0;
 };
 
-// Sets the policy once per process (later calls return what was set), leaving alone each part the
-// operator set in the environment (MALLOC_MMAP_THRESHOLD_, MALLOC_ARENA_MAX or GLIBC_TUNABLES).
+// Sets the policy once per process (later calls return what is in force), leaving alone each part
+// the environment sets (MALLOC_MMAP_THRESHOLD_, MALLOC_ARENA_MAX or GLIBC_TUNABLES), whose values
+// it reports when given as plain variables. bin/catcomfort-service sets MALLOC_ARENA_MAX before
+// Node starts, so the threads Node starts before the addon loads share the arenas too.
 MallocPolicy KeepMallocCompact();
 
 }  // namespace catcomfort

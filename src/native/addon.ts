@@ -238,9 +238,9 @@ export interface NativeInfo {
   vipsVersion: string;
   ortVersion: string;
   providers: ProviderStatus[];
-  /** Blocks from this size get mappings of their own (native/malloc_policy.cc); 0: glibc's own rule (the environment set one, or not glibc). */
+  /** Blocks from this size get mappings of their own (native/malloc_policy.cc: ours, or the environment's); 0: glibc's own rule, or one set in GLIBC_TUNABLES. */
   mallocOwnMappingBytes: number;
-  /** The most arenas glibc's malloc gives threads (native/malloc_policy.cc); 0: glibc's own. */
+  /** The most arenas glibc's malloc gives threads (ours, or MALLOC_ARENA_MAX); 0: glibc's own, or one set in GLIBC_TUNABLES. */
   mallocArenaMax: number;
   /** Set by configureAddon (src/packs/runtime.ts), not by native: the simulated device's profile, when one is. */
   simulatedDevice?: DeviceProfile;
