@@ -3,8 +3,9 @@
 // at the default priority takes one core, 10,000 connections each send one POST /v2/predict at once
 // (bench/burst.ts), and a health checker asks GET /readyz over HTTP/1.0 on a new connection every
 // 100 ms meanwhile, as a load balancer does. One JSON line per burst, then the medians by value.
-//   bash -c 'ulimit -n 65536; BURST_NICE=0,5 BURST_ROUNDS=4 node dist/bench/burst-neighbour.js'
+//   bash -c 'ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"; BURST_NICE=0,5 BURST_ROUNDS=4 node dist/bench/burst-neighbour.js'
 import { execFile, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -33,6 +34,12 @@ function readyz(port: number): Promise<number | null> {
   });
 }
 
+/** CPU ticks (user + system) `pid` has used. */
+function cpuTicks(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return Number(fields[11]) + Number(fields[12]);
+}
+
 async function oneBurst(nice: number, image: string): Promise<Record<string, unknown>> {
   const server = await startServer('us', {
     precision: 'int8',
@@ -47,6 +54,7 @@ async function oneBurst(nice: number, image: string): Promise<Record<string, unk
     while ((await readyz(port)) === null) await sleep(250);
     const neighbour = spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' });
     try {
+      while (cpuTicks(neighbour.pid!) < 20) await sleep(10); // spinning, past Node's start-up
       let bursting = true;
       const pending: Array<Promise<number | null>> = [];
       const checker = (async () => {

@@ -7,7 +7,8 @@
 // Each service runs as its tree deploys it (bin/catcomfort-service; `node dist/src/main.js` in trees
 // older than the launcher) with the int8 detector.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fixturePhotos, freePort, installCleanup, percentile, repoRoot, sleep, stopChild } from './common';
 import { phonePhotos } from './phone-photos';
@@ -19,6 +20,8 @@ const rounds = Number(process.env.PHONE_ROUNDS ?? 3);
 interface Tree {
   label: string;
   child: ChildProcess;
+  /** Its scan store's folder, removed afterwards. */
+  dataDir: string;
   url: string;
   small: Sample[];
   phone: Sample[];
@@ -31,6 +34,7 @@ interface Sample {
 
 async function start(root: string, label: string): Promise<Tree> {
   const port = await freePort();
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cc-phone-ratio-'));
   const launcher = path.join(root, 'bin/catcomfort-service');
   const [command, args] = existsSync(launcher) ? [launcher, []] : [process.execPath, [path.join(root, 'dist/src/main.js')]];
   const child = spawn(command, args, {
@@ -43,10 +47,11 @@ async function start(root: string, label: string): Promise<Tree> {
       CATCOMFORT_API_KEYS: API_KEY,
       CATCOMFORT_PRECISION: 'int8',
       CATCOMFORT_LOG_LEVEL: 'warn',
+      CATCOMFORT_DATA_DIR: dataDir,
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
-  const tree: Tree = { label, child, url: `http://127.0.0.1:${port}/v2/predict`, small: [], phone: [] };
+  const tree: Tree = { label, child, dataDir, url: `http://127.0.0.1:${port}/v2/predict`, small: [], phone: [] };
   for (let i = 0; ; i++) {
     if (child.exitCode !== null) throw new Error(`${label} exited during start-up`);
     const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status === 200, () => false);
@@ -91,7 +96,10 @@ async function main(): Promise<void> {
       }
     }
   } finally {
-    for (const t of trees) await stopChild(t.child);
+    for (const t of trees) {
+      await stopChild(t.child);
+      rmSync(t.dataDir, { recursive: true, force: true });
+    }
   }
   const stageNames = [...new Set(trees.flatMap((t) => [...t.small, ...t.phone].flatMap((s) => Object.keys(s.stages))))];
   const rows = trees.map((t) => ({

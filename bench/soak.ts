@@ -136,18 +136,25 @@ async function main(): Promise<void> {
   const wheel = MIX.flatMap(([kind, share]) => Array<Kind>(share).fill(kind));
   let inFlight = 0;
 
-  const readScans = async () => {
+  let reading: Promise<void> | null = null;
+  const readScansOnce = async () => {
     for (const id of [...scans]) {
       const r = await http(`${origin}/scan/${id}`, { method: 'GET', headers: scanKey }).catch((e: Error) => ({ status: 0, text: e.message }));
       if (r.status !== 200) continue;
-      const status = (JSON.parse(r.text) as { status: string }).status;
-      if (status === 'COMPLETED' || status === 'FAILED') {
-        scans.delete(id);
+      let status: string;
+      try {
+        status = (JSON.parse(r.text) as { status: string }).status;
+      } catch {
+        continue; // read again on the next pass
+      }
+      if ((status === 'COMPLETED' || status === 'FAILED') && scans.delete(id)) {
         scansDone++;
         if (status === 'FAILED') record('scan', `scan ${id} FAILED`);
       }
     }
   };
+  /** One pass over the open scans at a time. */
+  const readScans = () => (reading ??= readScansOnce().finally(() => (reading = null)));
 
   const startedAt = performance.now();
   const endAt = startedAt + minutes * 60_000;

@@ -14,42 +14,74 @@
 #include "malloc_policy.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <thread>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
+#include <sched.h>
 #endif
 
 namespace catcomfort {
 
+#if defined(__GLIBC__)
 namespace {
 
 constexpr std::size_t kOwnMappingBytes = 4 * 1024 * 1024;
 
-// The environment's choice: the variable's value (-1 when only GLIBC_TUNABLES names the tunable), or 0.
-long FromEnvironment(const char* variable, const char* tunable) {
-  if (const char* value = std::getenv(variable)) return std::strtol(value, nullptr, 10);
+// What the environment says of a setting: absent, present (left alone), and its value when it is
+// a plain variable holding a positive int (0 otherwise: named in GLIBC_TUNABLES, or unreadable).
+struct FromEnvironment {
+  bool present = false;
+  int value = 0;
+};
+
+FromEnvironment Read(const char* variable, const char* tunable) {
+  FromEnvironment out;
+  if (const char* text = std::getenv(variable)) {
+    out.present = true;
+    char* end = nullptr;
+    errno = 0;
+    const long value = std::strtol(text, &end, 10);
+    if (errno == 0 && end != text && *end == '\0' && value > 0 && value <= INT_MAX) out.value = static_cast<int>(value);
+    return out;
+  }
   const char* tunables = std::getenv("GLIBC_TUNABLES");
-  return tunables != nullptr && std::strstr(tunables, tunable) != nullptr ? -1 : 0;
+  out.present = tunables != nullptr && std::strstr(tunables, tunable) != nullptr;
+  return out;
+}
+
+// Cores this process may run on (its affinity, as nproc counts them).
+int Cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
 }
 
 }  // namespace
+#endif
 
 MallocPolicy KeepMallocCompact() {
   static std::once_flag once;
   static MallocPolicy inForce;
   std::call_once(once, [] {
 #if defined(__GLIBC__)
-    const long threshold = FromEnvironment("MALLOC_MMAP_THRESHOLD_", "glibc.malloc.mmap_threshold");
-    if (threshold > 0) inForce.ownMappingBytes = static_cast<std::size_t>(threshold);
-    if (threshold == 0 && mallopt(M_MMAP_THRESHOLD, static_cast<int>(kOwnMappingBytes)) == 1) inForce.ownMappingBytes = kOwnMappingBytes;
-    const long arenas = FromEnvironment("MALLOC_ARENA_MAX", "glibc.malloc.arena_max");
-    const int perCore = std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
-    if (arenas > 0) inForce.arenaMax = static_cast<int>(arenas);
-    if (arenas == 0 && mallopt(M_ARENA_MAX, perCore) == 1) inForce.arenaMax = perCore;
+    const FromEnvironment threshold = Read("MALLOC_MMAP_THRESHOLD_", "glibc.malloc.mmap_threshold");
+    if (threshold.present) {
+      inForce.ownMappingBytes = static_cast<std::size_t>(threshold.value);
+    } else if (mallopt(M_MMAP_THRESHOLD, static_cast<int>(kOwnMappingBytes)) == 1) {
+      inForce.ownMappingBytes = kOwnMappingBytes;
+    }
+    const FromEnvironment arenas = Read("MALLOC_ARENA_MAX", "glibc.malloc.arena_max");
+    const int perCore = std::max(2, Cores());
+    if (arenas.present) {
+      inForce.arenaMax = arenas.value;
+    } else if (mallopt(M_ARENA_MAX, perCore) == 1) {
+      inForce.arenaMax = perCore;
+    }
 #endif
   });
   return inForce;

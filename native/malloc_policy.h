@@ -14,7 +14,7 @@ struct MallocPolicy {
 
 // Sets the policy once per process (later calls return what is in force), leaving alone each part
 // the environment sets (MALLOC_MMAP_THRESHOLD_, MALLOC_ARENA_MAX or GLIBC_TUNABLES), whose values
-// it reports when given as plain variables. bin/catcomfort-service sets MALLOC_ARENA_MAX before
+// it reports when given as plain variables holding a positive number (0 otherwise). bin/catcomfort-service sets MALLOC_ARENA_MAX before
 // Node starts, so the threads Node starts before the addon loads share the arenas too.
 MallocPolicy KeepMallocCompact();
 

@@ -1,6 +1,7 @@
 // A gRPC answer waits for the loop to read what its connection had sent (src/oip/grpc/pending-input.ts):
 // with bytes unread on the socket it is written only after a later turn of the loop, with none at
-// once. A paused socket keeps what its peer sent in the kernel, unread, as a busy loop does.
+// once. A socket accepted with pauseOnConnect is never read, so what its peer sends stays in the
+// kernel, unread, as with a busy loop.
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { test } from 'node:test';
@@ -9,10 +10,11 @@ import { afterPendingInput } from '../src/oip/grpc/pending-input';
 import { waitFor } from './helpers/wait';
 
 async function connectedPair(): Promise<{ server: net.Socket; client: net.Socket; close(): void }> {
-  const listener = net.createServer();
+  const listener = net.createServer({ pauseOnConnect: true });
   await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
   const accepted = new Promise<net.Socket>((resolve) => listener.once('connection', resolve));
   const client = net.connect((listener.address() as net.AddressInfo).port, '127.0.0.1');
+  await new Promise((resolve) => client.once('connect', resolve));
   const server = await accepted;
   return {
     server,
@@ -32,7 +34,6 @@ function fdOf(socket: net.Socket): number {
 test('with nothing unread the answer is written at once; with bytes unread, only after the loop has turned', async (t) => {
   const pair = await connectedPair();
   t.after(() => pair.close());
-  pair.server.pause();
   const fd = fdOf(pair.server);
 
   let written = false;

@@ -50,8 +50,12 @@ export function callRecord(metadata: grpc.Metadata): CallRecord {
  * grpc-js hands the first interceptor (its stream's session's socket), and is null if that changes.
  */
 function socketFdOf(call: grpc.ServerInterceptingCallInterface): number | null {
-  const fd: unknown = (call as { stream?: { session?: { socket?: { _handle?: { fd?: unknown } } } } }).stream?.session?.socket?._handle?.fd;
-  return typeof fd === 'number' && fd >= 0 ? fd : null;
+  try {
+    const fd: unknown = (call as { stream?: { session?: { socket?: { _handle?: { fd?: unknown } } } } }).stream?.session?.socket?._handle?.fd;
+    return typeof fd === 'number' && fd >= 0 ? fd : null;
+  } catch {
+    return null; // node:http2's socket proxy throws once the session has let go of its socket
+  }
 }
 
 export const callLog: grpc.ServerInterceptor = (descriptor, call) => {

@@ -1,4 +1,5 @@
 // A gRPC answer is written only after what its connection had sent by then has been read (server.ts).
+import { log } from '../../log';
 import { loadAddon } from '../../native/addon';
 
 /**
@@ -9,6 +10,24 @@ import { loadAddon } from '../../native/addon';
  * CANCELLED, what its client saw, rather than losing the race to an OK. With nothing unread, at once.
  */
 export function afterPendingInput(fd: number | null, write: () => void): void {
-  if (fd !== null && loadAddon().pendingInputBytes(fd) > 0) return void setImmediate(() => setImmediate(write));
+  if (fd !== null && unreadBytes(fd) > 0) return void setImmediate(() => setImmediate(() => writeLogged(write)));
   write();
+}
+
+/** Unread bytes on `fd`; 0 when the system cannot tell (a descriptor closed meanwhile: the answer then goes nowhere anyway). */
+function unreadBytes(fd: number): number {
+  try {
+    return loadAddon().pendingInputBytes(fd);
+  } catch {
+    return 0;
+  }
+}
+
+/** A deferred write runs outside the handler's promise: what it throws is logged, never left to end the process. */
+function writeLogged(write: () => void): void {
+  try {
+    write();
+  } catch (error) {
+    log.error('gRPC answer not written', { error: (error as Error).message });
+  }
 }

@@ -82,6 +82,12 @@ async function startGrpc(service: Service, readiness: Readiness, options: { host
       };
       const trailer = new grpc.Metadata();
       trailer.set('x-request-id', requestId);
+      // Once the call has ended (the client left, or grpc-js sent DEADLINE_EXCEEDED), nothing is written.
+      const answer = (write: () => void) => {
+        if (!controller.signal.aborted) afterPendingInput(socketFd, () => {
+            if (!controller.signal.aborted) write();
+          });
+      };
       Promise.resolve()
         .then(() => {
           if (!open && !service.keys.check(metadataValue(call.metadata, 'api-key'))) throw new ApiError('unauthorized');
@@ -89,16 +95,13 @@ async function startGrpc(service: Service, readiness: Readiness, options: { host
           return work(call.request, ctx);
         })
         .then(
-          (response) =>
-            afterPendingInput(socketFd, () => {
-              if (!controller.signal.aborted) callback(null, response, trailer); // else the client reset the call meanwhile
+          (response) => answer(() => callback(null, response, trailer)),
+          (error: unknown) =>
+            answer(() => {
+              const failure = grpcFailure(error, ctx, requestId);
+              for (const [key, value] of Object.entries(failure.metadata)) trailer.set(key, value);
+              callback({ code: failure.code, details: failure.details, metadata: trailer });
             }),
-          (error: unknown) => {
-            if (controller.signal.aborted) return; // the call has ended: the client left, or grpc-js sent DEADLINE_EXCEEDED
-            const failure = grpcFailure(error, ctx, requestId);
-            for (const [key, value] of Object.entries(failure.metadata)) trailer.set(key, value);
-            callback({ code: failure.code, details: failure.details, metadata: trailer });
-          },
         );
     };
   };
