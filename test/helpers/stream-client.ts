@@ -16,7 +16,12 @@ export class StreamClient {
     this.socket = new WebSocket(`${baseUrl.replace('http', 'ws')}/v2/stream`, { headers });
     this.opened = new Promise((resolve, reject) => {
       this.socket.once('open', () => resolve());
-      this.socket.once('unexpected-response', (_req, res) => reject(new Error(`upgrade answered ${res.statusCode}`)));
+      this.socket.once('unexpected-response', (_req, res) => {
+        let body = '';
+        res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        res.on('end', () => reject(new Error(`upgrade answered ${res.statusCode}: ${/"message":"([^"]*)"/.exec(body)?.[1] ?? body.slice(0, 120)}`)));
+        res.on('error', () => reject(new Error(`upgrade answered ${res.statusCode}`)));
+      });
       this.socket.once('error', reject);
     });
     this.closed = new Promise((resolve) => this.socket.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));

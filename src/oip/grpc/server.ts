@@ -14,8 +14,8 @@ import type { Service, ServiceInterface } from '../../service';
 import { infer } from '../infer';
 import { modelMetadata, modelReady, serverMetadata } from '../metadata';
 import { callLog, callRecord, type CallNotes } from './call-log';
-import { afterPendingInput } from './pending-input';
 import { toInferCall, toInferResponse, type ModelInferRequest } from './messages';
+import { afterPendingInput } from './pending-input';
 import { DEADLINE_EXCEEDED_CODE, grpcStatus } from './status';
 
 /** The protocol's definition, shipped beside dist/ (and in the offline bundle). */
@@ -84,9 +84,10 @@ async function startGrpc(service: Service, readiness: Readiness, options: { host
       trailer.set('x-request-id', requestId);
       // Once the call has ended (the client left, or grpc-js sent DEADLINE_EXCEEDED), nothing is written.
       const answer = (write: () => void) => {
-        if (!controller.signal.aborted) afterPendingInput(socketFd, () => {
-            if (!controller.signal.aborted) write();
-          });
+        if (controller.signal.aborted) return;
+        afterPendingInput(socketFd, () => {
+          if (!controller.signal.aborted) write();
+        });
       };
       Promise.resolve()
         .then(() => {
