@@ -5,12 +5,12 @@
 // 100 ms meanwhile, as a load balancer does. One JSON line per burst, then the medians by value.
 //   bash -c 'ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"; BURST_NICE=0,5 BURST_ROUNDS=4 node dist/bench/burst-neighbour.js'
 import { execFile, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { BurstResult } from './burst';
 import { installCleanup, percentile, sleep, stopChild } from './common';
+import { processTreeCpuS } from './process-cpu';
 import { API_KEY, startServer, stopServer } from './servers';
 
 const niceValues = (process.env.BURST_NICE ?? '0,5').split(',').map(Number);
@@ -34,12 +34,6 @@ function readyz(port: number): Promise<number | null> {
   });
 }
 
-/** CPU ticks (user + system) `pid` has used. */
-function cpuTicks(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return Number(fields[11]) + Number(fields[12]);
-}
-
 async function oneBurst(nice: number, image: string): Promise<Record<string, unknown>> {
   const server = await startServer('us', {
     precision: 'int8',
@@ -54,7 +48,7 @@ async function oneBurst(nice: number, image: string): Promise<Record<string, unk
     while ((await readyz(port)) === null) await sleep(250);
     const neighbour = spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' });
     try {
-      while (cpuTicks(neighbour.pid!) < 20) await sleep(10); // spinning, past Node's start-up
+      while (processTreeCpuS(neighbour.pid!) < 0.2) await sleep(10); // spinning, past Node's start-up
       let bursting = true;
       const pending: Array<Promise<number | null>> = [];
       const checker = (async () => {
