@@ -69,3 +69,10 @@ export function memoryByKind(pid: number): MemoryByKind {
   });
   return { rssKiB, arenaHeaps, largestArenaHeapKiB, totalKiB: MAPPING_KINDS.reduce((n, k) => n + rssKiB[k], 0) };
 }
+
+/** Resident KiB of the whole process, from /proc/<pid>/smaps_rollup (the same sum, cheaper). */
+export function residentKiB(pid: number): number {
+  const rss = /^Rss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
+  if (!rss) throw new Error(`no Rss line in /proc/${pid}/smaps_rollup`);
+  return Number(rss[1]);
+}
