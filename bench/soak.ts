@@ -6,7 +6,8 @@
 // summary: errors, scans lost, and RSS after the first 30 minutes against the 30-minute value.
 // A sample's RSS is the median of readings every SOAK_READ_S since the last sample: one 12 MP photo
 // in flight holds about 40 MiB for a moment, so a single reading says more about what is in flight
-// than about what stays. Single readings are kept beside it (rssNowMiB).
+// than about what stays. Single readings are kept beside it (rssNowMiB), and the service's malloc
+// trims so far from /metrics (mallocTrims: count, MiB given back, ms spent).
 //   SOAK_MINUTES=120 SOAK_HTTP_THREADS=2 node dist/bench/soak.js > soak.jsonl
 // Other CATCOMFORT_* settings and MALLOC_* / GLIBC_TUNABLES in the environment reach the service.
 import { execFileSync } from 'node:child_process';
@@ -174,7 +175,15 @@ async function main(): Promise<void> {
   let readings: number[] = [];
   let nextSample = startedAt;
   let nextReading = startedAt;
-  const sample = () => {
+  /** The service's malloc trims so far (CATCOMFORT_MALLOC_TRIM_INTERVAL_MS): count, MiB released, ms spent. */
+  const trims = async () => {
+    const names = ['catcomfort_malloc_trims_total', 'catcomfort_malloc_trim_released_bytes_total', 'catcomfort_malloc_trim_seconds_total'];
+    const text = (await http(`${origin}/metrics?${names.map((n) => `name=${n}`).join('&')}`, { method: 'GET' }).catch(() => ({ text: '' }))).text;
+    const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+    return { count: value(names[0]!), releasedMiB: mib(value(names[1]!) / 1024), ms: Math.round(value(names[2]!) * 1000) };
+  };
+  const sample = async () => {
+    const mallocTrims = await trims();
     const m = memoryByKind(pid);
     const minute = (performance.now() - startedAt) / 60_000;
     const rssKiB = readings.length > 0 ? median(readings) : m.totalKiB;
@@ -182,7 +191,7 @@ async function main(): Promise<void> {
     samples.push({ minute, rssKiB, nowKiB: m.totalKiB });
     const byKind = Object.fromEntries(MAPPING_KINDS.map((k) => [k, mib(m.rssKiB[k])]));
     const counts = Object.fromEntries(Object.entries(tallies).map(([k, t]) => [k, `${t.ok}/${t.overloaded}/${t.errors}`]));
-    process.stdout.write(`${JSON.stringify({ minute: Math.round(minute * 10) / 10, rssMiB: mib(rssKiB), rssNowMiB: mib(m.totalKiB), byKindMiB: byKind, arenaHeaps: m.arenaHeaps, largestArenaHeapMiB: mib(m.largestArenaHeapKiB), okOverloadedErrors: counts, scansOpen: scans.size, skipped })}\n`);
+    process.stdout.write(`${JSON.stringify({ minute: Math.round(minute * 10) / 10, rssMiB: mib(rssKiB), rssNowMiB: mib(m.totalKiB), byKindMiB: byKind, arenaHeaps: m.arenaHeaps, largestArenaHeapMiB: mib(m.largestArenaHeapKiB), mallocTrims, okOverloadedErrors: counts, scansOpen: scans.size, skipped })}\n`);
   };
   let lastScanRead = 0;
   while (performance.now() < endAt) {
@@ -192,7 +201,7 @@ async function main(): Promise<void> {
       nextReading += readS * 1000;
     }
     if (now >= nextSample) {
-      sample();
+      await sample();
       nextSample += sampleS * 1000;
     }
     if (now - lastScanRead > 2000) {
@@ -215,7 +224,7 @@ async function main(): Promise<void> {
     }
     await sleep(Math.max(1, 1000 / rate / 2));
   }
-  sample();
+  await sample();
   // Scans still open get a minute to finish; what is left is lost.
   const graceEnd = performance.now() + 60_000;
   while ((scans.size > 0 || inFlight > 0) && performance.now() < graceEnd) {

@@ -3,7 +3,7 @@
 // runSession (one Run at a batch size: the warm-up, and the micro-benchmarks), simulatedDevice (its
 // counters, null unless simulated), benchDecode and simulate (only in catcomfort_bench.node, built
 // with CATCOMFORT_BENCH_ENTRY_POINTS: the service's binding can never simulate a device), and runModel / preprocessImage /
-// decodeDetections for tools and tests (native/tools.h).
+// decodeDetections for tools and tests (native/tools.h), and trimFreePages (native/malloc_policy.h).
 //
 // JS values are copied into plain structs here, on the JS thread; the work runs on the addon's
 // own pool with no N-API calls; results come back through a per-call thread-safe function and
@@ -337,6 +337,23 @@ Napi::Value JsPreprocessImage(const Napi::CallbackInfo& info) {
   });
 }
 
+// trimFreePages(): glibc's malloc_trim(0) on the pool (it walks every arena), with the process's
+// resident bytes around it.
+Napi::Value TrimOutcomeToJs(Napi::Env env, TrimOutcome& outcome) {
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("residentBeforeBytes", Napi::Number::New(env, static_cast<double>(outcome.residentBefore)));
+  out.Set("residentAfterBytes", Napi::Number::New(env, static_cast<double>(outcome.residentAfter)));
+  out.Set("ms", Napi::Number::New(env, outcome.ms));
+  return out;
+}
+
+Napi::Value JsTrimFreePages(const Napi::CallbackInfo& info) {
+  return AsyncBoundary(info, [&](Napi::Env env, napi_deferred deferred, std::vector<napi_ref>& refs) {
+    RequireRuntime();
+    ScheduleTask<TrimOutcome>(env, deferred, refs, [] { return TrimFreePages(); }, TrimOutcomeToJs);
+  });
+}
+
 Napi::Value JsDecodeDetections(const Napi::CallbackInfo& info) {
   return AsyncBoundary(info, [&](Napi::Env env, napi_deferred deferred, std::vector<napi_ref>& refs) {
     RequireRuntime();
@@ -498,6 +515,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("decodeDetections", Napi::Function::New(env, JsDecodeDetections, "decodeDetections"));
   exports.Set("dupFd", Napi::Function::New(env, JsDupFd, "dupFd"));
   exports.Set("pendingInputBytes", Napi::Function::New(env, JsPendingInputBytes, "pendingInputBytes"));
+  exports.Set("trimFreePages", Napi::Function::New(env, JsTrimFreePages, "trimFreePages"));
   return exports;
 }
 

@@ -15,6 +15,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +26,8 @@
 #include <malloc.h>
 #include <sched.h>
 #endif
+
+#include <unistd.h>
 
 namespace catcomfort {
 
@@ -85,6 +89,33 @@ MallocPolicy KeepMallocCompact() {
 #endif
   });
   return inForce;
+}
+
+namespace {
+
+// Resident bytes of this process (/proc/self/statm's second field); 0 where it cannot be read.
+int64_t ResidentBytes() {
+  std::FILE* statm = std::fopen("/proc/self/statm", "r");
+  if (statm == nullptr) return 0;
+  long long size = 0;
+  long long resident = 0;
+  const bool read = std::fscanf(statm, "%lld %lld", &size, &resident) == 2;
+  std::fclose(statm);
+  return read ? resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE)) : 0;
+}
+
+}  // namespace
+
+TrimOutcome TrimFreePages() {
+  TrimOutcome out;
+  out.residentBefore = ResidentBytes();
+  const auto started = std::chrono::steady_clock::now();
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+  out.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  out.residentAfter = ResidentBytes();
+  return out;
 }
 
 }  // namespace catcomfort

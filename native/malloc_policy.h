@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace catcomfort {
 
@@ -17,5 +18,17 @@ struct MallocPolicy {
 // it reports when given as plain variables holding a positive number (0 otherwise). bin/catcomfort-service sets MALLOC_ARENA_MAX before
 // Node starts, so the threads Node starts before the addon loads share the arenas too.
 MallocPolicy KeepMallocCompact();
+
+// What one TrimFreePages() call did: the process's resident bytes before and after, and its time.
+struct TrimOutcome {
+  int64_t residentBefore = 0;
+  int64_t residentAfter = 0;
+  double ms = 0;
+};
+
+// Gives back to the system the pages that free blocks cover in every arena (glibc's malloc_trim(0):
+// the main arena's heap can only shrink from its top, so pages freed below a block still in use
+// stay resident otherwise). Elsewhere than glibc it only measures.
+TrimOutcome TrimFreePages();
 
 }  // namespace catcomfort

@@ -36,6 +36,7 @@ import { registerInspect } from './inspect/routes';
 import { renderV1Error } from './v1/errors';
 import { nameOfRenderer } from './error-renderers';
 import { loadAddon } from './native/addon';
+import { trimFreePagesEvery } from './native/malloc-trim';
 import { tuneCollector } from './ops/v8-flags';
 import { niceBelowThisThread, takeNice } from './ops/loop-priority';
 
@@ -197,7 +198,7 @@ interface Started {
   vipsVersion: string;
   ortVersion: string;
   /** What the addon set of glibc's malloc (native/malloc_policy.cc), for the ready line. */
-  malloc: { own_mapping_bytes: number; arena_max: number };
+  malloc: { own_mapping_bytes: number; arena_max: number; trim_interval_ms: number };
   /** Closes every interface while `drain` (the public port's) runs, then releases the models and the store. */
   close(drain: () => Promise<void>): Promise<void>;
 }
@@ -217,6 +218,7 @@ async function startInterfaces(
   const loadStarted = performance.now();
   const { addon, info, registry } = await loadModels(config, verdictsFile(config.scan.dataDir));
   const loadMs = Math.round(performance.now() - loadStarted);
+  const trimmer = trimFreePagesEvery(addon, config.mallocTrimIntervalMs);
   for (const id of ctx.packsDisabled) log.info('model pack disabled in its manifest; not loaded', { model: id });
   for (const p of info.providers) {
     metrics.provider.set({ provider: p.name }, p.active ? 1 : 0);
@@ -284,11 +286,12 @@ async function startInterfaces(
     service,
     vipsVersion: info.vipsVersion,
     ortVersion: info.ortVersion,
-    malloc: { own_mapping_bytes: info.mallocOwnMappingBytes, arena_max: info.mallocArenaMax },
+    malloc: { own_mapping_bytes: info.mallocOwnMappingBytes, arena_max: info.mallocArenaMax, trim_interval_ms: config.mallocTrimIntervalMs },
     async close(drain) {
       apiKeys.stop();
       await packs.close();
       await Promise.all([drain(), ...interfaces.map((i) => i.close())]);
+      await trimmer.stop();
       await registry.closeAll();
       await store.close();
     },

@@ -1,6 +1,6 @@
 // Operating the service: /healthz, /readyz (before readiness, ready, draining), the 503 answers
 // before readiness, Prometheus /metrics moved by real requests, the access log, the Grafana
-// dashboard's queries, and start-up messages (unknown variables, an unusable database URL).
+// dashboard's queries, malloc trims, and start-up messages (unknown variables, an unusable database URL).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -69,7 +69,7 @@ describe('a ready service', () => {
   let server: TestServer;
 
   before(async () => {
-    server = await startServer({ CATCOMFORT_DATA_DIR: tmpDir(), CATCOMFORT_SCAN_WORKERS: '0' });
+    server = await startServer({ CATCOMFORT_DATA_DIR: tmpDir(), CATCOMFORT_SCAN_WORKERS: '0', CATCOMFORT_MALLOC_TRIM_INTERVAL_MS: '200' });
   });
   after(() => server.stop());
 
@@ -92,6 +92,17 @@ describe('a ready service', () => {
     assert.ok(ready, server.output());
     assert.equal(ready.url, `http://127.0.0.1:${server.port}/v2/docs`);
     assert.equal((await request(ready.url as string, { key: null })).status, 200);
+  });
+
+  test("malloc's free pages are given back every CATCOMFORT_MALLOC_TRIM_INTERVAL_MS, counted in /metrics and named in the ready line", async () => {
+    const ready = logLines(server.output()).find((l) => l.msg === 'ready');
+    assert.equal(ready?.malloc?.trim_interval_ms, 200, server.output());
+    const samples = await waitFor('two trims', async () => {
+      const { samples } = await scrape(server.url);
+      return total(samples, 'catcomfort_malloc_trims_total') >= 2 && samples;
+    });
+    assert.ok(total(samples, 'catcomfort_malloc_trim_seconds_total') > 0);
+    assert.ok(samples.some((s) => s.name === 'catcomfort_malloc_trim_released_bytes_total'));
   });
 
   test('/metrics needs the key by default', async () => {

@@ -64,6 +64,7 @@ export const SETTINGS = {
     maxBufferedBytes: int('CATCOMFORT_STREAM_MAX_BUFFERED_BYTES', 1024 * 1024, 16 * 1024, 64 * 1024 * 1024, "Answers a live stream's client has not read yet, in bytes; past it the stream is closed with code 4008 (a slow reader)"),
   },
   loopNice: int('CATCOMFORT_LOOP_NICE', 0, 0, 19, "Steps of nice (Linux, per thread) that the event loop's thread and the HTTP front's threads run below the analyses, so a CPU short of time runs the admitted images first. Nice is host-wide: the loop then also yields to every other program on the machine, so set it only where the service has the machine to itself (see [CPU priority](operations.md#cpu-priority))"),
+  mallocTrimIntervalMs: int('CATCOMFORT_MALLOC_TRIM_INTERVAL_MS', 10_000, 0, 3_600_000, "How often the addon gives malloc's free pages back to the system (glibc's `malloc_trim`, on one pool thread; `0` = never). Without it, pages freed below blocks still in use stay resident (see [Memory](operations.md#memory))"),
   batching: {
     maxBatchSize: optionalInt('CATCOMFORT_BATCH_MAX_SIZE', 1, 64, 'Micro-batch size limit (per-model override: manifest `batching.maxBatchSize`). Auto: `4` on CPU; with a GPU provider `16`, then at warm-up the largest session size that paid (at least `4`; see [How batching is chosen](gpu.md#how-batching-is-chosen))', 'auto'),
     maxQueueDelayUs: int('CATCOMFORT_BATCH_MAX_DELAY_US', 500, 0, 10_000_000, 'Longest wait of the oldest queued request before its batch closes (override: `batching.maxQueueDelayUs`)'),

@@ -73,6 +73,9 @@ export class ServiceMetrics {
 
   readonly streamsOpen = this.gauge('catcomfort_streams_open', 'Live streams (/v2/stream) open now', []);
   readonly streamFrames = this.counter('catcomfort_stream_frames_total', 'Frames of live streams: received, analysed (answered with a result or an error) or skipped (replaced by a newer frame, refused by a full queue, or waiting when the stream closed)', ['outcome']);
+  readonly mallocTrims = this.counter('catcomfort_malloc_trims_total', "Times the addon gave malloc's free pages back to the system (CATCOMFORT_MALLOC_TRIM_INTERVAL_MS)", []);
+  readonly mallocTrimReleasedBytes = this.counter('catcomfort_malloc_trim_released_bytes_total', 'Resident bytes the process had fewer after each of those trims than before it', []);
+  readonly mallocTrimSeconds = this.counter('catcomfort_malloc_trim_seconds_total', 'Time those trims took (each on one thread of the addon\'s pool)', []);
   readonly ready = this.gauge('catcomfort_ready', '1 when every model pack has warmed up and the service takes requests, 0 while starting or draining', []);
 
   readonly buildInfo = this.gauge('catcomfort_build_info', 'Always 1; the labels name the service release', ['version']);
