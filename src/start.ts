@@ -218,7 +218,7 @@ async function startInterfaces(
   const loadStarted = performance.now();
   const { addon, info, registry } = await loadModels(config, verdictsFile(config.scan.dataDir));
   const loadMs = Math.round(performance.now() - loadStarted);
-  const trimmer = trimFreePagesEvery(addon, config.mallocTrimIntervalMs);
+  const trimmer = trimFreePagesEvery(addon, config.mallocTrimIntervalMs, () => registry.list().some((m) => m.batcher.load().inFlight > 0));
   for (const id of ctx.packsDisabled) log.info('model pack disabled in its manifest; not loaded', { model: id });
   for (const p of info.providers) {
     metrics.provider.set({ provider: p.name }, p.active ? 1 : 0);
