@@ -6,7 +6,8 @@
 // summary: errors, scans lost, and RSS after the first 30 minutes against the 30-minute value.
 // A sample's RSS is the median of readings every SOAK_READ_S since the last sample: one 12 MP photo
 // in flight holds about 40 MiB for a moment, so a single reading says more about what is in flight
-// than about what stays. Single readings are kept beside it (rssNowMiB), and the service's malloc
+// than about what stays. The highest of those readings (rssPeakMiB: what a memory limit must hold)
+// and the single reading at the sample (rssNowMiB) are kept beside it, and the service's malloc
 // trims so far from /metrics (mallocTrims: count, MiB given back, ms spent).
 //   SOAK_MINUTES=120 SOAK_HTTP_THREADS=2 node dist/bench/soak.js > soak.jsonl
 // Other CATCOMFORT_* settings and MALLOC_* / GLIBC_TUNABLES in the environment reach the service.
@@ -171,7 +172,7 @@ async function main(): Promise<void> {
 
   const startedAt = performance.now();
   const endAt = startedAt + minutes * 60_000;
-  const samples: Array<{ minute: number; rssKiB: number; nowKiB: number }> = [];
+  const samples: Array<{ minute: number; rssKiB: number; peakKiB: number; nowKiB: number }> = [];
   let readings: number[] = [];
   let nextSample = startedAt;
   let nextReading = startedAt;
@@ -187,11 +188,12 @@ async function main(): Promise<void> {
     const m = memoryByKind(pid);
     const minute = (performance.now() - startedAt) / 60_000;
     const rssKiB = readings.length > 0 ? median(readings) : m.totalKiB;
+    const peakKiB = Math.max(m.totalKiB, ...readings);
     readings = [];
-    samples.push({ minute, rssKiB, nowKiB: m.totalKiB });
+    samples.push({ minute, rssKiB, peakKiB, nowKiB: m.totalKiB });
     const byKind = Object.fromEntries(MAPPING_KINDS.map((k) => [k, mib(m.rssKiB[k])]));
     const counts = Object.fromEntries(Object.entries(tallies).map(([k, t]) => [k, `${t.ok}/${t.overloaded}/${t.errors}`]));
-    process.stdout.write(`${JSON.stringify({ minute: Math.round(minute * 10) / 10, rssMiB: mib(rssKiB), rssNowMiB: mib(m.totalKiB), byKindMiB: byKind, arenaHeaps: m.arenaHeaps, largestArenaHeapMiB: mib(m.largestArenaHeapKiB), mallocTrims, okOverloadedErrors: counts, scansOpen: scans.size, skipped })}\n`);
+    process.stdout.write(`${JSON.stringify({ minute: Math.round(minute * 10) / 10, rssMiB: mib(rssKiB), rssPeakMiB: mib(peakKiB), rssNowMiB: mib(m.totalKiB), byKindMiB: byKind, arenaHeaps: m.arenaHeaps, largestArenaHeapMiB: mib(m.largestArenaHeapKiB), mallocTrims, okOverloadedErrors: counts, scansOpen: scans.size, skipped })}\n`);
   };
   let lastScanRead = 0;
   while (performance.now() < endAt) {
@@ -252,6 +254,7 @@ async function main(): Promise<void> {
       referenceRssMiB: mib(reference.rssKiB),
       lastRssMiB: mib(samples[samples.length - 1]!.rssKiB),
       worstDeviationPercent: worstOf((s) => s.rssKiB),
+      worstPeakDeviationPercent: worstOf((s) => s.peakKiB),
       worstSingleReadingDeviationPercent: worstOf((s) => s.nowKiB),
     })}\n`,
   );
