@@ -8,7 +8,8 @@
 // in flight holds about 40 MiB for a moment, so a single reading says more about what is in flight
 // than about what stays. The highest of those readings (rssPeakMiB: what a memory limit must hold)
 // and the single reading at the sample (rssNowMiB) are kept beside it, and the service's malloc
-// trims so far from /metrics (mallocTrims: count, MiB given back, ms spent).
+// trims so far from /metrics (mallocTrims: count, MiB given back, ms spent) and its pool of image-sized
+// blocks (imageBlocks: taken, reused, MiB in use and idle).
 //   SOAK_MINUTES=120 SOAK_HTTP_THREADS=2 node dist/bench/soak.js > soak.jsonl
 // Other CATCOMFORT_* settings and MALLOC_* / GLIBC_TUNABLES in the environment reach the service.
 import { execFileSync } from 'node:child_process';
@@ -176,15 +177,23 @@ async function main(): Promise<void> {
   let readings: number[] = [];
   let nextSample = startedAt;
   let nextReading = startedAt;
-  /** The service's malloc trims so far (CATCOMFORT_MALLOC_TRIM_INTERVAL_MS): count, MiB released, ms spent. */
-  const trims = async () => {
-    const names = ['catcomfort_malloc_trims_total', 'catcomfort_malloc_trim_released_bytes_total', 'catcomfort_malloc_trim_seconds_total'];
+  /** From /metrics: the service's malloc trims so far (CATCOMFORT_MALLOC_TRIM_INTERVAL_MS: count, MiB released, ms spent) and its pool of image-sized blocks (taken, reused, MiB in use and idle). */
+  const addonMemory = async () => {
+    const names = ['catcomfort_malloc_trims_total', 'catcomfort_malloc_trim_released_bytes_total', 'catcomfort_malloc_trim_seconds_total', 'catcomfort_image_blocks_taken_total', 'catcomfort_image_blocks_reused_total', 'catcomfort_image_blocks_bytes'];
     const text = (await http(`${origin}/metrics?${names.map((n) => `name=${n}`).join('&')}`, { method: 'GET' }).catch(() => ({ text: '' }))).text;
-    const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
-    return { count: value(names[0]!), releasedMiB: mib(value(names[1]!) / 1024), ms: Math.round(value(names[2]!) * 1000) };
+    const value = (series: string) => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+    return {
+      mallocTrims: { count: value(names[0]!), releasedMiB: mib(value(names[1]!) / 1024), ms: Math.round(value(names[2]!) * 1000) },
+      imageBlocks: {
+        taken: value(names[3]!),
+        reused: value(names[4]!),
+        inUseMiB: mib(value(`${names[5]!}{state="in_use"}`) / 1024),
+        idleMiB: mib(value(`${names[5]!}{state="idle"}`) / 1024),
+      },
+    };
   };
   const sample = async () => {
-    const mallocTrims = await trims();
+    const { mallocTrims, imageBlocks } = await addonMemory();
     const m = memoryByKind(pid);
     const minute = (performance.now() - startedAt) / 60_000;
     const rssKiB = readings.length > 0 ? median(readings) : m.totalKiB;
@@ -193,7 +202,7 @@ async function main(): Promise<void> {
     samples.push({ minute, rssKiB, peakKiB, nowKiB: m.totalKiB });
     const byKind = Object.fromEntries(MAPPING_KINDS.map((k) => [k, mib(m.rssKiB[k])]));
     const counts = Object.fromEntries(Object.entries(tallies).map(([k, t]) => [k, `${t.ok}/${t.overloaded}/${t.errors}`]));
-    process.stdout.write(`${JSON.stringify({ minute: Math.round(minute * 10) / 10, rssMiB: mib(rssKiB), rssPeakMiB: mib(peakKiB), rssNowMiB: mib(m.totalKiB), byKindMiB: byKind, arenaHeaps: m.arenaHeaps, largestArenaHeapMiB: mib(m.largestArenaHeapKiB), mallocTrims, okOverloadedErrors: counts, scansOpen: scans.size, skipped })}\n`);
+    process.stdout.write(`${JSON.stringify({ minute: Math.round(minute * 10) / 10, rssMiB: mib(rssKiB), rssPeakMiB: mib(peakKiB), rssNowMiB: mib(m.totalKiB), byKindMiB: byKind, arenaHeaps: m.arenaHeaps, largestArenaHeapMiB: mib(m.largestArenaHeapKiB), mallocTrims, imageBlocks, okOverloadedErrors: counts, scansOpen: scans.size, skipped })}\n`);
   };
   let lastScanRead = 0;
   while (performance.now() < endAt) {

@@ -3,7 +3,8 @@
 // runSession (one Run at a batch size: the warm-up, and the micro-benchmarks), simulatedDevice (its
 // counters, null unless simulated), benchDecode and simulate (only in catcomfort_bench.node, built
 // with CATCOMFORT_BENCH_ENTRY_POINTS: the service's binding can never simulate a device), and runModel / preprocessImage /
-// decodeDetections for tools and tests (native/tools.h), and trimFreePages (native/malloc_policy.h).
+// decodeDetections for tools and tests (native/tools.h), trimFreePages (native/malloc_policy.h) and
+// imageBlocks (native/image_blocks.h).
 //
 // JS values are copied into plain structs here, on the JS thread; the work runs on the addon's
 // own pool with no N-API calls; results come back through a per-call thread-safe function and
@@ -29,6 +30,7 @@
 #include "js_convert.h"
 #include "js_convert_tools.h"
 #include "js_read.h"
+#include "image_blocks.h"
 #include "malloc_policy.h"
 #include "pipeline.h"
 #include "tools.h"
@@ -370,7 +372,7 @@ Napi::Value JsDecodeBase64Strict(const Napi::CallbackInfo& info) {
     if (!info[0].IsString()) throw std::invalid_argument("decodeBase64Strict takes a string");
     const std::string text = info[0].As<Napi::String>().Utf8Value();
     try {
-      const std::vector<uint8_t> bytes = DecodeBase64Strict(reinterpret_cast<const uint8_t*>(text.data()), text.size());
+      const ImageBytes bytes = DecodeBase64Strict(reinterpret_cast<const uint8_t*>(text.data()), text.size());
       return Napi::Buffer<uint8_t>::Copy(env, bytes.data(), bytes.size());
     } catch (const ItemError& e) {
       return Napi::String::New(env, ItemErrorCodeName(e.code));
@@ -489,6 +491,17 @@ static Napi::Value JsPendingInputBytes(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), bytes);
 }
 
+// imageBlocks(): the counts of the pool of image-sized blocks, read on the JS thread.
+static Napi::Value JsImageBlocks(const Napi::CallbackInfo& info) {
+  const ImageBlockCounts counts = CountImageBlocks();
+  Napi::Object out = Napi::Object::New(info.Env());
+  out.Set("taken", Napi::Number::New(info.Env(), static_cast<double>(counts.taken)));
+  out.Set("reused", Napi::Number::New(info.Env(), static_cast<double>(counts.reused)));
+  out.Set("idleBytes", Napi::Number::New(info.Env(), static_cast<double>(counts.idleBytes)));
+  out.Set("mappedBytes", Napi::Number::New(info.Env(), static_cast<double>(counts.mappedBytes)));
+  return out;
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   KeepMallocCompact();  // before the service's threads allocate
   {
@@ -514,6 +527,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("preprocessImage", Napi::Function::New(env, JsPreprocessImage, "preprocessImage"));
   exports.Set("decodeDetections", Napi::Function::New(env, JsDecodeDetections, "decodeDetections"));
   exports.Set("dupFd", Napi::Function::New(env, JsDupFd, "dupFd"));
+  exports.Set("imageBlocks", Napi::Function::New(env, JsImageBlocks, "imageBlocks"));
   exports.Set("pendingInputBytes", Napi::Function::New(env, JsPendingInputBytes, "pendingInputBytes"));
   exports.Set("trimFreePages", Napi::Function::New(env, JsTrimFreePages, "trimFreePages"));
   return exports;

@@ -141,7 +141,7 @@ constexpr size_t kSlack = 8;
 
 }  // namespace
 
-std::vector<uint8_t> DecodeBase64Strict(const uint8_t* text, size_t length) {
+ImageBytes DecodeBase64Strict(const uint8_t* text, size_t length) {
   size_t prefix = DataUrlPrefix(text, length);
   text += prefix;
   length -= prefix;
@@ -152,7 +152,7 @@ std::vector<uint8_t> DecodeBase64Strict(const uint8_t* text, size_t length) {
   const size_t dataChars = length - pads;
   const size_t quads = dataChars / 4;
   const size_t size = quads * 3 + (pads == 0 ? 0 : 3 - pads);
-  std::vector<uint8_t> out(size + kSlack);
+  ImageBytes out(size + kSlack);
   uint8_t* dst = out.data();
   if (DecodeQuads(text, quads, dst) != quads) InvalidBase64();  // includes '=' before the final padding
   // The 2 or 3 data characters before the padding (their spare low bits are not checked).
@@ -172,7 +172,7 @@ std::vector<uint8_t> DecodeBase64Strict(const uint8_t* text, size_t length) {
   return out;
 }
 
-std::vector<uint8_t> DecodeBase64Lenient(const uint8_t* text, size_t length, bool fromString) {
+ImageBytes DecodeBase64Lenient(const uint8_t* text, size_t length, bool fromString) {
   if (fromString) {
     uint8_t high = 0;
     for (size_t i = 0; i < length; ++i) high |= text[i];
@@ -180,7 +180,7 @@ std::vector<uint8_t> DecodeBase64Lenient(const uint8_t* text, size_t length, boo
     if (high & 0x80) LenientError(Base64Reason::NonAscii);
   }
   // Upper bound: every character a data character.
-  std::vector<uint8_t> out(length / 4 * 3 + 3 + kSlack);
+  ImageBytes out(length / 4 * 3 + 3 + kSlack);
   uint8_t* dst = out.data();
   int quadPos = 0;
   int pads = 0;

@@ -3,13 +3,14 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+
+#include "image_blocks.h"
 
 namespace catcomfort {
 
 // v2: standard alphabet only, length % 4 == 0, '=' only as the last one or two characters;
 // an optional `data:image/<type>;base64,` prefix (type = [a-z0-9.+-]+) is skipped.
-std::vector<uint8_t> DecodeBase64Strict(const uint8_t* text, size_t length);
+ImageBytes DecodeBase64Strict(const uint8_t* text, size_t length);
 
 // v1: Python's base64.b64decode(s) (binascii.a2b_base64 with strict_mode=False):
 // characters outside the alphabet are skipped, decoding stops at the first complete pad
@@ -17,6 +18,6 @@ std::vector<uint8_t> DecodeBase64Strict(const uint8_t* text, size_t length);
 // "Invalid base64-encoded string: number of data characters (N) cannot be 1 more than a multiple
 // of 4"); the ItemError messages are CPython's words. `fromString`: the data was a JS string,
 // and Python refuses a str with non-ASCII characters (ValueError) where it skips such bytes.
-std::vector<uint8_t> DecodeBase64Lenient(const uint8_t* text, size_t length, bool fromString);
+ImageBytes DecodeBase64Lenient(const uint8_t* text, size_t length, bool fromString);
 
 }  // namespace catcomfort

@@ -140,9 +140,12 @@ RgbImage DecodeImage(const uint8_t* data, size_t length, uint64_t maxPixels, con
   out.sourceWidth = sourceWidth;
   out.sourceHeight = sourceHeight;
   out.shrink = shrink;
-  size_t size = 0;
-  out.pixels.reset(static_cast<uint8_t*>(vips_image_write_to_memory(current.get(), &size)));
-  if (!out.pixels || size != static_cast<size_t>(out.width) * out.height * 3) Undecodable();
+  if (vips_image_get_bands(current.get()) != 3 || out.width <= 0 || out.height <= 0) Undecodable();
+  // Written straight into a pooled block (native/image_blocks.h) that libvips treats as its output.
+  out.pixels.resize(static_cast<size_t>(out.width) * out.height * 3);
+  VipsRef target(vips_image_new_from_memory(out.pixels.data(), out.pixels.size(), out.width, out.height, 3,
+                                            VIPS_FORMAT_UCHAR));
+  if (!target || vips_image_write(current.get(), target.get()) != 0) Undecodable();
   return out;
 }
 

@@ -4,15 +4,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <memory>
 
-#include <glib.h>
+#include "image_blocks.h"
 
 namespace catcomfort {
-
-struct GFreeDeleter {
-  void operator()(uint8_t* p) const { g_free(p); }
-};
 
 struct RgbImage {
   int width = 0;
@@ -22,8 +17,8 @@ struct RgbImage {
   int sourceWidth = 0;
   int sourceHeight = 0;
   int shrink = 1;  // JPEG shrink-on-load factor used: 1 (full size), 2, 4 or 8
-  // width * height * 3, row-major, interleaved R,G,B; the buffer libvips wrote (no extra copy).
-  std::unique_ptr<uint8_t[], GFreeDeleter> pixels;
+  // width * height * 3, row-major, interleaved R,G,B; libvips writes it in place (no extra copy).
+  ImageBytes pixels;
 };
 
 // Source pixels per decoded pixel along each axis (1 without shrink-on-load).

@@ -6,12 +6,15 @@
 // mixed load the arenas of a 2-core VM held 233 MiB and RSS grew for as long as it was measured.
 // So (docs/performance-log.md "Memory that flattens"):
 // - blocks from 4 MiB (request bodies of 12 MP photos) get mappings of their own, returned when freed;
-//   smaller ones (decoded photos, tensors, libvips's buffers) are reused from the arenas, since mapping
-//   and faulting them in each time made every analysis 2-5 ms slower on that VM;
+//   smaller ones (tensors, libvips's buffers) are reused from the arenas, since mapping and faulting
+//   them in each time made every analysis 2-5 ms slower on that VM; the addon's own image-sized
+//   blocks (decoded photos, views, base64-decoded files) come from a pool instead (image_blocks.h);
 // - threads share one arena per core (at least 2), so freed space serves the next thread that asks.
 //   Set here, it binds only threads that allocate for the first time afterwards; the launcher
 //   (bin/catcomfort-service) sets MALLOC_ARENA_MAX before Node starts, which binds them all.
 #include "malloc_policy.h"
+
+#include "image_blocks.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -110,6 +113,7 @@ TrimOutcome TrimFreePages() {
   TrimOutcome out;
   out.residentBefore = ResidentBytes();
   const auto started = std::chrono::steady_clock::now();
+  ReleaseUnusedImageBlocks();
 #if defined(__GLIBC__)
   malloc_trim(0);
 #endif

@@ -26,7 +26,8 @@ struct TrimOutcome {
   double ms = 0;
 };
 
-// Gives back to the system the pages that free blocks cover in every arena (glibc's malloc_trim(0):
+// Unmaps the image blocks no request needed since the last call (ReleaseUnusedImageBlocks), then
+// gives back to the system the pages that free blocks cover in every arena (glibc's malloc_trim(0):
 // the main arena's heap can only shrink from its top, so pages freed below a block still in use
 // stay resident otherwise). Elsewhere than glibc it only measures.
 TrimOutcome TrimFreePages();

@@ -36,7 +36,7 @@ struct ItemState {
   RgbImage image;
   // The image file when it came as base64 and was decoded shrunk: kept for a finer decode for
   // the classifier (raw bytes stay readable in the item itself).
-  std::vector<uint8_t> file;
+  ImageBytes file;
   ViewContent views;  // the detector's content, until the candidates are picked
   float bestScore = -1;  // the views' scores combined (spec.viewCombine); < 0: no cat
   float minScore = 2;    // lowest top score over the views (a view without a candidate: -1)
@@ -112,7 +112,7 @@ void PrepareItem(const PipelineSpec& spec, const ItemInput& in, ItemState& s) {
   const DetectorSpec& det = spec.detector;
   try {
     Clock::time_point start = Clock::now();
-    std::vector<uint8_t> decoded;
+    ImageBytes decoded;
     const uint8_t* bytes = in.bytes();
     size_t length = in.size();
     if (in.encoding == ItemEncoding::Base64Strict) {
@@ -127,7 +127,7 @@ void PrepareItem(const PipelineSpec& spec, const ItemInput& in, ItemState& s) {
     s.image = DecodeImage(bytes, length, spec.maxPixels,
                           spec.jpegShrinkOnLoad ? DetectorShrink(det.preprocess) : ShrinkChooser());
     if (s.image.shrink > 1 && in.encoding != ItemEncoding::Bytes) s.file = std::move(decoded);
-    std::vector<uint8_t>().swap(decoded);
+    ImageBytes().swap(decoded);
     s.result.ok = true;
     s.result.width = s.image.sourceWidth;
     s.result.height = s.image.sourceHeight;

@@ -205,7 +205,7 @@ ResizedImage ResizePixels(const uint8_t* pixels, int srcWidth, const Taps& horiz
 ResizedImage ResizeRgb(const RgbImage& src, double x, double y, double w, double h, int outWidth, int outHeight) {
   outWidth = std::max(1, outWidth);
   outHeight = std::max(1, outHeight);
-  return ResizePixels(src.pixels.get(), src.width, ComputeTaps(x, w, src.width, outWidth),
+  return ResizePixels(src.pixels.data(), src.width, ComputeTaps(x, w, src.width, outWidth),
                       ComputeTaps(y, h, src.height, outHeight), outWidth, outHeight);
 }
 

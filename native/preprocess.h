@@ -12,7 +12,7 @@ namespace catcomfort {
 struct ResizedImage {
   int width = 0;
   int height = 0;
-  std::vector<uint8_t> pixels;  // interleaved RGB
+  ImageBytes pixels;  // interleaved RGB (a pooled block: image_blocks.h)
 };
 
 // Resamples the source rectangle [x, x + w) x [y, y + h) of src to outWidth x outHeight with a

@@ -541,6 +541,22 @@ describe('native addon', () => {
     await assert.rejects(addon.runSession(released, 'detector', 1), isNative(/released/));
   });
 
+  test('image-sized blocks: the next analysis reuses them with the same answer; trims unmap those no analysis needed', async () => {
+    const item: AnalyzeItem = { data: chelsea.bytes.toString('base64'), encoding: 'base64-strict' };
+    const first = await analyzeOne(item);
+    const before = addon.imageBlocks();
+    const second = await analyzeOne(item);
+    const after = addon.imageBlocks();
+    // The base64-decoded file, the decoded photo and its resized views.
+    assert.ok(after.reused - before.reused >= 3, JSON.stringify({ before, after }));
+    assert.ok(after.idleBytes > 0);
+    assert.deepEqual({ ...second, timings: null }, { ...first, timings: null });
+    // Blocks given back since the last trim are kept through it; the next trim finds them unused.
+    await addon.trimFreePages();
+    await addon.trimFreePages();
+    assert.deepEqual({ idle: addon.imageBlocks().idleBytes, mapped: addon.imageBlocks().mappedBytes }, { idle: 0, mapped: 0 });
+  });
+
   test('many concurrent calls all resolve', async () => {
     const calls = Array.from({ length: 6 }, (_, i) =>
       addon.analyze(pipeline, [{ data: i % 2 === 0 ? chelseaJpeg : coffee.bytes, encoding: 'bytes' }]),

@@ -318,11 +318,24 @@ export interface NativeAddon {
    * bytes before and after, and its milliseconds. Elsewhere than glibc it only measures.
    */
   trimFreePages(): Promise<TrimOutcome>;
+  /** The pool of image-sized blocks (decoded photos, resized views, base64-decoded files: native/image_blocks.h) since the process started. */
+  imageBlocks(): ImageBlockCounts;
   /** The simulated device's counters, or null when this process simulates none (always with this binding). */
   simulatedDevice(): SimulatedDeviceStats | null;
 }
 
 export type SessionStage = 'detector' | 'classifier';
+
+export interface ImageBlockCounts {
+  /** Blocks handed out. */
+  taken: number;
+  /** Of those, idle blocks handed out again (the rest were new mappings). */
+  reused: number;
+  /** Blocks kept for the next request (at most 64 MiB; more are unmapped). */
+  idleBytes: number;
+  /** Blocks mapped now, idle and in use. */
+  mappedBytes: number;
+}
 
 export interface TrimOutcome {
   residentBeforeBytes: number;

@@ -21,6 +21,8 @@ export interface MetricSources {
   scanQueue?(): Promise<{ pending: number; processing: number }>;
   /** Webhook deliveries not yet ended, from the shared store. */
   webhookQueue?(): Promise<{ due: number; scheduled: number; in_flight: number }>;
+  /** The addon's pool of image-sized blocks (src/native/addon.ts ImageBlockCounts). */
+  imageBlocks?(): { taken: number; reused: number; idleBytes: number; mappedBytes: number };
 }
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -154,6 +156,20 @@ export class ServiceMetrics {
       "Request bodies' bytes the HTTP front has lent the service from its slabs and not yet had back (held by a request or an analysis; the name is kept from the direct way)",
       lentBytes,
     );
+    this.readCounter('catcomfort_image_blocks_taken_total', 'Image-sized blocks (decoded photos, resized views, base64-decoded files) the addon took from its pool', () => metrics.sources.imageBlocks?.().taken ?? null);
+    this.readCounter('catcomfort_image_blocks_reused_total', 'Of those, blocks another request had used before (the rest were new mappings)', () => metrics.sources.imageBlocks?.().reused ?? null);
+    new Gauge({
+      name: 'catcomfort_image_blocks_bytes',
+      help: "The addon's pool of image-sized blocks: mapped and in use, and idle (kept for the next request, at most 64 MiB)",
+      labelNames: ['state'] as const,
+      registers: [this.registry],
+      collect() {
+        const counts = metrics.sources.imageBlocks?.();
+        if (!counts) return;
+        this.set({ state: 'in_use' }, counts.mappedBytes - counts.idleBytes);
+        this.set({ state: 'idle' }, counts.idleBytes);
+      },
+    });
     this.storeDepthGauge('catcomfort_scan_queue_depth', 'Scans in the shared store by state: pending (waiting for a worker) and processing', () => metrics.sources.scanQueue?.());
     this.storeDepthGauge(
       'catcomfort_webhook_queue_depth',
