@@ -12,8 +12,8 @@
 
 #include <algorithm>
 #include <map>
-#include <utility>
 #include <mutex>
+#include <utility>
 
 namespace catcomfort {
 namespace {
@@ -88,7 +88,7 @@ void GiveImageBlock(void* block, std::size_t bytes) noexcept {
   munmap(block, size);
 }
 
-std::size_t ReleaseUnusedImageBlocks() {
+void ReleaseUnusedImageBlocks() {
   std::vector<std::pair<void*, std::size_t>> unused;
   Pool& pool = Shared();
   {
@@ -103,12 +103,7 @@ std::size_t ReleaseUnusedImageBlocks() {
       blocks.fewestIdle = blocks.idle.size();
     }
   }
-  std::size_t released = 0;
-  for (const auto& [block, size] : unused) {
-    munmap(block, size);
-    released += size;
-  }
-  return released;
+  for (const auto& [block, size] : unused) munmap(block, size);
 }
 
 ImageBlockCounts CountImageBlocks() {

@@ -21,8 +21,8 @@ void* TakeImageBlock(std::size_t bytes);
 void GiveImageBlock(void* block, std::size_t bytes) noexcept;
 
 // Unmaps the idle blocks that no request took since the previous call (the fewest idle of each size
-// in between); returns their bytes.
-std::size_t ReleaseUnusedImageBlocks();
+// in between).
+void ReleaseUnusedImageBlocks();
 
 struct ImageBlockCounts {
   uint64_t taken = 0;   // blocks handed out
