@@ -1,6 +1,7 @@
-// Every CATCOMFORT_MALLOC_TRIM_INTERVAL_MS the addon gives malloc's free pages back to the system
-// (trimFreePages, on its pool): under a steady mixed load the main arena's heap kept 30-50 MiB of
-// freed pages resident below blocks still in use (docs/performance-log.md "Memory that flattens").
+// Every CATCOMFORT_MALLOC_TRIM_INTERVAL_MS (off by default) the addon gives malloc's free pages back
+// to the system (trimFreePages, on its pool): under a steady mixed load the main arena's heap kept
+// 30-50 MiB of freed pages resident below blocks still in use; trims lower the mean but make RSS
+// swing between them (docs/performance-log.md "Memory that flattens").
 // A trim locks each arena while it walks it (8 ms in all on the quiet 2-core VM, 25-50 ms beside
 // other work), so it waits for a moment with no analysis running, looking again every BUSY_RETRY_MS;
 // under saturation none runs.
