@@ -3,9 +3,9 @@
 // load glibc's arenas kept the freed space, split around smaller blocks still in use, and RSS grew
 // in steps (docs/performance-log.md "Memory that flattens"). Pooled here instead: a block is a
 // mapping of its own, outside every arena, handed to the next request of its size class; idle
-// ones are kept up to kIdleCapBytes and unmapped beyond it, and those no request needed between
-// two calls of ReleaseUnusedImageBlocks (each malloc trim) are unmapped then, so a burst's blocks do
-// not stay. Reused blocks are already faulted in.
+// ones are kept up to kIdleCapBytes and unmapped beyond it, and those no request needed over
+// kWindowTakes takes (or between two malloc trims) are unmapped then, so a burst's blocks do not
+// stay. Reused blocks are already faulted in.
 #include "image_blocks.h"
 
 #include <sys/mman.h>
@@ -19,6 +19,8 @@ namespace catcomfort {
 namespace {
 
 constexpr std::size_t kIdleCapBytes = 64u * 1024 * 1024;
+// About 40 analyses of a small photo (each takes its file, its decoded photo, views and crops).
+constexpr uint64_t kWindowTakes = 256;
 
 struct SizeClass {
   std::vector<void*> idle;
@@ -29,7 +31,30 @@ struct Pool {
   std::mutex mutex;
   std::map<std::size_t, SizeClass> bySize;
   ImageBlockCounts counts;
+  uint64_t takenAtRelease = 0;
 };
+
+using Blocks = std::vector<std::pair<void*, std::size_t>>;
+
+// Under the pool's lock: takes out the idle blocks no request took since the last release.
+Blocks TakeOutUnused(Pool& pool) {
+  Blocks unused;
+  for (auto& [size, blocks] : pool.bySize) {
+    for (std::size_t i = 0; i < blocks.fewestIdle; ++i) {
+      unused.emplace_back(blocks.idle.back(), size);
+      blocks.idle.pop_back();
+      pool.counts.idleBytes -= size;
+      pool.counts.mappedBytes -= size;
+    }
+    blocks.fewestIdle = blocks.idle.size();
+  }
+  pool.takenAtRelease = pool.counts.taken;
+  return unused;
+}
+
+void Unmap(const Blocks& blocks) {
+  for (const auto& [block, size] : blocks) munmap(block, size);
+}
 
 Pool& Shared() {
   static Pool* pool = new Pool();  // never destroyed: blocks may be given back during exit
@@ -48,22 +73,27 @@ std::size_t PooledBlockBytes(std::size_t bytes) {
 void* TakeImageBlock(std::size_t bytes) {
   const std::size_t size = PooledBlockBytes(bytes);
   Pool& pool = Shared();
+  void* block = nullptr;
+  Blocks unused;
   {
     std::lock_guard<std::mutex> lock(pool.mutex);
     ++pool.counts.taken;
     auto found = pool.bySize.find(size);
     if (found != pool.bySize.end() && !found->second.idle.empty()) {
       SizeClass& blocks = found->second;
-      void* block = blocks.idle.back();
+      block = blocks.idle.back();
       blocks.idle.pop_back();
       blocks.fewestIdle = std::min(blocks.fewestIdle, blocks.idle.size());
       pool.counts.idleBytes -= size;
       ++pool.counts.reused;
-      return block;
+    } else {
+      pool.counts.mappedBytes += size;
     }
-    pool.counts.mappedBytes += size;
+    if (pool.counts.taken >= pool.takenAtRelease + kWindowTakes) unused = TakeOutUnused(pool);
   }
-  void* block = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  Unmap(unused);
+  if (block != nullptr) return block;
+  block = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (block == MAP_FAILED) {
     std::lock_guard<std::mutex> lock(pool.mutex);
     --pool.counts.taken;
@@ -89,21 +119,13 @@ void GiveImageBlock(void* block, std::size_t bytes) noexcept {
 }
 
 void ReleaseUnusedImageBlocks() {
-  std::vector<std::pair<void*, std::size_t>> unused;
   Pool& pool = Shared();
+  Blocks unused;
   {
     std::lock_guard<std::mutex> lock(pool.mutex);
-    for (auto& [size, blocks] : pool.bySize) {
-      for (std::size_t i = 0; i < blocks.fewestIdle; ++i) {
-        unused.emplace_back(blocks.idle.back(), size);
-        blocks.idle.pop_back();
-        pool.counts.idleBytes -= size;
-        pool.counts.mappedBytes -= size;
-      }
-      blocks.fewestIdle = blocks.idle.size();
-    }
+    unused = TakeOutUnused(pool);
   }
-  for (const auto& [block, size] : unused) munmap(block, size);
+  Unmap(unused);
 }
 
 ImageBlockCounts CountImageBlocks() {

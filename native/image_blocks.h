@@ -20,8 +20,8 @@ void* TakeImageBlock(std::size_t bytes);
 // Returns a block taken with the same `bytes`; kept idle while the idle ones stay within the cap.
 void GiveImageBlock(void* block, std::size_t bytes) noexcept;
 
-// Unmaps the idle blocks that no request took since the previous call (the fewest idle of each size
-// in between).
+// Unmaps the idle blocks that no request took since the last release (the fewest idle of each size
+// in between). Runs by itself every 256 takes, and at each malloc trim.
 void ReleaseUnusedImageBlocks();
 
 struct ImageBlockCounts {

@@ -557,6 +557,16 @@ describe('native addon', () => {
     assert.deepEqual({ idle: addon.imageBlocks().idleBytes, mapped: addon.imageBlocks().mappedBytes }, { idle: 0, mapped: 0 });
   });
 
+  test('image-sized blocks a burst needed are unmapped once 256 takes went by without them', async () => {
+    const item: AnalyzeItem = { data: chelsea.bytes.toString('base64'), encoding: 'base64-strict' };
+    // One call of 8 items holds 8 decoded photos and their views at once; one item at a time needs one set.
+    assert.equal((await addon.analyze(pipeline, Array.from({ length: 8 }, () => item))).length, 8);
+    const afterBurst = addon.imageBlocks();
+    while (addon.imageBlocks().taken - afterBurst.taken < 2 * 256) await analyzeOne(item);
+    const settled = addon.imageBlocks();
+    assert.ok(settled.idleBytes < afterBurst.idleBytes / 2, JSON.stringify({ afterBurst, settled }));
+  });
+
   test('many concurrent calls all resolve', async () => {
     const calls = Array.from({ length: 6 }, (_, i) =>
       addon.analyze(pipeline, [{ data: i % 2 === 0 ? chelseaJpeg : coffee.bytes, encoding: 'bytes' }]),
