@@ -118,17 +118,11 @@ export class ServiceMetrics {
         for (const { model, queued } of metrics.sources.queueDepths?.() ?? []) this.set({ model }, queued);
       },
     });
-    new Gauge({
-      name: 'catcomfort_front_upstream',
-      help: "The HTTP front's places in the service: held by requests (open; idle is always 0, kept for dashboards), and requests waiting for one",
-      labelNames: ['state'] as const,
-      registers: [this.registry],
-      collect() {
-        const counts = metrics.sources.upstream?.();
-        if (!counts) return;
-        for (const state of ['open', 'idle', 'waiting'] as const) this.set({ state }, counts[state]);
-      },
-    });
+    this.stateGauge(
+      'catcomfort_front_upstream',
+      "The HTTP front's places in the service: held by requests (open; idle is always 0, kept for dashboards), and requests waiting for one",
+      () => metrics.sources.upstream?.(),
+    );
     this.readCounter(
       'catcomfort_event_loop_busy_seconds_total',
       "Seconds the main thread's event loop was busy (performance.eventLoopUtilization); its rate is the loop's utilisation",
@@ -158,17 +152,9 @@ export class ServiceMetrics {
     );
     this.readCounter('catcomfort_image_blocks_taken_total', 'Image-sized blocks (decoded photos, resized views, base64-decoded files) the addon took from its pool', () => metrics.sources.imageBlocks?.().taken ?? null);
     this.readCounter('catcomfort_image_blocks_reused_total', 'Of those, blocks another request had used before (the rest were new mappings)', () => metrics.sources.imageBlocks?.().reused ?? null);
-    new Gauge({
-      name: 'catcomfort_image_blocks_bytes',
-      help: "The addon's pool of image-sized blocks: mapped and in use, and idle (kept for the next request, at most 64 MiB)",
-      labelNames: ['state'] as const,
-      registers: [this.registry],
-      collect() {
-        const counts = metrics.sources.imageBlocks?.();
-        if (!counts) return;
-        this.set({ state: 'in_use' }, counts.mappedBytes - counts.idleBytes);
-        this.set({ state: 'idle' }, counts.idleBytes);
-      },
+    this.stateGauge('catcomfort_image_blocks_bytes', "The addon's pool of image-sized blocks: mapped and in use, and idle (kept for the next request, at most 64 MiB)", () => {
+      const counts = metrics.sources.imageBlocks?.();
+      return counts && { in_use: counts.mappedBytes - counts.idleBytes, idle: counts.idleBytes };
     });
     this.storeDepthGauge('catcomfort_scan_queue_depth', 'Scans in the shared store by state: pending (waiting for a worker) and processing', () => metrics.sources.scanQueue?.());
     this.storeDepthGauge(
@@ -188,6 +174,19 @@ export class ServiceMetrics {
         const value = read();
         this.reset();
         if (value !== null) this.inc(value);
+      },
+    });
+  }
+
+  /** A gauge of values by `state`, read at each scrape (left out while `read` has none). */
+  private stateGauge(name: string, help: string, read: () => Record<string, number> | undefined): void {
+    new Gauge({
+      name,
+      help,
+      labelNames: ['state'] as const,
+      registers: [this.registry],
+      collect() {
+        for (const [state, value] of Object.entries(read() ?? {})) this.set({ state }, value);
       },
     });
   }
