@@ -235,6 +235,7 @@ Napi::Object InfoToJs(Napi::Env env, const NativeInfo& info) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("vipsVersion", info.vipsVersion);
   o.Set("ortVersion", info.ortVersion);
+  o.Set("mallocAllocator", info.mallocAllocator);
   o.Set("mallocOwnMappingBytes", static_cast<double>(info.mallocOwnMappingBytes));
   o.Set("mallocArenaMax", info.mallocArenaMax);
   Napi::Array providers = Napi::Array::New(env, info.providers.size());

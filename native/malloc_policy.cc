@@ -1,3 +1,6 @@
+// The service's malloc. bin/catcomfort-service preloads jemalloc where it is installed: its arenas
+// give pages freed for 10 s back to the system by themselves, so RSS holds a level under the
+// image-sized churn described below (docs/performance-log.md "jemalloc"). Without it:
 // glibc's malloc under the service's threads (the main thread, the HTTP front's, the addon's pool,
 // ONNX Runtime's and libvips's, Node's own). By default glibc gives threads up to 8 arenas per core,
 // and raises its mmap threshold to the size of every mapped block freed, up to 32 MiB: after the
@@ -26,6 +29,7 @@
 #include <mutex>
 
 #if defined(__GLIBC__)
+#include <dlfcn.h>
 #include <malloc.h>
 #include <sched.h>
 #endif
@@ -61,6 +65,13 @@ FromEnvironment Read(const char* variable, const char* tunable) {
   return out;
 }
 
+// jemalloc's mallctl when jemalloc is the process's malloc (preloaded); null otherwise.
+using Mallctl = int (*)(const char*, void*, std::size_t*, void*, std::size_t);
+Mallctl JemallocControl() {
+  static const Mallctl control = reinterpret_cast<Mallctl>(dlsym(RTLD_DEFAULT, "mallctl"));
+  return control;
+}
+
 // Cores this process may run on (its affinity, as nproc counts them).
 int Cores() {
   cpu_set_t set;
@@ -76,6 +87,11 @@ MallocPolicy KeepMallocCompact() {
   static MallocPolicy inForce;
   std::call_once(once, [] {
 #if defined(__GLIBC__)
+    if (JemallocControl() != nullptr) {
+      inForce.allocator = "jemalloc";
+      return;
+    }
+    inForce.allocator = "glibc";
     const FromEnvironment threshold = Read("MALLOC_MMAP_THRESHOLD_", "glibc.malloc.mmap_threshold");
     if (threshold.present) {
       inForce.ownMappingBytes = static_cast<std::size_t>(threshold.value);
@@ -115,7 +131,11 @@ TrimOutcome TrimFreePages() {
   const auto started = std::chrono::steady_clock::now();
   ReleaseUnusedImageBlocks();
 #if defined(__GLIBC__)
-  malloc_trim(0);
+  if (const Mallctl control = JemallocControl()) {
+    control("arena.4096.purge", nullptr, nullptr, nullptr, 0);  // 4096: MALLCTL_ARENAS_ALL
+  } else {
+    malloc_trim(0);
+  }
 #endif
   out.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   out.residentAfter = ResidentBytes();

@@ -268,6 +268,7 @@ Runtime& Configure(const NativeConfig& requested) {
   runtime->env = std::make_unique<Ort::Env>(ORT_LOGGING_LEVEL_WARNING, "catcomfort");
   runtime->info.vipsVersion = vips_version_string();
   const MallocPolicy malloc = KeepMallocCompact();
+  runtime->info.mallocAllocator = malloc.allocator;
   runtime->info.mallocOwnMappingBytes = malloc.ownMappingBytes;
   runtime->info.mallocArenaMax = malloc.arenaMax;
   runtime->info.ortVersion = Ort::GetVersionString();

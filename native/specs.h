@@ -131,7 +131,8 @@ struct NativeInfo {
   std::string vipsVersion;
   std::string ortVersion;
   std::vector<ProviderStatus> providers;
-  // malloc_policy.h: what the service set of glibc's malloc.
+  // malloc_policy.h: the malloc serving the process, and what the service set of glibc's.
+  std::string mallocAllocator;
   std::size_t mallocOwnMappingBytes = 0;
   int mallocArenaMax = 0;
 };

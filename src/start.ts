@@ -197,8 +197,8 @@ interface Started {
   service: Service;
   vipsVersion: string;
   ortVersion: string;
-  /** What the addon set of glibc's malloc (native/malloc_policy.cc), for the ready line. */
-  malloc: { own_mapping_bytes: number; arena_max: number; trim_interval_ms: number };
+  /** The malloc serving the process and what the addon set of glibc's (native/malloc_policy.cc), for the ready line. */
+  malloc: { allocator: string; own_mapping_bytes: number; arena_max: number; trim_interval_ms: number };
   /** Closes every interface while `drain` (the public port's) runs, then releases the models and the store. */
   close(drain: () => Promise<void>): Promise<void>;
 }
@@ -218,6 +218,9 @@ async function startInterfaces(
   const loadStarted = performance.now();
   const { addon, info, registry } = await loadModels(config, verdictsFile(config.scan.dataDir));
   const loadMs = Math.round(performance.now() - loadStarted);
+  if (config.allocator === 'jemalloc' && info.mallocAllocator !== 'jemalloc') {
+    throw new Error(`CATCOMFORT_ALLOCATOR=jemalloc, but the service runs on ${info.mallocAllocator}'s malloc: start it with bin/catcomfort-service on a host with libjemalloc.so.2 installed (Debian: libjemalloc2)`);
+  }
   const trimmer = trimFreePagesEvery(addon, config.mallocTrimIntervalMs, () => registry.list().some((m) => m.batcher.load().inFlight > 0));
   for (const id of ctx.packsDisabled) log.info('model pack disabled in its manifest; not loaded', { model: id });
   for (const p of info.providers) {
@@ -286,7 +289,7 @@ async function startInterfaces(
     service,
     vipsVersion: info.vipsVersion,
     ortVersion: info.ortVersion,
-    malloc: { own_mapping_bytes: info.mallocOwnMappingBytes, arena_max: info.mallocArenaMax, trim_interval_ms: config.mallocTrimIntervalMs },
+    malloc: { allocator: info.mallocAllocator, own_mapping_bytes: info.mallocOwnMappingBytes, arena_max: info.mallocArenaMax, trim_interval_ms: config.mallocTrimIntervalMs },
     async close(drain) {
       apiKeys.stop();
       await packs.close();

@@ -238,6 +238,8 @@ export interface NativeInfo {
   vipsVersion: string;
   ortVersion: string;
   providers: ProviderStatus[];
+  /** The malloc serving the process: jemalloc when bin/catcomfort-service preloaded it (the two parts below are then 0), else glibc's (native/malloc_policy.h). */
+  mallocAllocator: 'jemalloc' | 'glibc' | 'other';
   /** Blocks from this size get mappings of their own (native/malloc_policy.cc: ours, or the environment's); 0: glibc's own rule, or one set in GLIBC_TUNABLES. */
   mallocOwnMappingBytes: number;
   /** The most arenas glibc's malloc gives threads (ours, or MALLOC_ARENA_MAX); 0: glibc's own, or one set in GLIBC_TUNABLES. */
