@@ -34,7 +34,11 @@ RUN --mount=type=bind,from=model-mirror,target=/mirror \
  && node dist/src/tools/bundle.js --dir /opt
 
 FROM debian:bookworm-slim AS runtime
-RUN useradd --system --user-group --uid 10001 --create-home --home-dir /var/lib/catcomfort --shell /usr/sbin/nologin catcomfort \
+# libjemalloc2: the malloc bin/catcomfort-service preloads (docs/operations.md "Memory").
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends libjemalloc2 \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --system --user-group --uid 10001 --create-home --home-dir /var/lib/catcomfort --shell /usr/sbin/nologin catcomfort \
  && install -d -o catcomfort -g catcomfort /var/lib/catcomfort/data
 COPY --from=build /opt/catcomfort /opt/catcomfort
 ENV PATH=/opt/catcomfort:$PATH \

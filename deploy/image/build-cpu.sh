@@ -47,8 +47,8 @@ cleanup() {
 trap cleanup EXIT
 
 rootfs=$work/rootfs
-echo "build-cpu.sh: debootstrap bookworm (minbase) into $rootfs"
-debootstrap --variant=minbase bookworm "$rootfs" > "$work/debootstrap.log" 2>&1 || { tail -20 "$work/debootstrap.log" >&2; exit 1; }
+echo "build-cpu.sh: debootstrap bookworm (minbase, with libjemalloc2: the malloc the launcher preloads) into $rootfs"
+debootstrap --variant=minbase --include=libjemalloc2 bookworm "$rootfs" > "$work/debootstrap.log" 2>&1 || { tail -20 "$work/debootstrap.log" >&2; exit 1; }
 # As the Dockerfile's runtime stage: the unprivileged user and its data folder.
 chroot "$rootfs" useradd --system --user-group --uid "$uid" --create-home --home-dir /var/lib/catcomfort --shell /usr/sbin/nologin catcomfort
 install -d -o "$uid" -g "$uid" "$rootfs$data_dir"
