@@ -43,6 +43,8 @@ test('the bundle unpacks and serves /v2/predict without npm, PATH or HOME', asyn
     assert.ok(existsSync(path.join(app, 'models/bc-v1/reference-cat-chelsea.png')), 'and the self-check photos');
     assert.ok(!existsSync(path.join(app, 'models/bc-v1/mobilenetv2-12-int8.onnx')), "not the zoo's ImageNet file: the served backbones are made from it at install");
     assert.ok(existsSync(path.join(app, 'models/bc-legacy/yolox_nano.onnx')));
+    const jemallocHere = existsSync('/usr/lib/x86_64-linux-gnu/libjemalloc.so.2');
+    assert.equal(existsSync(path.join(unpacked, 'catcomfort/lib/libjemalloc.so.2')), jemallocHere, "this machine's jemalloc, where installed");
 
     const emptyBin = path.join(work, 'bin');
     const home = path.join(work, 'home');
@@ -56,6 +58,7 @@ test('the bundle unpacks and serves /v2/predict without npm, PATH or HOME', asyn
       const v1 = (await request(`${server.url}/v2/models`)).body.models.find((m: { id: string }) => m.id === 'bc-v1');
       assert.match(v1.detector.precision_reason, /^self-check passed/, 'the self-check runs from the bundle');
       assert.match(server.output(), /"msg":"grpc listening"/, 'the gRPC service finds its proto in the bundle');
+      if (jemallocHere) assert.match(server.output(), /"malloc":\{"allocator":"jemalloc"/, 'the launcher preloads the bundled jemalloc without PATH');
     } finally {
       await server.stop();
     }

@@ -5,6 +5,8 @@
 //                                  through app/bin/catcomfort-service (its Node.js settings)
 //   catcomfort/catcomfort          the command line (src/cli/main.ts) with the same Node binary
 //   catcomfort/node/bin/node       this Node.js (process.execPath), stripped
+//   catcomfort/lib/                this machine's jemalloc (Debian's libjemalloc2) and its copyright, when
+//                                  installed: the launcher preloads it (docs/operations.md "Memory")
 //   catcomfort/app/bin/            catcomfort-service, the service's launcher
 //   catcomfort/app/dist/src/       the compiled service (no tests, benchmarks or source maps)
 //   catcomfort/app/proto/          the gRPC service's definition, read at start when CATCOMFORT_GRPC_PORT is set
@@ -109,6 +111,19 @@ function copyNode(top: string): void {
   }
 }
 
+/** Where Debian's libjemalloc2 puts the library and its copyright (BSD-2-Clause). */
+const JEMALLOC = { library: '/usr/lib/x86_64-linux-gnu/libjemalloc.so.2', copyright: '/usr/share/doc/libjemalloc2/copyright' };
+
+/** This machine's jemalloc into lib/, which the launcher preloads; without it the host's, or glibc's malloc. */
+function copyJemalloc(top: string): void {
+  if (!existsSync(JEMALLOC.library) || !existsSync(JEMALLOC.copyright)) {
+    process.stdout.write(`bundle: no ${JEMALLOC.library} here (Debian: libjemalloc2): the bundle runs on the host's jemalloc where installed, else glibc's malloc\n`);
+    return;
+  }
+  copyInto(JEMALLOC.library, path.join(top, 'lib/libjemalloc.so.2'));
+  copyInto(JEMALLOC.copyright, path.join(top, 'lib/libjemalloc.copyright'));
+}
+
 /** The CUDA provider with GPU code for `archs` only; fails naming the architectures it has. */
 function cudaLibraryFor(archs: number[]): Buffer {
   const file = readFileSync(path.join(release, CUDA_LIBRARY));
@@ -206,6 +221,7 @@ async function main(): Promise<void> {
     const top = path.join(stage, 'catcomfort');
     const app = path.join(top, 'app');
     copyNode(top);
+    copyJemalloc(top);
     copyInto(path.join(repoRoot, 'package.json'), path.join(app, 'package.json'));
     copyInto(path.join(repoRoot, 'bin/catcomfort-service'), path.join(app, 'bin/catcomfort-service'));
     copyInto(path.join(repoRoot, 'dist/src'), path.join(app, 'dist/src'), (f) => !f.endsWith('.map'));
