@@ -1,6 +1,6 @@
-// The service's malloc. bin/catcomfort-service preloads jemalloc where it is installed: its arenas
-// give pages freed for 10 s back to the system by themselves, so RSS holds a level under the
-// image-sized churn described below (docs/performance-log.md "jemalloc against glibc's malloc"). Without it:
+// The service's malloc. bin/catcomfort-service preloads jemalloc where it is installed, whose
+// background thread gives pages unused for about 10 minutes back to the system, so RSS holds a level
+// under the image-sized churn described below (docs/performance-log.md "jemalloc against glibc's malloc"). Without it:
 // glibc's malloc under the service's threads (the main thread, the HTTP front's, the addon's pool,
 // ONNX Runtime's and libvips's, Node's own). By default glibc gives threads up to 8 arenas per core,
 // and raises its mmap threshold to the size of every mapped block freed, up to 32 MiB: after the
