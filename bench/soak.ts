@@ -7,9 +7,10 @@
 // A sample's RSS is the median of readings every SOAK_READ_S since the last sample: one 12 MP photo
 // in flight holds about 40 MiB for a moment, so a single reading says more about what is in flight
 // than about what stays. The highest of those readings (rssPeakMiB: what a memory limit must hold)
-// and the single reading at the sample (rssNowMiB) are kept beside it, and the service's malloc
-// trims so far from /metrics (mallocTrims: count, MiB given back, ms spent) and its pool of image-sized
-// blocks (imageBlocks: taken, reused, MiB in use and idle).
+// and the single reading at the sample (rssNowMiB) are kept beside it, and from /metrics: the service's
+// malloc trims so far (mallocTrims: count, MiB given back, ms spent), its pool of image-sized blocks
+// (imageBlocks: taken, reused, MiB in use and idle), jemalloc's account of its memory (jemallocMiB, when
+// the service runs on it) and the main thread's V8 heap and external memory (mainThreadMiB).
 //   SOAK_MINUTES=120 SOAK_HTTP_THREADS=2 node dist/bench/soak.js > soak.jsonl
 // Other CATCOMFORT_* settings and MALLOC_* / GLIBC_TUNABLES in the environment reach the service.
 import { execFileSync } from 'node:child_process';
@@ -177,10 +178,11 @@ async function main(): Promise<void> {
   let readings: number[] = [];
   let nextSample = startedAt;
   let nextReading = startedAt;
-  /** From /metrics: the service's malloc trims so far (CATCOMFORT_MALLOC_TRIM_INTERVAL_MS: count, MiB released, ms spent) and its pool of image-sized blocks (taken, reused, MiB in use and idle). */
+  /** From /metrics: the service's malloc trims so far (CATCOMFORT_MALLOC_TRIM_INTERVAL_MS: count, MiB released, ms spent), its pool of image-sized blocks (taken, reused, MiB in use and idle), jemalloc's bytes by state and the main thread's V8 heap and external memory. */
   const addonMemory = async () => {
     const names = ['catcomfort_malloc_trims_total', 'catcomfort_malloc_trim_released_bytes_total', 'catcomfort_malloc_trim_seconds_total', 'catcomfort_image_blocks_taken_total', 'catcomfort_image_blocks_reused_total', 'catcomfort_image_blocks_bytes'];
-    const text = (await http(`${origin}/metrics?${names.map((n) => `name=${n}`).join('&')}`, { method: 'GET' }).catch(() => ({ text: '' }))).text;
+    const scraped = [...names, 'catcomfort_malloc_bytes', 'nodejs_heap_size_total_bytes', 'nodejs_external_memory_bytes'];
+    const text = (await http(`${origin}/metrics?${scraped.map((n) => `name=${n}`).join('&')}`, { method: 'GET' }).catch(() => ({ text: '' }))).text;
     const value = (series: string) => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
     return {
       mallocTrims: { count: value(names[0]!), releasedMiB: mib(value(names[1]!) / 1024), ms: Math.round(value(names[2]!) * 1000) },
@@ -190,10 +192,12 @@ async function main(): Promise<void> {
         inUseMiB: mib(value(`${names[5]!}{state="in_use"}`) / 1024),
         idleMiB: mib(value(`${names[5]!}{state="idle"}`) / 1024),
       },
+      jemallocMiB: Object.fromEntries(['allocated', 'active', 'dirty', 'resident', 'retained'].map((state) => [state, mib(value(`catcomfort_malloc_bytes{state="${state}"}`) / 1024)])),
+      mainThreadMiB: { heap: mib(value('nodejs_heap_size_total_bytes') / 1024), external: mib(value('nodejs_external_memory_bytes') / 1024) },
     };
   };
   const sample = async () => {
-    const { mallocTrims, imageBlocks } = await addonMemory();
+    const { mallocTrims, imageBlocks, jemallocMiB, mainThreadMiB } = await addonMemory();
     const m = memoryByKind(pid);
     const minute = (performance.now() - startedAt) / 60_000;
     const rssKiB = readings.length > 0 ? median(readings) : m.totalKiB;
@@ -202,7 +206,7 @@ async function main(): Promise<void> {
     samples.push({ minute, rssKiB, peakKiB, nowKiB: m.totalKiB });
     const byKind = Object.fromEntries(MAPPING_KINDS.map((k) => [k, mib(m.rssKiB[k])]));
     const counts = Object.fromEntries(Object.entries(tallies).map(([k, t]) => [k, `${t.ok}/${t.overloaded}/${t.errors}`]));
-    process.stdout.write(`${JSON.stringify({ minute: Math.round(minute * 10) / 10, rssMiB: mib(rssKiB), rssPeakMiB: mib(peakKiB), rssNowMiB: mib(m.totalKiB), byKindMiB: byKind, arenaHeaps: m.arenaHeaps, largestArenaHeapMiB: mib(m.largestArenaHeapKiB), mallocTrims, imageBlocks, okOverloadedErrors: counts, scansOpen: scans.size, skipped })}\n`);
+    process.stdout.write(`${JSON.stringify({ minute: Math.round(minute * 10) / 10, rssMiB: mib(rssKiB), rssPeakMiB: mib(peakKiB), rssNowMiB: mib(m.totalKiB), byKindMiB: byKind, arenaHeaps: m.arenaHeaps, largestArenaHeapMiB: mib(m.largestArenaHeapKiB), mallocTrims, imageBlocks, jemallocMiB, mainThreadMiB, okOverloadedErrors: counts, scansOpen: scans.size, skipped })}\n`);
   };
   let lastScanRead = 0;
   while (performance.now() < endAt) {

@@ -4,7 +4,7 @@
 // counters, null unless simulated), benchDecode and simulate (only in catcomfort_bench.node, built
 // with CATCOMFORT_BENCH_ENTRY_POINTS: the service's binding can never simulate a device), and runModel / preprocessImage /
 // decodeDetections for tools and tests (native/tools.h), trimFreePages (native/malloc_policy.h) and
-// imageBlocks (native/image_blocks.h).
+// imageBlocks (native/image_blocks.h), mallocBytes (native/malloc_policy.h).
 //
 // JS values are copied into plain structs here, on the JS thread; the work runs on the addon's
 // own pool with no N-API calls; results come back through a per-call thread-safe function and
@@ -502,6 +502,20 @@ static Napi::Value JsImageBlocks(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// mallocBytes(): jemalloc's account of its memory, or null under another malloc.
+static Napi::Value JsMallocBytes(const Napi::CallbackInfo& info) {
+  const MallocBytes bytes = ReadMallocBytes();
+  if (!bytes.known) return info.Env().Null();
+  Napi::Object out = Napi::Object::New(info.Env());
+  const auto set = [&](const char* name, int64_t value) { out.Set(name, Napi::Number::New(info.Env(), static_cast<double>(value))); };
+  set("allocated", bytes.allocated);
+  set("active", bytes.active);
+  set("dirty", bytes.dirty);
+  set("resident", bytes.resident);
+  set("retained", bytes.retained);
+  return out;
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   KeepMallocCompact();  // before the service's threads allocate
   {
@@ -528,6 +542,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("decodeDetections", Napi::Function::New(env, JsDecodeDetections, "decodeDetections"));
   exports.Set("dupFd", Napi::Function::New(env, JsDupFd, "dupFd"));
   exports.Set("imageBlocks", Napi::Function::New(env, JsImageBlocks, "imageBlocks"));
+  exports.Set("mallocBytes", Napi::Function::New(env, JsMallocBytes, "mallocBytes"));
   exports.Set("pendingInputBytes", Napi::Function::New(env, JsPendingInputBytes, "pendingInputBytes"));
   exports.Set("trimFreePages", Napi::Function::New(env, JsTrimFreePages, "trimFreePages"));
   return exports;

@@ -1,6 +1,6 @@
-// The service's malloc. bin/catcomfort-service preloads jemalloc where it is installed, whose
-// background thread gives pages unused for about 10 minutes back to the system, so RSS holds a level
-// under the image-sized churn described below (docs/performance-log.md "jemalloc against glibc's malloc"). Without it:
+// The service's malloc. bin/catcomfort-service preloads jemalloc where it is installed, which reuses
+// freed pages without fragmenting its memory as glibc's arenas do below, so RSS holds a level under
+// the image-sized churn (docs/performance-log.md "jemalloc against glibc's malloc"). Without it:
 // glibc's malloc under the service's threads (the main thread, the HTTP front's, the addon's pool,
 // ONNX Runtime's and libvips's, Node's own). By default glibc gives threads up to 8 arenas per core,
 // and raises its mmap threshold to the size of every mapped block freed, up to 32 MiB: after the
@@ -139,6 +139,31 @@ TrimOutcome TrimFreePages() {
 #endif
   out.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   out.residentAfter = ResidentBytes();
+  return out;
+}
+
+MallocBytes ReadMallocBytes() {
+  MallocBytes out;
+#if defined(__GLIBC__)
+  const Mallctl control = JemallocControl();
+  if (control == nullptr) return out;
+  uint64_t epoch = 1;
+  std::size_t epochSize = sizeof(epoch);
+  control("epoch", &epoch, &epochSize, &epoch, epochSize);  // refreshes the stats.* below
+  const auto read = [&](const char* name, int64_t& into) {
+    std::size_t value = 0;
+    std::size_t size = sizeof(value);
+    if (control(name, &value, &size, nullptr, 0) != 0) return false;
+    into = static_cast<int64_t>(value);
+    return true;
+  };
+  int64_t dirtyPages = 0;
+  int64_t pageBytes = 0;
+  out.known = read("stats.allocated", out.allocated) && read("stats.active", out.active) &&
+              read("stats.resident", out.resident) && read("stats.retained", out.retained) &&
+              read("stats.arenas.4096.pdirty", dirtyPages) && read("arenas.page", pageBytes);
+  out.dirty = dirtyPages * pageBytes;
+#endif
   return out;
 }
 

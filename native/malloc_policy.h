@@ -35,4 +35,17 @@ struct TrimOutcome {
 // stay resident otherwise), or jemalloc's purge of every arena. Elsewhere it only measures.
 TrimOutcome TrimFreePages();
 
+// jemalloc's own account of its memory (its stats.* and the dirty pages of all arenas), refreshed
+// at each call; `known` is false under another malloc.
+struct MallocBytes {
+  bool known = false;
+  int64_t allocated = 0;  // in blocks handed out
+  int64_t active = 0;     // in pages holding such blocks
+  int64_t dirty = 0;      // in free pages kept resident until they decay
+  int64_t resident = 0;   // in pages resident, jemalloc's metadata included
+  int64_t retained = 0;   // in address space kept but given back to the system
+};
+
+MallocBytes ReadMallocBytes();
+
 }  // namespace catcomfort

@@ -284,7 +284,7 @@ async function startInterfaces(
     scanInterface(config, { service, store }),
   ];
   for (const i of interfaces) await i.start({ router: ctx.router, readiness: ctx.readiness });
-  metrics.setSources({ queueDepths: () => registry.list().map((m) => ({ model: m.id, queued: m.batcher.stats().queued })), imageBlocks: () => addon.imageBlocks() });
+  metrics.setSources({ queueDepths: () => registry.list().map((m) => ({ model: m.id, queued: m.batcher.stats().queued })), imageBlocks: () => addon.imageBlocks(), mallocBytes: () => addon.mallocBytes() });
   return {
     service,
     vipsVersion: info.vipsVersion,

@@ -8,7 +8,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { postJson } from './helpers/http';
+import { postJson, request } from './helpers/http';
+import { parseMetrics } from './helpers/metrics';
 import { photo, repoRoot } from './helpers/paths';
 import { startServer, TEST_KEY } from './helpers/server';
 
@@ -16,14 +17,21 @@ const launcher = path.join(repoRoot, 'bin/catcomfort-service');
 const jemalloc = `/usr/lib/${os.arch() === 'arm64' ? 'aarch64' : 'x86_64'}-linux-gnu/libjemalloc.so.2`;
 const noJemalloc = existsSync(jemalloc) ? false : `${jemalloc} is not installed (Debian: libjemalloc2; .ci/run installs it)`;
 
-/** The `malloc` field of the ready line, and the libraries the process has mapped. */
-async function startedMalloc(env: Record<string, string>): Promise<{ malloc: Record<string, unknown>; maps: string; answer: number }> {
+/** jemalloc's bytes by state on /metrics (catcomfort_malloc_bytes), empty when the series is left out. */
+async function mallocBytes(url: string): Promise<Record<string, number>> {
+  const samples = parseMetrics((await request(`${url}/metrics`, { key: TEST_KEY })).text).filter((s) => s.name === 'catcomfort_malloc_bytes');
+  return Object.fromEntries(samples.map((s) => [s.labels.state!, s.value]));
+}
+
+/** The `malloc` field of the ready line, the libraries the process has mapped, and jemalloc's bytes on /metrics after one answer. */
+async function startedMalloc(env: Record<string, string>): Promise<{ malloc: Record<string, unknown>; maps: string; answer: number; bytes: Record<string, number> }> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cc-allocator-'));
   const server = await startServer({ ...env, CATCOMFORT_DATA_DIR: dataDir }, { command: launcher });
   try {
     const maps = readFileSync(`/proc/${server.child.pid}/maps`, 'utf8');
     const image = readFileSync(photo('000_skimage_chelsea.png')).toString('base64');
     const answer = (await postJson(`${server.url}/v2/predict`, { image }, {}, TEST_KEY)).status;
+    const bytes = await mallocBytes(server.url);
     await server.stop();
     const ready = server
       .output()
@@ -32,7 +40,7 @@ async function startedMalloc(env: Record<string, string>): Promise<{ malloc: Rec
       .map((line) => JSON.parse(line) as Record<string, any>)
       .find((line) => line.msg === 'ready');
     assert.ok(ready, server.output());
-    return { malloc: ready.malloc as Record<string, unknown>, maps, answer };
+    return { malloc: ready.malloc as Record<string, unknown>, maps, answer, bytes };
   } finally {
     await server.stop();
     rmSync(dataDir, { recursive: true, force: true });
@@ -45,6 +53,10 @@ test('started as deployed, the service runs on jemalloc where it is installed, a
   assert.equal(started.malloc.arena_max, 0);
   assert.ok(started.maps.includes('libjemalloc.so.2'));
   assert.equal(started.answer, 200);
+  const { allocated, active, dirty, resident, retained } = started.bytes;
+  assert.deepEqual(Object.keys(started.bytes).sort(), ['active', 'allocated', 'dirty', 'resident', 'retained']);
+  assert.ok(allocated! > 0 && allocated! <= active! && active! + dirty! <= resident!, JSON.stringify(started.bytes));
+  assert.ok(retained! >= 0);
 });
 
 test('CATCOMFORT_ALLOCATOR=glibc keeps glibc\'s malloc with the addon\'s arena and mapping rules', async () => {
@@ -54,6 +66,7 @@ test('CATCOMFORT_ALLOCATOR=glibc keeps glibc\'s malloc with the addon\'s arena a
   assert.equal(started.malloc.own_mapping_bytes, 4 * 1024 * 1024);
   assert.ok(!started.maps.includes('libjemalloc'));
   assert.equal(started.answer, 200);
+  assert.deepEqual(started.bytes, {});
 });
 
 test('CATCOMFORT_ALLOCATOR=jemalloc stops start-up when the service runs on another malloc', () => {

@@ -322,6 +322,8 @@ export interface NativeAddon {
   trimFreePages(): Promise<TrimOutcome>;
   /** The pool of image-sized blocks (decoded photos, resized views, base64-decoded files: native/image_blocks.h) since the process started. */
   imageBlocks(): ImageBlockCounts;
+  /** jemalloc's own account of its memory, refreshed at each call; null under another malloc (native/malloc_policy.h). */
+  mallocBytes(): MallocBytes | null;
   /** The simulated device's counters, or null when this process simulates none (always with this binding). */
   simulatedDevice(): SimulatedDeviceStats | null;
 }
@@ -337,6 +339,20 @@ export interface ImageBlockCounts {
   idleBytes: number;
   /** Blocks mapped now, idle and in use. */
   mappedBytes: number;
+}
+
+/** Bytes by jemalloc's account. */
+export interface MallocBytes {
+  /** In blocks handed out. */
+  allocated: number;
+  /** In pages holding such blocks. */
+  active: number;
+  /** In free pages kept resident until they decay. */
+  dirty: number;
+  /** In pages resident, jemalloc's metadata included. */
+  resident: number;
+  /** In address space kept but given back to the system. */
+  retained: number;
 }
 
 export interface TrimOutcome {

@@ -23,6 +23,8 @@ export interface MetricSources {
   webhookQueue?(): Promise<{ due: number; scheduled: number; in_flight: number }>;
   /** The addon's pool of image-sized blocks (src/native/addon.ts ImageBlockCounts). */
   imageBlocks?(): { taken: number; reused: number; idleBytes: number; mappedBytes: number };
+  /** jemalloc's account of its memory, null under another malloc (src/native/addon.ts MallocBytes). */
+  mallocBytes?(): Record<'allocated' | 'active' | 'dirty' | 'resident' | 'retained', number> | null;
 }
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -156,6 +158,11 @@ export class ServiceMetrics {
       const counts = metrics.sources.imageBlocks?.();
       return counts && { in_use: counts.mappedBytes - counts.idleBytes, idle: counts.idleBytes };
     });
+    this.stateGauge(
+      'catcomfort_malloc_bytes',
+      "jemalloc's account of its memory (left out under another malloc): allocated (blocks handed out), active (pages holding them), dirty (free pages kept until they decay), resident (with its metadata), retained (address space given back to the system)",
+      () => metrics.sources.mallocBytes?.() ?? undefined,
+    );
     this.storeDepthGauge('catcomfort_scan_queue_depth', 'Scans in the shared store by state: pending (waiting for a worker) and processing', () => metrics.sources.scanQueue?.());
     this.storeDepthGauge(
       'catcomfort_webhook_queue_depth',
