@@ -234,7 +234,16 @@ async function startInterfaces(
   // Warm-up: every session batch size and micro-batch size once, before requests are let in.
   const warmStarted = performance.now();
   await warmUpAll(registry, undefined, (id, state) => ctx.readiness.setModel(id, state));
-  log.info('start-up phases', { probe_and_load_ms: loadMs, warm_up_ms: Math.round(performance.now() - warmStarted), pool_threads: config.poolThreads });
+  const warmUpMs = Math.round(performance.now() - warmStarted);
+  // Loading and warming up freed several hundred MiB (model files, ONNX Runtime's graph work), which
+  // the malloc would keep: given back once, before any request (docs/operations.md "Memory").
+  const startUpTrim = await addon.trimFreePages();
+  log.info('start-up phases', {
+    probe_and_load_ms: loadMs,
+    warm_up_ms: warmUpMs,
+    pool_threads: config.poolThreads,
+    freed_after_warm_up_mib: Math.max(0, Math.round((startUpTrim.residentBeforeBytes - startUpTrim.residentAfterBytes) / 1048576)),
+  });
   for (const model of registry.list()) {
     const classifier = model.manifest.classifier;
     log.info('model loaded', {
