@@ -4,7 +4,7 @@
 // counters, null unless simulated), benchDecode and simulate (only in catcomfort_bench.node, built
 // with CATCOMFORT_BENCH_ENTRY_POINTS: the service's binding can never simulate a device), and runModel / preprocessImage /
 // decodeDetections for tools and tests (native/tools.h), trimFreePages (native/malloc_policy.h) and
-// imageBlocks (native/image_blocks.h), mallocBytes (native/malloc_policy.h).
+// imageBlocks (native/image_blocks.h), mallocBytes (native/malloc_policy.h), releaseArrayBuffer.
 //
 // JS values are copied into plain structs here, on the JS thread; the work runs on the addon's
 // own pool with no N-API calls; results come back through a per-call thread-safe function and
@@ -502,6 +502,17 @@ static Napi::Value JsImageBlocks(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// releaseArrayBuffer(buffer): detaches it, so its memory is freed now rather than at the V8
+// collection that finds it unreachable (src/memory/lent-bytes.ts lendOwnMemory).
+static Napi::Value JsReleaseArrayBuffer(const Napi::CallbackInfo& info) {
+  return SyncBoundary(info, [&](Napi::Env env) -> Napi::Value {
+    if (!info[0].IsArrayBuffer()) throw std::invalid_argument("releaseArrayBuffer takes an ArrayBuffer");
+    Napi::ArrayBuffer buffer = info[0].As<Napi::ArrayBuffer>();
+    if (!buffer.IsDetached()) buffer.Detach();
+    return env.Undefined();
+  });
+}
+
 // mallocBytes(): jemalloc's account of its memory, or null under another malloc.
 static Napi::Value JsMallocBytes(const Napi::CallbackInfo& info) {
   const MallocBytes bytes = ReadMallocBytes();
@@ -543,6 +554,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("dupFd", Napi::Function::New(env, JsDupFd, "dupFd"));
   exports.Set("imageBlocks", Napi::Function::New(env, JsImageBlocks, "imageBlocks"));
   exports.Set("mallocBytes", Napi::Function::New(env, JsMallocBytes, "mallocBytes"));
+  exports.Set("releaseArrayBuffer", Napi::Function::New(env, JsReleaseArrayBuffer, "releaseArrayBuffer"));
   exports.Set("pendingInputBytes", Napi::Function::New(env, JsPendingInputBytes, "pendingInputBytes"));
   exports.Set("trimFreePages", Napi::Function::New(env, JsTrimFreePages, "trimFreePages"));
   return exports;

@@ -38,6 +38,7 @@ import { nameOfRenderer } from './error-renderers';
 import { loadAddon } from './native/addon';
 import { trimFreePagesEvery } from './native/malloc-trim';
 import { tuneCollector } from './ops/v8-flags';
+import { collectExternalInSteps } from './memory/external-collections';
 import { niceBelowThisThread, takeNice } from './ops/loop-priority';
 
 export function serviceVersion(): string {
@@ -65,6 +66,7 @@ function urlHost(host: string): string {
 
 export async function startService(config: Config): Promise<RunningService> {
   tuneCollector();
+  collectExternalInSteps();
   const version = serviceVersion();
   metrics.collectProcessMetrics();
   sampleEventLoop();

@@ -3,6 +3,7 @@
 // and queried by ops/grafana/catcomfort-dashboard.json.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { lentBytes } from '../memory/lent-bytes';
+import { externalCollections } from '../memory/external-collections';
 import { TallyHistogram } from './tally-histogram';
 import { eventLoopBusySeconds, eventLoopFigures, gcSeconds, mainThreadCpuSeconds } from './event-loop';
 
@@ -151,6 +152,11 @@ export class ServiceMetrics {
       'catcomfort_http_direct_lent_bytes',
       "Request bodies' bytes the HTTP front has lent the service from its slabs and not yet had back (held by a request or an analysis; the name is kept from the direct way)",
       lentBytes,
+    );
+    this.readCounter(
+      'catcomfort_external_collections_total',
+      "Full V8 collections the main thread ran itself because its external memory (buffers of what it read) had grown by 16 MiB",
+      externalCollections,
     );
     this.readCounter('catcomfort_image_blocks_taken_total', 'Image-sized blocks (decoded photos, resized views, base64-decoded files) the addon took from its pool', () => metrics.sources.imageBlocks?.().taken ?? null);
     this.readCounter('catcomfort_image_blocks_reused_total', 'Of those, blocks another request had used before (the rest were new mappings)', () => metrics.sources.imageBlocks?.().reused ?? null);

@@ -10,6 +10,7 @@ import { errorResponse } from '../http/error-answers';
 import type { Router } from '../http/router';
 import type { Service } from '../service';
 import { parseJsonObject } from '../http/json-body';
+import { freeWhenRead } from '../memory/own-memory';
 import { sendError, sendJson } from '../http/respond';
 import type { CredentialVerifier } from './auth';
 import { buildScanOpenApi, scanOperations } from './openapi';
@@ -124,6 +125,8 @@ export function registerScan(router: Router, ctx: ScanContext): void {
           if (image.length > ctx.maxImageBytes) throw new ApiError('invalid_image', `Image is larger than ${ctx.maxImageBytes} bytes.`);
         }
         const callbackUrl = submission.callbackUrl === null ? null : await checkedCallback(ctx, ownerId, submission.callbackUrl);
+        // The decoded image's memory is freed once the store has its copy.
+        const decodedImage = image && freeWhenRead(image);
         const created = await ctx.health.track('submit', () => ctx.store.scans.create({
           ownerId,
           source: image ? 'base64' : 'url',
@@ -133,7 +136,7 @@ export function registerScan(router: Router, ctx: ScanContext): void {
           idempotencyKey,
           callbackUrl,
           requestHash: createHash('sha256').update(raw).digest('hex'),
-        }));
+        })).finally(() => decodedImage?.letGo());
         if ('conflict' in created) throw new ApiError('idempotency_conflict');
         if (created.created) ctx.workers.notify();
         const scan = created.scan;

@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ScanConfig } from '../config';
 import { log } from '../log';
+import { freeWhenRead } from '../memory/own-memory';
 import type { ModelRegistry } from '../packs/registry';
 import { analyzePicked, appliedThreshold, pickVersion, type Routed } from '../packs/routed';
 import type { Pick as PickedVersion } from '../packs/versions';
@@ -180,8 +181,10 @@ export class ScanWorkers {
       }
     }
     try {
-      // One draw per scan: its retries on a full queue stay with the version drawn.
-      const { analysis, model } = await this.analyzeWhenAdmitted(pickVersion(this.registry, this.modelId), bytes!);
+      // One draw per scan: its retries on a full queue stay with the version drawn. The image's
+      // memory is freed once analysed.
+      const image = freeWhenRead(bytes!);
+      const { analysis, model } = await this.analyzeWhenAdmitted(pickVersion(this.registry, this.modelId), bytes!).finally(() => image?.letGo());
       const result: StoredResult = {
         detection: analysis.detection,
         width: analysis.width,

@@ -15,6 +15,7 @@ import { infer } from '../infer';
 import { modelMetadata, modelReady, serverMetadata } from '../metadata';
 import { callLog, callRecord, type CallNotes } from './call-log';
 import { toInferCall, toInferResponse, type ModelInferRequest } from './messages';
+import { freeMessageWhenRead } from '../../memory/own-memory';
 import { afterPendingInput } from './pending-input';
 import { DEADLINE_EXCEEDED_CODE, grpcStatus } from './status';
 
@@ -31,6 +32,9 @@ interface RunningGrpc {
 }
 
 type Unary = grpc.handleUnaryCall<any, any>;
+
+/** A ModelInfer message's bytes besides its raw_input_contents (names, shapes, parameters) at most, for its memory to be freed when read. */
+const MESSAGE_OTHER_BYTES = 64 * 1024;
 
 interface CallContext {
   requestId: string;
@@ -121,11 +125,17 @@ async function startGrpc(service: Service, readiness: Readiness, options: { host
     }),
     ModelInfer: handler(false, async (request: ModelInferRequest, ctx) => {
       ctx.notes.model = request.model_name;
-      const call = toInferCall(request);
-      ctx.notes.images = call.inputs[0]?.items?.length;
-      const answer = await infer(service.registry, call, { deadline: ctx.deadline, signal: ctx.signal });
-      ctx.notes.modelVersion = answer.version;
-      return toInferResponse(answer);
+      // The message's memory is freed once this call and its analyses are done with it.
+      const message = freeMessageWhenRead(request.raw_input_contents ?? [], MESSAGE_OTHER_BYTES);
+      try {
+        const call = toInferCall(request);
+        ctx.notes.images = call.inputs[0]?.items?.length;
+        const answer = await infer(service.registry, call, { deadline: ctx.deadline, signal: ctx.signal });
+        ctx.notes.modelVersion = answer.version;
+        return toInferResponse(answer);
+      } finally {
+        message?.letGo();
+      }
     }),
   } satisfies Record<string, Unary>);
 

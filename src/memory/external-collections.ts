@@ -1,0 +1,61 @@
+// Buffers the main thread allocated for what it read (the HTTP/2 frames of gRPC calls, bodies it
+// copied) are freed only when V8 collects them, and V8 does a full collection for them once external
+// memory has grown by 64 MiB: under a mixed load that was every 2-3 minutes, and RSS rose and fell
+// with it by 40-70 MiB (docs/operations.md "Memory"). So once a second the main thread looks at its
+// external memory, and when it has grown by STEP_BYTES since its low point, collects then (a young
+// collection does not free them): smaller steps, the same work in all. At most one per MIN_GAP_MS,
+// so under heavy load V8's own collections take over.
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+export const STEP_BYTES = 16 * 1024 * 1024;
+export const MIN_GAP_MS = 10_000;
+const LOOK_MS = 1000;
+
+/** Decides, at each look, whether to collect: external memory grown by STEP_BYTES since its low point, MIN_GAP_MS after the last. */
+export class ExternalCollections {
+  private low: number;
+  private last = -Infinity;
+  private count = 0;
+
+  constructor(
+    private readonly external: () => number,
+    private readonly collect: () => void,
+  ) {
+    this.low = external();
+  }
+
+  /** One look at time `now` (ms); true when it collected. */
+  look(now: number): boolean {
+    const bytes = this.external();
+    this.low = Math.min(this.low, bytes);
+    if (bytes - this.low < STEP_BYTES || now - this.last < MIN_GAP_MS) return false;
+    this.collect();
+    this.count++;
+    this.last = now;
+    this.low = this.external();
+    return true;
+  }
+
+  /** Collections run so far. */
+  collections(): number {
+    return this.count;
+  }
+}
+
+let running: ExternalCollections | null = null;
+
+/** Starts the looks on the main thread, once per process. */
+export function collectExternalInSteps(): void {
+  if (running) return;
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void; // a context of its own: the global object gets no `gc`
+  const collections = new ExternalCollections(() => getHeapStatistics().external_memory, gc);
+  setInterval(() => collections.look(performance.now()), LOOK_MS).unref();
+  running = collections;
+}
+
+/** Collections the looks have run (0 before they start). */
+export function externalCollections(): number {
+  return running?.collections() ?? 0;
+}
