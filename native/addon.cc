@@ -503,7 +503,7 @@ static Napi::Value JsImageBlocks(const Napi::CallbackInfo& info) {
 }
 
 // releaseArrayBuffer(buffer): detaches it, so its memory is freed now rather than at the V8
-// collection that finds it unreachable (src/memory/lent-bytes.ts lendOwnMemory).
+// collection that finds it unreachable (src/native/own-memory.ts).
 static Napi::Value JsReleaseArrayBuffer(const Napi::CallbackInfo& info) {
   return SyncBoundary(info, [&](Napi::Env env) -> Napi::Value {
     if (!info[0].IsArrayBuffer()) throw std::invalid_argument("releaseArrayBuffer takes an ArrayBuffer");

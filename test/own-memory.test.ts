@@ -1,5 +1,5 @@
 // Main-thread memory freed in small steps (docs/operations.md "Memory"): image bytes of the main
-// thread's own (src/memory/own-memory.ts, lent-bytes.ts lendOwnMemory) are freed by the addon once the
+// thread's own (src/native/own-memory.ts, src/memory/lent-bytes.ts lendOwnMemory) are freed by the addon once the
 // request and every analysis holding them have let go, and only when they are the whole of their
 // buffer (or, for a gRPC message, most of it); the looks at external memory
 // (src/memory/external-collections.ts) collect after 16 MiB of growth from the low point, at most
@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ExternalCollections, MIN_GAP_MS, STEP_BYTES } from '../src/memory/external-collections';
 import { holdLentBytes } from '../src/memory/lent-bytes';
-import { freeMessageWhenRead, freeWhenRead } from '../src/memory/own-memory';
+import { freeMessageWhenRead, freeWhenRead } from '../src/native/own-memory';
 
 const KIB = 1024;
 

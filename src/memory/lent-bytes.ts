@@ -4,9 +4,9 @@
 // code that received them has moved on (an analysis in the addon, a shadow's after the answer) holds
 // them first: holdLentBytes.
 // The same holds for image bytes in the main thread's own memory that are freed once read
-// (lendOwnMemory: a gRPC message, a scan's image): left to V8, such buffers wait for a full
-// collection of the main thread, which came every 2-3 minutes under a mixed load and freed 40-70
-// MiB at once (docs/operations.md "Memory").
+// (lendOwnMemory, from native/own-memory.ts: a gRPC message, a scan's image): left to V8, such
+// buffers wait for a full collection of the main thread, which came every 2-3 minutes under a
+// mixed load and freed 40-70 MiB at once (docs/operations.md "Memory").
 
 /** One lent range of a shared memory, held by its receiver until it lets go. */
 export class LentRange {

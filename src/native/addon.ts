@@ -322,7 +322,7 @@ export interface NativeAddon {
   trimFreePages(): Promise<TrimOutcome>;
   /** The pool of image-sized blocks (decoded photos, resized views, base64-decoded files: native/image_blocks.h) since the process started. */
   imageBlocks(): ImageBlockCounts;
-  /** Detaches `buffer`: its memory is freed now (when nothing else shares it), and every view of it reads as empty. Only for memory nothing reads any more (src/memory/lent-bytes.ts lendOwnMemory). */
+  /** Detaches `buffer`: its memory is freed now (when nothing else shares it), and every view of it reads as empty. Only for memory nothing reads any more (src/native/own-memory.ts). */
   releaseArrayBuffer(buffer: ArrayBuffer): void;
   /** jemalloc's own account of its memory, refreshed at each call; null under another malloc (native/malloc_policy.h). */
   mallocBytes(): MallocBytes | null;

@@ -10,7 +10,7 @@ import { errorResponse } from '../http/error-answers';
 import type { Router } from '../http/router';
 import type { Service } from '../service';
 import { parseJsonObject } from '../http/json-body';
-import { freeWhenRead } from '../memory/own-memory';
+import { freeWhenRead } from '../native/own-memory';
 import { sendError, sendJson } from '../http/respond';
 import type { CredentialVerifier } from './auth';
 import { buildScanOpenApi, scanOperations } from './openapi';

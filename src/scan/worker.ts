@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ScanConfig } from '../config';
 import { log } from '../log';
-import { freeWhenRead } from '../memory/own-memory';
+import { freeWhenRead } from '../native/own-memory';
 import type { ModelRegistry } from '../packs/registry';
 import { analyzePicked, appliedThreshold, pickVersion, type Routed } from '../packs/routed';
 import type { Pick as PickedVersion } from '../packs/versions';

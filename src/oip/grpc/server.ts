@@ -15,7 +15,7 @@ import { infer } from '../infer';
 import { modelMetadata, modelReady, serverMetadata } from '../metadata';
 import { callLog, callRecord, type CallNotes } from './call-log';
 import { toInferCall, toInferResponse, type ModelInferRequest } from './messages';
-import { freeMessageWhenRead } from '../../memory/own-memory';
+import { freeMessageWhenRead } from '../../native/own-memory';
 import { afterPendingInput } from './pending-input';
 import { DEADLINE_EXCEEDED_CODE, grpcStatus } from './status';
 

@@ -1,7 +1,7 @@
 // Image bytes in the main thread's own memory, freed by the addon as soon as nothing reads them
-// (lent-bytes.ts lendOwnMemory) rather than at the main thread's next full V8 collection.
-import { loadAddon } from '../native/addon';
-import { lendOwnMemory, type LentRange } from './lent-bytes';
+// (memory/lent-bytes.ts lendOwnMemory) rather than at the main thread's next full V8 collection.
+import { lendOwnMemory, type LentRange } from '../memory/lent-bytes';
+import { loadAddon } from './addon';
 
 /**
  * Lends `bytes`' buffer when they are the whole of it (a scan's image: the store's copy, a fetch's,
