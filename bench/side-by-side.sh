@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Two builds of the service side by side on this machine, in one run: OLD (a built worktree, e.g.
 # `git worktree add ../old e2d549b`, then `npm run build:native && npm run build:ts` there) and this
-# checkout, started one at a time with their defaults and loaded over HTTP (POST /v2/predict,
+# checkout, started one at a time with their defaults, as each deploys it (bin/catcomfort-service;
+# `node dist/src/main.js` in trees older than the launcher), and loaded over HTTP (POST /v2/predict,
 # bench/load.ts: the fixture photos, autocannon) in the order OLD NEW NEW OLD, so drift on the machine
 # falls on both. Prints req/s and p99 per level and run, then the ratios NEW / OLD of the means.
 # Usage: bash bench/side-by-side.sh OLD_TREE   (BENCH_CONCURRENCY, BENCH_DURATION_S, BENCH_WARMUP_S as for npm run bench)
@@ -14,7 +15,9 @@ port=${SIDE_BY_SIDE_PORT:-18610}
 out=$(mktemp -d)
 run() { # tree label
   local data; data=$(mktemp -d)
-  (cd "$1" && CATCOMFORT_API_KEYS=$key CATCOMFORT_PORT=$port CATCOMFORT_HOST=127.0.0.1 CATCOMFORT_DRAIN_DELAY_MS=0 CATCOMFORT_DATA_DIR=$data CATCOMFORT_LOG_LEVEL=warn exec node dist/src/main.js) >"$out/$2.log" 2>&1 &
+  local start=(node dist/src/main.js)
+  [ -x "$1/bin/catcomfort-service" ] && start=(bin/catcomfort-service)
+  (cd "$1" && CATCOMFORT_API_KEYS=$key CATCOMFORT_PORT=$port CATCOMFORT_HOST=127.0.0.1 CATCOMFORT_DRAIN_DELAY_MS=0 CATCOMFORT_DATA_DIR=$data CATCOMFORT_LOG_LEVEL=warn exec "${start[@]}") >"$out/$2.log" 2>&1 &
   local pid=$!
   until curl -sf -o /dev/null "http://127.0.0.1:$port/readyz"; do
     kill -0 $pid 2>/dev/null || { cat "$out/$2.log"; exit 1; }

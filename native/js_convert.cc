@@ -97,6 +97,7 @@ NativeConfig ConfigFromJs(const Napi::Value& value) {
   }
   c.poolThreads = Int(o, "poolThreads", 1);
   c.intraOpThreads = Int(o, "intraOpThreads", 1);
+  if (!o.Get("cpuArena").IsUndefined()) c.cpuArena = Bool(o, "cpuArena");
   return c;
 }
 

@@ -225,7 +225,7 @@ ProviderStatus Probe(Ort::Env& env, ProviderKind kind, const NativeConfig& confi
 bool SameConfig(const NativeConfig& a, const NativeConfig& b) {
   return a.providers == b.providers && a.deviceId == b.deviceId && a.trtCacheDir == b.trtCacheDir &&
          a.trtFp16 == b.trtFp16 && a.cudnnConvAlgoSearch == b.cudnnConvAlgoSearch && a.pinnedMemory == b.pinnedMemory && a.poolThreads == b.poolThreads &&
-         a.intraOpThreads == b.intraOpThreads;
+         a.intraOpThreads == b.intraOpThreads && a.cpuArena == b.cpuArena;
 }
 
 }  // namespace
@@ -291,6 +291,7 @@ Ort::SessionOptions MakeSessionOptions(const Runtime& runtime, int intraOpThread
   options.SetExecutionMode(ExecutionMode::ORT_SEQUENTIAL);
   // The pool already keeps the cores busy; spinning intra-op threads would only steal from it.
   options.AddConfigEntry("session.intra_op.allow_spinning", "0");
+  if (!runtime.config.cpuArena) options.DisableCpuMemArena();
   for (const ActiveProvider& provider : runtime.activeProviders) {
     AppendProvider(options, *runtime.env, provider, runtime.config);
   }

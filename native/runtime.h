@@ -37,7 +37,8 @@ Runtime* GetRuntime();
 Runtime& Configure(const NativeConfig& config);
 
 // Session options for a pipeline's sessions: all graph optimisations, `intraOpThreads` intra-op
-// threads (0: the config's), one inter-op thread, the active providers (then CPU).
+// threads (0: the config's), one inter-op thread, the active providers (then CPU), and ONNX
+// Runtime's CPU arena only where the config asks for it.
 Ort::SessionOptions MakeSessionOptions(const Runtime& runtime, int intraOpThreads = 0);
 
 // Stops the pool (env teardown of the thread that configured the addon).

@@ -119,6 +119,7 @@ struct NativeConfig {
   bool pinnedMemory = true;  // stage session tensors in the GPU provider's pinned memory (host_memory.h)
   int poolThreads = 1;
   int intraOpThreads = 1;
+  bool cpuArena = false;  // ONNX Runtime's CPU memory arena; off: tensors from the process's allocator
 };
 
 struct ProviderStatus {

@@ -178,6 +178,11 @@ describe('native addon', () => {
       (e: Error & { code?: string }) => e.code === 'native_error' && /already/.test(e.message),
       'pinnedMemory is part of the process-wide configuration',
     );
+    assert.throws(
+      () => addon.configure({ ...config, cpuArena: true }),
+      (e: Error & { code?: string }) => e.code === 'native_error' && /already/.test(e.message),
+      'cpuArena is part of the process-wide configuration',
+    );
   });
 
   test('detection is decided once, natively, on the reported 6-decimal confidence; cutoffs are inclusive', async () => {

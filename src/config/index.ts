@@ -36,6 +36,7 @@ export type RuntimeConfig = Pick<
   | 'providerProbeTimeoutMs'
   | 'poolThreads'
   | 'intraOpThreads'
+  | 'cpuArena'
   | 'lowLoadThreads'
   | 'lowLoadInFlight'
   | 'sessionBatch'

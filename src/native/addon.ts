@@ -218,6 +218,8 @@ export interface NativeConfig {
   poolThreads: number;
   /** ORT intra-op threads per session run. */
   intraOpThreads: number;
+  /** ONNX Runtime's CPU memory arena for session tensors (default false: the process's allocator). */
+  cpuArena?: boolean;
 }
 
 /** How cuDNN picks convolution algorithms: benchmark all (slow first Run per shape), its heuristics, or one fixed. */

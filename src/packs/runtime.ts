@@ -30,6 +30,7 @@ export function configureAddon(config: RuntimeConfig, given?: NativeAddon): { ad
     pinnedMemory: config.pinnedMemory,
     poolThreads: config.poolThreads,
     intraOpThreads: config.intraOpThreads,
+    cpuArena: config.cpuArena,
   });
   const info = config.benchSimulate === null ? native : { ...native, simulatedDevice: readDeviceProfile(config.benchSimulate) };
   return { addon, info };
