@@ -22,7 +22,7 @@ export async function phonePhotos(): Promise<Photo[]> {
     const file = `${path.parse(p.file).name}_${p.sha256.slice(0, 8)}_${width}x${height}.jpg`;
     const target = path.join(dir, file);
     if (!existsSync(target)) {
-      const partial = `${target}.partial.jpg`;
+      const partial = `${target}.${process.pid}.partial.jpg`; // two benches may make the same photo at once
       await runCommand(
         ffmpeg,
         ['-hide_banner', '-loglevel', 'error', '-y', '-i', p.path, '-vf', `scale=${width}:${height}`, '-pix_fmt', 'yuvj420p', '-q:v', '3', '-frames:v', '1', partial],
