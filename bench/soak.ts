@@ -10,11 +10,13 @@
 // and the single reading at the sample (rssNowMiB) are kept beside it, and from /metrics: the service's
 // malloc trims so far (mallocTrims: count, MiB given back, ms spent), its pool of image-sized blocks
 // (imageBlocks: taken, reused, MiB in use and idle), jemalloc's account of its memory (jemallocMiB, when
-// the service runs on it) and the main thread's V8 heap and external memory (mainThreadMiB).
+// the service runs on it), the main thread's V8 heap and external memory (mainThreadMiB), the front
+// threads' V8 heaps (frontThreadsMiB: null with the front on the main thread) and the size of
+// the SQLite scan store's file and its log (scanStoreMiB: SQLite caches up to 16 MiB of its pages).
 //   SOAK_MINUTES=120 SOAK_HTTP_THREADS=2 node dist/bench/soak.js > soak.jsonl
 // Other CATCOMFORT_* settings and MALLOC_* / GLIBC_TUNABLES in the environment reach the service.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fixturePhotos, installCleanup, repoRoot, sleep } from './common';
@@ -24,6 +26,7 @@ import { oipBinaryRequest, predictBody } from './protocols';
 import { API_KEY, protocolUrl, startServer, stopServer, waitReady } from './servers';
 import { MAPPING_KINDS, memoryByKind, residentKiB } from './smaps';
 import type { Outcome } from './load-window';
+import { SQLITE_FILE } from '../src/store/sqlite-db';
 
 const minutes = Number(process.env.SOAK_MINUTES ?? 120);
 const rate = Number(process.env.SOAK_RATE ?? 8);
@@ -181,7 +184,7 @@ async function main(): Promise<void> {
   /** From /metrics: the service's malloc trims so far (CATCOMFORT_MALLOC_TRIM_INTERVAL_MS: count, MiB released, ms spent), its pool of image-sized blocks (taken, reused, MiB in use and idle), jemalloc's bytes by state and the main thread's V8 heap and external memory. */
   const addonMemory = async () => {
     const names = ['catcomfort_malloc_trims_total', 'catcomfort_malloc_trim_released_bytes_total', 'catcomfort_malloc_trim_seconds_total', 'catcomfort_image_blocks_taken_total', 'catcomfort_image_blocks_reused_total', 'catcomfort_image_blocks_bytes'];
-    const scraped = [...names, 'catcomfort_malloc_bytes', 'nodejs_heap_size_total_bytes', 'nodejs_external_memory_bytes', 'catcomfort_external_collections_total'];
+    const scraped = [...names, 'catcomfort_malloc_bytes', 'catcomfort_front_threads_heap_bytes', 'nodejs_heap_size_total_bytes', 'nodejs_external_memory_bytes', 'catcomfort_external_collections_total'];
     const text = (await http(`${origin}/metrics?${scraped.map((n) => `name=${n}`).join('&')}`, { method: 'GET' }).catch(() => ({ text: '' }))).text;
     const value = (series: string) => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
     return {
@@ -194,10 +197,11 @@ async function main(): Promise<void> {
       },
       jemallocMiB: Object.fromEntries(['allocated', 'active', 'dirty', 'resident', 'retained'].map((state) => [state, mib(value(`catcomfort_malloc_bytes{state="${state}"}`) / 1024)])),
       mainThreadMiB: { heap: mib(value('nodejs_heap_size_total_bytes') / 1024), external: mib(value('nodejs_external_memory_bytes') / 1024), collections: value('catcomfort_external_collections_total') },
+      frontThreadsMiB: Object.fromEntries(['total', 'used', 'external'].map((state) => [state, mib(value(`catcomfort_front_threads_heap_bytes{state="${state}"}`) / 1024)])),
     };
   };
   const sample = async () => {
-    const { mallocTrims, imageBlocks, jemallocMiB, mainThreadMiB } = await addonMemory();
+    const { mallocTrims, imageBlocks, jemallocMiB, mainThreadMiB, frontThreadsMiB } = await addonMemory();
     const m = memoryByKind(pid);
     const minute = (performance.now() - startedAt) / 60_000;
     const rssKiB = readings.length > 0 ? median(readings) : m.totalKiB;
@@ -205,8 +209,9 @@ async function main(): Promise<void> {
     readings = [];
     samples.push({ minute, rssKiB, peakKiB, nowKiB: m.totalKiB });
     const byKind = Object.fromEntries(MAPPING_KINDS.map((k) => [k, mib(m.rssKiB[k])]));
+    const scanStoreMiB = mib(['', '-wal'].reduce((sum, end) => sum + (statSync(path.join(dataDir, `${SQLITE_FILE}${end}`), { throwIfNoEntry: false })?.size ?? 0), 0) / 1024);
     const counts = Object.fromEntries(Object.entries(tallies).map(([k, t]) => [k, `${t.ok}/${t.overloaded}/${t.errors}`]));
-    process.stdout.write(`${JSON.stringify({ minute: Math.round(minute * 10) / 10, rssMiB: mib(rssKiB), rssPeakMiB: mib(peakKiB), rssNowMiB: mib(m.totalKiB), byKindMiB: byKind, arenaHeaps: m.arenaHeaps, largestArenaHeapMiB: mib(m.largestArenaHeapKiB), mallocTrims, imageBlocks, jemallocMiB, mainThreadMiB, okOverloadedErrors: counts, scansOpen: scans.size, skipped })}\n`);
+    process.stdout.write(`${JSON.stringify({ minute: Math.round(minute * 10) / 10, rssMiB: mib(rssKiB), rssPeakMiB: mib(peakKiB), rssNowMiB: mib(m.totalKiB), byKindMiB: byKind, arenaHeaps: m.arenaHeaps, largestArenaHeapMiB: mib(m.largestArenaHeapKiB), mallocTrims, imageBlocks, jemallocMiB, mainThreadMiB, frontThreadsMiB, scanStoreMiB, okOverloadedErrors: counts, scansOpen: scans.size, skipped })}\n`);
   };
   let lastScanRead = 0;
   while (performance.now() < endAt) {

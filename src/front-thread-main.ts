@@ -4,8 +4,9 @@
 // the routes change) for its own answers. It reports those answers and its places to the main thread,
 // writes the access lines that come with the service's answers (at the service's log level, gathered
 // per turn as the main thread's), stops accepting on `close`, drains on `drain`, and takes the nice
-// value it is given (ops/loop-priority.ts).
+// value it is given (ops/loop-priority.ts). Every HEAP_MS it reports its V8 heap (for /metrics).
 import { performance } from 'node:perf_hooks';
+import { getHeapStatistics } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
 import { rendererNamed } from './error-renderers';
 import { TrustedProxies } from './front/client-address';
@@ -20,6 +21,8 @@ import { takeNice } from './ops/loop-priority';
 
 /** How often the places' counts are reported when they changed. */
 const COUNTS_MS = 250;
+/** How often the thread's V8 heap is reported. */
+const HEAP_MS = 5_000;
 
 const data = workerData as FrontThreadData;
 setLogLevel(data.logLevel);
@@ -48,6 +51,12 @@ const reportCounts = (counts: PlaceCounts) => {
   reported = text;
 };
 setInterval(() => reportCounts(front.upstream), COUNTS_MS).unref();
+const reportHeap = () => {
+  const stats = getHeapStatistics();
+  send({ type: 'heap', heap: { total: stats.total_heap_size, used: stats.used_heap_size, external: stats.external_memory } });
+};
+setInterval(reportHeap, HEAP_MS).unref();
+reportHeap();
 
 port.on('message', (message: ToFrontThread) => {
   if (message.type === 'answer') link.answered(message);

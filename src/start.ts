@@ -98,7 +98,7 @@ export async function startService(config: Config): Promise<RunningService> {
     stream?.close();
     throw error;
   });
-  metrics.setSources({ requestsInFlight: () => server.requestsInFlight, upstream: () => server.upstream });
+  metrics.setSources({ requestsInFlight: () => server.requestsInFlight, upstream: () => server.upstream, frontThreadsHeap: () => server.frontThreadsHeap });
   let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | null = null;
   try {
     if (config.metrics.port !== null) metricsServer = await startMetricsServer(config.host, config.metrics.port);

@@ -2,7 +2,7 @@
 // main thread does: the same raw requests (HTTP/1.1 and 1.0, keep-alive, the front's own refusals,
 // unknown methods on routes added after the port opened) get the same bytes back from both, but
 // for request ids, dates and timings; the threads report their answers to the access log and
-// their pool to /metrics; shutdown waits for a request in progress; the port stays exclusive.
+// their pool and V8 heaps to /metrics; shutdown waits for a request in progress; the port stays exclusive.
 // Every request goes over the threads' links to the main thread (src/front/service-link.ts): the
 // cases below cover them (HTTP/1.0, pipelining, a body in pieces, errors, a client that leaves),
 // and its bodies lent in memory shared with the main thread (body-slab.ts): many at once, of
@@ -81,6 +81,16 @@ test("the threads' own answers reach the access log with their route; their plac
   });
   socket.destroy();
   assert.ok(open >= 1);
+});
+
+test("the threads' V8 heaps reach /metrics (both threads, used within committed); the front on the main thread has none", async () => {
+  const scrape = async (server: TestServer) => parseMetrics(await (await fetch(`${server.url}/metrics`, { headers: { 'api-key': TEST_KEY } })).text());
+  const heap = (metrics: ReturnType<typeof parseMetrics>, state: string) => total(metrics, 'catcomfort_front_threads_heap_bytes', { state });
+  const metrics = await scrape(two);
+  // Each thread reports once it starts: two heaps of at least 1 MiB each.
+  assert.ok(heap(metrics, 'total') >= 2 * 1024 * 1024, String(heap(metrics, 'total')));
+  assert.ok(heap(metrics, 'used') > 0 && heap(metrics, 'used') <= heap(metrics, 'total'));
+  assert.equal((await scrape(one)).filter((s) => s.name === 'catcomfort_front_threads_heap_bytes').length, 0);
 });
 
 test('a client that leaves while its body arrives is logged as on the main thread, and the service goes on', async () => {

@@ -4,8 +4,8 @@
 // threads accept. Each thread runs an HttpFront (front-thread-main.ts) with its share of the places
 // in the service, and hands every request over its link (service-link.ts), served here; the main
 // thread then does no front work. The threads write the access lines of the service's answers
-// (carried with them), report their own answers (for the access log) and their places; a thread that
-// ends unexpectedly is started again on a fresh descriptor.
+// (carried with them), report their own answers (for the access log), their places and their V8
+// heaps; a thread that ends unexpectedly is started again on a fresh descriptor.
 import { closeSync } from 'node:fs';
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -43,8 +43,16 @@ export type FromFrontThread =
   | { type: 'listening' }
   | { type: 'answer'; answer: FrontAnswer }
   | { type: 'counts'; counts: PlaceCounts }
+  | { type: 'heap'; heap: ThreadHeap }
   | { type: 'drained' }
   | ToService;
+
+/** A thread's V8 heap in bytes: committed (total), live objects in it (used), and memory outside it that its objects hold (external). */
+export interface ThreadHeap {
+  total: number;
+  used: number;
+  external: number;
+}
 
 export type ToFrontThread =
   | { type: 'close' }
@@ -67,6 +75,7 @@ export interface FrontThreadsOptions {
 interface Thread {
   worker: Worker;
   counts: PlaceCounts;
+  heap: ThreadHeap;
   listening: boolean;
   drained: boolean;
   /** The service's side of its link. */
@@ -104,7 +113,7 @@ export class FrontThreads {
     const workerData: FrontThreadData = { ...this.options.data, fd: this.options.dupFd(this.spare!), slab, logLevel: logLevel(), nice: this.nice };
     const worker = new Worker(this.options.entry, { workerData });
     const side = new ServiceSide({ slab, post: (answer) => worker.postMessage(answer), serve: this.options.serve, carryLines: true });
-    const thread: Thread = { worker, counts: { open: 0, idle: 0, waiting: 0 }, listening: false, drained: false, side };
+    const thread: Thread = { worker, counts: { open: 0, idle: 0, waiting: 0 }, heap: { total: 0, used: 0, external: 0 }, listening: false, drained: false, side };
     this.threads.add(thread);
     thread.worker.unref();
     return new Promise((resolve, reject) => {
@@ -115,6 +124,7 @@ export class FrontThreads {
         }
         else if (message.type === 'request' || message.type === 'body' || message.type === 'abort') thread.side.receive(message);
         else if (message.type === 'counts') thread.counts = message.counts;
+        else if (message.type === 'heap') thread.heap = message.heap;
         else if (message.type === 'answer') this.options.onAnswer?.({ ...message.answer, startedAt: message.answer.startedAt - performance.timeOrigin });
         else if (message.type === 'drained') this.markDrained(thread);
       });
@@ -158,6 +168,13 @@ export class FrontThreads {
   get upstream(): PlaceCounts {
     const sum = { open: 0, idle: 0, waiting: 0 };
     for (const { counts } of this.threads) for (const key of ['open', 'idle', 'waiting'] as const) sum[key] += counts[key];
+    return sum;
+  }
+
+  /** The threads' V8 heaps, summed from their latest reports. */
+  get heap(): ThreadHeap {
+    const sum = { total: 0, used: 0, external: 0 };
+    for (const { heap } of this.threads) for (const key of ['total', 'used', 'external'] as const) sum[key] += heap[key];
     return sum;
   }
 

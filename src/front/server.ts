@@ -6,7 +6,7 @@ import { Exchange, type EndedRequest, type ResponseSink } from '../http/exchange
 import type { ServiceHead } from '../http/request-head';
 import { TrustedProxies } from './client-address';
 import { HttpFront } from './front';
-import { FrontThreads, type FrontThreadsOptions } from './front-threads';
+import { FrontThreads, type FrontThreadsOptions, type ThreadHeap } from './front-threads';
 import { localLink } from './local-link';
 import type { PlaceLimits } from './places';
 import type { FrontAnswer } from './settings';
@@ -108,6 +108,11 @@ export class HttpServer {
   /** The front's places in the service held (open; idle always 0) and requests waiting for one. */
   get upstream(): { open: number; idle: number; waiting: number } {
     return this.front?.upstream ?? { open: 0, idle: 0, waiting: 0 };
+  }
+
+  /** The V8 heaps of the front's threads, summed; null while the front runs on the main thread. */
+  get frontThreadsHeap(): ThreadHeap | null {
+    return this.front instanceof FrontThreads ? this.front.heap : null;
   }
 
   /** Requests received and not yet answered (nor abandoned by their client). */

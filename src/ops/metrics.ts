@@ -24,6 +24,8 @@ export interface MetricSources {
   webhookQueue?(): Promise<{ due: number; scheduled: number; in_flight: number }>;
   /** The addon's pool of image-sized blocks (src/native/addon.ts ImageBlockCounts). */
   imageBlocks?(): { taken: number; reused: number; idleBytes: number; mappedBytes: number };
+  /** The V8 heaps of the HTTP front's threads, summed; null while it runs on the main thread. */
+  frontThreadsHeap?(): { total: number; used: number; external: number } | null;
   /** jemalloc's account of its memory, null under another malloc (src/native/addon.ts MallocBytes). */
   mallocBytes?(): Record<'allocated' | 'active' | 'dirty' | 'resident' | 'retained', number> | null;
 }
@@ -168,6 +170,11 @@ export class ServiceMetrics {
       'catcomfort_malloc_bytes',
       "jemalloc's account of its memory (left out under another malloc): allocated (blocks handed out), active (pages holding them), dirty (free pages kept until they decay), resident (with its metadata), retained (address space given back to the system)",
       () => metrics.sources.mallocBytes?.() ?? undefined,
+    );
+    this.stateGauge(
+      'catcomfort_front_threads_heap_bytes',
+      "The V8 heaps of the HTTP front's threads (CATCOMFORT_HTTP_THREADS >= 2; left out with one), summed, as each last reported (every 5 s): total (committed), used (live objects), external (memory outside the heap their objects hold)",
+      () => metrics.sources.frontThreadsHeap?.() ?? undefined,
     );
     this.storeDepthGauge('catcomfort_scan_queue_depth', 'Scans in the shared store by state: pending (waiting for a worker) and processing', () => metrics.sources.scanQueue?.());
     this.storeDepthGauge(
