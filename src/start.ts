@@ -199,8 +199,8 @@ interface Started {
   service: Service;
   vipsVersion: string;
   ortVersion: string;
-  /** The malloc serving the process and what the addon set of glibc's (native/malloc_policy.cc), for the ready line. */
-  malloc: { allocator: string; own_mapping_bytes: number; arena_max: number; trim_interval_ms: number };
+  /** The malloc serving the process, what the addon set of glibc's (native/malloc_policy.cc) and whether ONNX Runtime keeps its own CPU arena, for the ready line. */
+  malloc: { allocator: string; own_mapping_bytes: number; arena_max: number; trim_interval_ms: number; cpu_arena: boolean };
   /** Closes every interface while `drain` (the public port's) runs, then releases the models and the store. */
   close(drain: () => Promise<void>): Promise<void>;
 }
@@ -300,7 +300,7 @@ async function startInterfaces(
     service,
     vipsVersion: info.vipsVersion,
     ortVersion: info.ortVersion,
-    malloc: { allocator: info.mallocAllocator, own_mapping_bytes: info.mallocOwnMappingBytes, arena_max: info.mallocArenaMax, trim_interval_ms: config.mallocTrimIntervalMs },
+    malloc: { allocator: info.mallocAllocator, own_mapping_bytes: info.mallocOwnMappingBytes, arena_max: info.mallocArenaMax, trim_interval_ms: config.mallocTrimIntervalMs, cpu_arena: config.cpuArena },
     async close(drain) {
       apiKeys.stop();
       await packs.close();

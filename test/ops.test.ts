@@ -97,6 +97,7 @@ describe('a ready service', () => {
   test("malloc's free pages are given back every CATCOMFORT_MALLOC_TRIM_INTERVAL_MS, counted in /metrics and named in the ready line", async () => {
     const ready = logLines(server.output()).find((l) => l.msg === 'ready');
     assert.equal(ready?.malloc?.trim_interval_ms, 200, server.output());
+    assert.equal(ready?.malloc?.cpu_arena, false, 'ONNX Runtime\'s CPU arena is off by default');
     const samples = await waitFor('two trims', async () => {
       const { samples } = await scrape(server.url);
       return total(samples, 'catcomfort_malloc_trims_total') >= 2 && samples;
