@@ -4,7 +4,8 @@
 // the routes change) for its own answers. It reports those answers and its places to the main thread,
 // writes the access lines that come with the service's answers (at the service's log level, gathered
 // per turn as the main thread's), stops accepting on `close`, drains on `drain`, and takes the nice
-// value it is given (ops/loop-priority.ts). Every HEAP_MS it reports its V8 heap (for /metrics).
+// value it is given (ops/loop-priority.ts). Every HEAP_MS it reports its V8 heap (for /metrics); the
+// buffers of what it read are collected in steps, as on the main thread (memory/external-collections.ts).
 import { performance } from 'node:perf_hooks';
 import { getHeapStatistics } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
@@ -17,6 +18,7 @@ import { type PlaceCounts, Places } from './front/places';
 import { ServiceLink } from './front/service-link';
 import { Router } from './http/router';
 import { linesPerTurn, setLogLevel } from './log';
+import { collectExternalInSteps } from './memory/external-collections';
 import { takeNice } from './ops/loop-priority';
 
 /** How often the places' counts are reported when they changed. */
@@ -27,6 +29,7 @@ const HEAP_MS = 5_000;
 const data = workerData as FrontThreadData;
 setLogLevel(data.logLevel);
 linesPerTurn();
+collectExternalInSteps();
 const port = parentPort!;
 if (data.nice !== null) takeNice(data.nice, 'http front');
 const send = (message: FromFrontThread, transfer?: ArrayBuffer[]) => port.postMessage(message, transfer);
