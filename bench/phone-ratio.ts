@@ -4,6 +4,8 @@
 // both services run at once and the client takes turns (a small photo here, there, then the phone
 // photo here, there, ...), so both meet the same moments of the machine.
 //   node dist/bench/phone-ratio.js [OLD_TREE]    (PHONE_ROUNDS rounds of the 39 pairs, default 3)
+// PHONE_GAP_MS (default 0) waits that long before each request, as a camera sending a frame every so
+// often would: the service is idle between requests, and whatever it gives back when idle it takes again.
 // Each service runs as its tree deploys it (bin/catcomfort-service; `node dist/src/main.js` in trees
 // older than the launcher) with the int8 detector.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -16,6 +18,7 @@ import { predictBody } from './protocols';
 import { API_KEY } from './servers';
 
 const rounds = Number(process.env.PHONE_ROUNDS ?? 3);
+const gapMs = Number(process.env.PHONE_GAP_MS ?? 0);
 
 interface Tree {
   label: string;
@@ -91,8 +94,8 @@ async function main(): Promise<void> {
     for (let r = 0; r < rounds; r++) {
       for (let i = 0; i < small.length; i++) {
         const order = (r + i) % 2 === 0 ? trees : [...trees].reverse();
-        for (const t of order) t.small.push(await predict(t.url, small[i]!));
-        for (const t of order) t.phone.push(await predict(t.url, phone[i]!));
+        for (const t of order) t.small.push(await sleep(gapMs).then(() => predict(t.url, small[i]!)));
+        for (const t of order) t.phone.push(await sleep(gapMs).then(() => predict(t.url, phone[i]!)));
       }
     }
   } finally {
