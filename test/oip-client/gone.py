@@ -2,8 +2,9 @@
 
 Argument: a JSON object {grpc, key, photo}. With the client's GrpcClient: one call to warm the channel,
 20 ModelInfer futures on the photo each cancelled 8 ms in, 20 calls with a 1 ms deadline, each with its
-own x-request-id, then one last call. Prints {calls: {id: the status the client saw}, cancelled_at:
-{id: the wall-clock time in ms just before the client cancelled it}, after: the last id}.
+own x-request-id, then one last call. Prints {calls: {id: the status the client saw}, cancel_seen_at:
+{id: the wall-clock time in ms once the client had seen it cancelled (its reset leaves about then)},
+after: the last id}.
 """
 import json
 import os
@@ -36,14 +37,14 @@ def seen(call):
 
 client.stub.ModelInfer(request, metadata=metadata("first"))
 calls = {}
-cancelled_at = {}
+cancel_seen_at = {}
 for i in range(20):
     future = client.stub.ModelInfer.future(request, metadata=metadata(f"cancel-{i}"))
     time.sleep(0.008)
-    cancelled_at[f"cancel-{i}"] = time.time() * 1000
     future.cancel()
     calls[f"cancel-{i}"] = seen(future.result)
+    cancel_seen_at[f"cancel-{i}"] = time.time() * 1000
 for i in range(20):
     calls[f"deadline-{i}"] = seen(lambda: client.stub.ModelInfer(request, metadata=metadata(f"deadline-{i}"), timeout=0.001))
 client.stub.ModelInfer(request, metadata=metadata("last"))
-print(json.dumps({"calls": calls, "cancelled_at": cancelled_at, "after": "last"}))
+print(json.dumps({"calls": calls, "cancel_seen_at": cancel_seen_at, "after": "last"}))
