@@ -82,6 +82,13 @@ interface Thread {
   side: ServiceSide;
 }
 
+/** Each field of `zero` summed over `reports`. */
+function sumOver<K extends string>(reports: Array<Record<K, number>>, zero: Record<K, number>): Record<K, number> {
+  const sum = { ...zero };
+  for (const report of reports) for (const key of Object.keys(zero) as K[]) sum[key] += report[key];
+  return sum;
+}
+
 export class FrontThreads {
   private readonly threads = new Set<Thread>();
   private spare: number | null = null;
@@ -166,16 +173,12 @@ export class FrontThreads {
 
   /** The threads' places, summed from their latest reports. */
   get upstream(): PlaceCounts {
-    const sum = { open: 0, idle: 0, waiting: 0 };
-    for (const { counts } of this.threads) for (const key of ['open', 'idle', 'waiting'] as const) sum[key] += counts[key];
-    return sum;
+    return sumOver([...this.threads].map((t) => t.counts), { open: 0, idle: 0, waiting: 0 });
   }
 
   /** The threads' V8 heaps, summed from their latest reports. */
   get heap(): ThreadHeap {
-    const sum = { total: 0, used: 0, external: 0 };
-    for (const { heap } of this.threads) for (const key of ['total', 'used', 'external'] as const) sum[key] += heap[key];
-    return sum;
+    return sumOver([...this.threads].map((t) => t.heap), { total: 0, used: 0, external: 0 });
   }
 
   /** Stops accepting connections (every thread closes its descriptor); open connections go on. */
