@@ -4,7 +4,7 @@
 // photos, OIP REST binary infers, gRPC ModelInfer, scans (submitted, then read until COMPLETED) and bad
 // requests (each must get its documented 4xx). One JSON line a sample (every SOAK_SAMPLE_S), then a
 // summary: errors, scans lost, and RSS after the first 30 minutes against the 30-minute value.
-// A sample's RSS is the median of readings every SOAK_READ_S since the last sample: one 12 MP photo
+// A sample's RSS is the median of readings every SOAK_READ_S (1 s) since the last sample: one 12 MP photo
 // in flight holds about 40 MiB for a moment, so a single reading says more about what is in flight
 // than about what stays. The highest of those readings (rssPeakMiB: what a memory limit must hold)
 // and the single reading at the sample (rssNowMiB) are kept beside it, and from /metrics: the service's
@@ -12,7 +12,7 @@
 // (imageBlocks: taken, reused, MiB in use and idle), jemalloc's account of its memory (jemallocMiB, when
 // the service runs on it), the main thread's V8 heap and external memory (mainThreadMiB), the front
 // threads' V8 heaps (frontThreadsMiB: null with the front on the main thread) and the size of
-// the SQLite scan store's file and its log (scanStoreMiB: SQLite caches up to 16 MiB of its pages).
+// the SQLite scan store's file and its log (scanStoreMiB: SQLite caches up to 2 MiB of its pages).
 //   SOAK_MINUTES=120 SOAK_HTTP_THREADS=2 node dist/bench/soak.js > soak.jsonl
 // Other CATCOMFORT_* settings and MALLOC_* / GLIBC_TUNABLES in the environment reach the service.
 import { execFileSync } from 'node:child_process';
@@ -32,7 +32,7 @@ const minutes = Number(process.env.SOAK_MINUTES ?? 120);
 const rate = Number(process.env.SOAK_RATE ?? 8);
 const inFlightLimit = Number(process.env.SOAK_IN_FLIGHT ?? 16);
 const sampleS = Number(process.env.SOAK_SAMPLE_S ?? 60);
-const readS = Number(process.env.SOAK_READ_S ?? 5);
+const readS = Number(process.env.SOAK_READ_S ?? 1);
 const httpThreads = process.env.SOAK_HTTP_THREADS ?? '2';
 const model = process.env.SOAK_MODEL ?? 'bc-v1';
 /** Where the 5 % band starts: RSS is compared with its value at this minute. */

@@ -2,7 +2,7 @@
 // thread's own (src/native/own-memory.ts, src/memory/lent-bytes.ts lendOwnMemory) are freed by the addon once the
 // request and every analysis holding them have let go, and only when they are the whole of their
 // buffer (or, for a gRPC message, most of it); the looks at external memory
-// (src/memory/external-collections.ts) collect after 16 MiB of growth from the low point, at most
+// (src/memory/external-collections.ts) collect after 4 MiB of growth from the low point, at most
 // once per 10 s.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -49,7 +49,7 @@ test("a gRPC message's buffer is freed when its images fill it but for the other
   assert.equal(parts[0]!.byteLength, 0);
 });
 
-test('a full collection after 16 MiB of external growth from the low point, at most once per 10 s', () => {
+test('a full collection after STEP_BYTES (4 MiB) of external growth from the low point, at most once per 10 s', () => {
   let external = 100 * KIB * KIB;
   let collected = 0;
   const looks = new ExternalCollections(

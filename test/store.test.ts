@@ -13,6 +13,7 @@ import { KeyRing } from '../src/keys/key-ring';
 import Database from 'better-sqlite3';
 import { InvalidCursorError, openStore, sha256Hex, SQLITE_FILE, type NewScan, type SqlValue, type Store } from '../src/store';
 import { postgresMigrations } from '../src/store/migrations';
+import { CACHE_KIB } from '../src/store/sqlite-db';
 import { startTestPostgres } from './helpers/postgres';
 import { repoRoot } from './helpers/paths';
 
@@ -515,12 +516,13 @@ test('SQLite store', async (t) => {
   const backend = sqliteBackend();
   try {
     await suite(t, backend);
-    await t.test('the file uses WAL and synchronous=FULL', async () => {
+    await t.test('the file uses WAL and synchronous=FULL, with a page cache of CACHE_KIB', async () => {
       const dir = tempDir();
       const store = await openStore({ dataDir: path.join(dir, 'nested') });
       try {
         assert.deepEqual(await store.db.query('PRAGMA journal_mode'), [{ journal_mode: 'wal' }]);
         assert.deepEqual(await store.db.query('PRAGMA synchronous'), [{ synchronous: 2 }]);
+        assert.deepEqual(await store.db.query('PRAGMA cache_size'), [{ cache_size: -CACHE_KIB }]);
         assert.ok(fs.existsSync(path.join(dir, 'nested', 'catcomfort.sqlite3')));
       } finally {
         await store.close();

@@ -3,13 +3,14 @@
 // memory has grown by 64 MiB: under a mixed load that was every 2-3 minutes, and RSS rose and fell
 // with it by 40-70 MiB (docs/operations.md "Memory"). So once a second the main thread looks at its
 // external memory, and when it has grown by STEP_BYTES since its low point, collects then (a young
-// collection does not free them): smaller steps, the same work in all. At most one per MIN_GAP_MS,
+// collection does not free them): smaller steps, each marking the whole heap. At most one per MIN_GAP_MS,
 // so under heavy load V8's own collections take over. The front's threads (front-thread-main.ts) do the
-// same for their own heaps, which held 6-33 MiB of such buffers between V8's collections.
+// same for their own heaps, which held 6-33 MiB of such buffers between V8's collections. Steps of
+// 16 MiB still left 6-25 MiB of them on the main thread from minute to minute over two hours.
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
-export const STEP_BYTES = 16 * 1024 * 1024;
+export const STEP_BYTES = 4 * 1024 * 1024;
 export const MIN_GAP_MS = 10_000;
 const LOOK_MS = 1000;
 

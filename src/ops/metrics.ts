@@ -157,7 +157,7 @@ export class ServiceMetrics {
     );
     this.readCounter(
       'catcomfort_external_collections_total',
-      "Full V8 collections the main thread ran itself because its external memory (buffers of what it read) had grown by 16 MiB",
+      "Full V8 collections the main thread ran itself because its external memory (buffers of what it read) had grown by 4 MiB",
       externalCollections,
     );
     this.readCounter('catcomfort_image_blocks_taken_total', 'Image-sized blocks (decoded photos, resized views, base64-decoded files) the addon took from its pool', () => metrics.sources.imageBlocks?.().taken ?? null);

@@ -56,6 +56,8 @@ interface FileGate {
 const gates = new Map<string, FileGate>();
 
 const MAX_PREPARED = 256;
+/** SQLite's page cache for this connection, KiB. */
+export const CACHE_KIB = 2048;
 
 export class SqliteDb implements SqlDb {
   readonly dialect = dialect;
@@ -79,6 +81,9 @@ export class SqliteDb implements SqlDb {
     this.db.pragma(`journal_size_limit = ${WAL_PAGES * 4096}`);
     this.db.pragma('synchronous = FULL');
     this.db.pragma('foreign_keys = ON');
+    // Pages cached in this process: the OS caches the file too, and a cache as large as better-sqlite3's
+    // default (16 MiB) grew with the store for hours (docs/performance-log.md "SQLite's cache").
+    this.db.pragma(`cache_size = -${CACHE_KIB}`);
   }
 
   /** Prepared statements by SQL text (the store's queries are a fixed set; the bound keeps a generated one from growing it without end). */
