@@ -184,7 +184,7 @@ async function main(): Promise<void> {
   /** From /metrics: the service's malloc trims so far (CATCOMFORT_MALLOC_TRIM_INTERVAL_MS: count, MiB released, ms spent), its pool of image-sized blocks (taken, reused, MiB in use and idle), jemalloc's bytes by state and the main thread's V8 heap and external memory. */
   const addonMemory = async () => {
     const names = ['catcomfort_malloc_trims_total', 'catcomfort_malloc_trim_released_bytes_total', 'catcomfort_malloc_trim_seconds_total', 'catcomfort_image_blocks_taken_total', 'catcomfort_image_blocks_reused_total', 'catcomfort_image_blocks_bytes'];
-    const scraped = [...names, 'catcomfort_malloc_bytes', 'catcomfort_front_threads_heap_bytes', 'nodejs_heap_size_total_bytes', 'nodejs_external_memory_bytes', 'catcomfort_external_collections_total'];
+    const scraped = [...names, 'catcomfort_malloc_bytes', 'catcomfort_front_threads_heap_bytes', 'nodejs_heap_size_total_bytes', 'nodejs_external_memory_bytes', 'catcomfort_external_collections_total', 'catcomfort_external_collections_seconds_total'];
     const text = (await http(`${origin}/metrics?${scraped.map((n) => `name=${n}`).join('&')}`, { method: 'GET' }).catch(() => ({ text: '' }))).text;
     const value = (series: string) => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
     return {
@@ -196,7 +196,7 @@ async function main(): Promise<void> {
         idleMiB: mib(value(`${names[5]!}{state="idle"}`) / 1024),
       },
       jemallocMiB: Object.fromEntries(['allocated', 'active', 'dirty', 'resident', 'retained'].map((state) => [state, mib(value(`catcomfort_malloc_bytes{state="${state}"}`) / 1024)])),
-      mainThreadMiB: { heap: mib(value('nodejs_heap_size_total_bytes') / 1024), external: mib(value('nodejs_external_memory_bytes') / 1024), collections: value('catcomfort_external_collections_total') },
+      mainThreadMiB: { heap: mib(value('nodejs_heap_size_total_bytes') / 1024), external: mib(value('nodejs_external_memory_bytes') / 1024), collections: value('catcomfort_external_collections_total'), collectionsMs: Math.round(value('catcomfort_external_collections_seconds_total') * 1000) },
       frontThreadsMiB: Object.fromEntries(['total', 'used', 'external'].map((state) => [state, mib(value(`catcomfort_front_threads_heap_bytes{state="${state}"}`) / 1024)])),
     };
   };

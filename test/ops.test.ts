@@ -104,6 +104,7 @@ describe('a ready service', () => {
     });
     assert.ok(total(samples, 'catcomfort_malloc_trim_seconds_total') > 0);
     assert.ok(samples.some((s) => s.name === 'catcomfort_malloc_trim_released_bytes_total'));
+    assert.ok(samples.some((s) => s.name === 'catcomfort_external_collections_seconds_total'), 'the time in full collections is counted');
   });
 
   test('image-sized blocks are taken from the pool and reused by the next request, counted in /metrics', async () => {

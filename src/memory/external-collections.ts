@@ -19,6 +19,7 @@ export class ExternalCollections {
   private low: number;
   private last = -Infinity;
   private count = 0;
+  private spentMs = 0;
 
   constructor(
     private readonly external: () => number,
@@ -32,7 +33,9 @@ export class ExternalCollections {
     const bytes = this.external();
     this.low = Math.min(this.low, bytes);
     if (bytes - this.low < STEP_BYTES || now - this.last < MIN_GAP_MS) return false;
+    const start = performance.now();
     this.collect();
+    this.spentMs += performance.now() - start;
     this.count++;
     this.last = now;
     this.low = this.external();
@@ -42,6 +45,11 @@ export class ExternalCollections {
   /** Collections run so far. */
   collections(): number {
     return this.count;
+  }
+
+  /** Seconds spent in them so far. */
+  seconds(): number {
+    return this.spentMs / 1000;
   }
 }
 
@@ -60,4 +68,9 @@ export function collectExternalInSteps(): void {
 /** Collections the looks have run (0 before they start). */
 export function externalCollections(): number {
   return running?.collections() ?? 0;
+}
+
+/** Seconds this thread spent in them (0 before they start). */
+export function externalCollectionSeconds(): number {
+  return running?.seconds() ?? 0;
 }

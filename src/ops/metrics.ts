@@ -3,7 +3,7 @@
 // and queried by ops/grafana/catcomfort-dashboard.json.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { lentBytes } from '../memory/lent-bytes';
-import { externalCollections } from '../memory/external-collections';
+import { externalCollectionSeconds, externalCollections } from '../memory/external-collections';
 import { TallyHistogram } from './tally-histogram';
 import { eventLoopBusySeconds, eventLoopFigures, gcSeconds, mainThreadCpuSeconds } from './event-loop';
 
@@ -160,6 +160,7 @@ export class ServiceMetrics {
       "Full V8 collections the main thread ran itself because its external memory (buffers of what it read) had grown by 4 MiB",
       externalCollections,
     );
+    this.readCounter('catcomfort_external_collections_seconds_total', 'Seconds the main thread spent in those collections (its loop waits meanwhile)', externalCollectionSeconds);
     this.readCounter('catcomfort_image_blocks_taken_total', 'Image-sized blocks (decoded photos, resized views, base64-decoded files) the addon took from its pool', () => metrics.sources.imageBlocks?.().taken ?? null);
     this.readCounter('catcomfort_image_blocks_reused_total', 'Of those, blocks another request had used before (the rest were new mappings)', () => metrics.sources.imageBlocks?.().reused ?? null);
     this.stateGauge('catcomfort_image_blocks_bytes', "The addon's pool of image-sized blocks: mapped and in use, and idle (kept for the next request, at most 64 MiB)", () => {
