@@ -82,7 +82,7 @@ export class SqliteDb implements SqlDb {
     this.db.pragma('synchronous = FULL');
     this.db.pragma('foreign_keys = ON');
     // Pages cached in this process: the OS caches the file too, and a cache as large as better-sqlite3's
-    // default (16 MiB) grew with the store for hours (docs/performance-log.md "SQLite's cache").
+    // default (16 MiB) grew with the store for hours (docs/performance-log.md "Steps of 4 MiB, and SQLite's cache").
     this.db.pragma(`cache_size = -${CACHE_KIB}`);
   }
 
